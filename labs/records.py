@@ -1,0 +1,360 @@
+"""Recorded runs: save, load, list, validate.
+
+A recorded run is a folder `data/runs/<lab>/<run-id>/` holding
+
+- `run.json`     provenance: lab, run id, parameters, seed, git commit, host facts,
+                 tool versions, exact command lines, start and end times;
+- `results.csv`  tidy results, one measurement per row
+                 (`lab, run_id, config, workload, metric, value, unit`, plus the lab's own
+                 dimension columns);
+- `raw/`         the tools' own output, so a parser fix can re-derive the results.
+
+Runs are written into a hidden staging folder and renamed into place only when complete,
+so a crash never leaves something that looks like a run. The loader refuses anything
+malformed with one line naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from labs import PROJECT_ROOT
+from labs.errors import LabError
+
+FORMAT_VERSION = 1
+RESULT_COLUMNS = ["lab", "run_id", "config", "workload", "metric", "value", "unit"]
+KNOWN_UNITS = {
+    "us", "ms", "s", "ns", "iops", "MiB/s", "KiB/s", "tps", "bytes", "count", "ratio",
+    "percent", "probability", "trials/s", "bytes/tx",
+}
+# name -> (type(s) the value must have, description used in error messages)
+RUN_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "format_version": ((int,), "an integer"),
+    "lab": ((str,), "a string"),
+    "run_id": ((str,), "a string"),
+    "parameters": ((dict,), "an object"),
+    "seed": ((int, type(None)), "an integer or null"),
+    "git_commit": ((str,), "a string"),
+    "host": ((dict,), "an object"),
+    "tool_versions": ((dict,), "an object"),
+    "commands": ((list,), "a list"),
+    "started_at": ((str,), "an ISO 8601 time"),
+    "finished_at": ((str,), "an ISO 8601 time"),
+}
+RUN_ID_PATTERN = re.compile(r"^[0-9]{8}T[0-9]{6}Z(-[a-z0-9][a-z0-9._-]*)?$")
+STAGING_PREFIX = ".staging-"
+
+
+class RecordError(LabError):
+    """A recorded run is missing, half-written or malformed."""
+
+
+def runs_root() -> Path:
+    """Where recorded runs live: `data/runs/`, or $LABS_RUNS_DIR (used by tests)."""
+    return Path(os.environ.get("LABS_RUNS_DIR", PROJECT_ROOT / "data" / "runs"))
+
+
+def display_path(path: Path) -> str:
+    """A path as the reader knows it: relative to the project when it is inside it."""
+    try:
+        return str(Path(path).resolve().relative_to(PROJECT_ROOT))
+    except ValueError:
+        return str(path)
+
+
+def utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(microsecond=0)
+
+
+def new_run_id(host_name: str = "local", when: dt.datetime | None = None) -> str:
+    """A sortable id: UTC start time plus the host name, e.g. `20261120T221500Z-vm1`."""
+    when = when or utc_now()
+    host = re.sub(r"[^a-z0-9._-]+", "-", host_name.lower()).strip("-") or "host"
+    return f"{when:%Y%m%dT%H%M%SZ}-{host}"
+
+
+def project_git_commit() -> str:
+    """The project's commit, with `-dirty` when the work tree has changes."""
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True,
+            text=True, timeout=10, check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=PROJECT_ROOT,
+            capture_output=True, text=True, timeout=10,
+        ).stdout.strip()
+        return commit + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def local_host_facts() -> dict[str, Any]:
+    """Facts about the machine this Python runs on (labs on other hosts add their own)."""
+    memory_bytes = None
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemTotal:"):
+                    memory_bytes = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return {
+        "name": socket.gethostname(),
+        "kernel": platform.release(),
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "memory_bytes": memory_bytes,
+        "python": platform.python_version(),
+        "lab_vm": False,
+    }
+
+
+@dataclass
+class RecordedRun:
+    """A run loaded from disk (validated)."""
+
+    path: Path
+    meta: dict[str, Any]
+    results: pd.DataFrame
+
+    @property
+    def run_id(self) -> str:
+        return self.meta["run_id"]
+
+    @property
+    def lab(self) -> str:
+        return self.meta["lab"]
+
+    @property
+    def raw_dir(self) -> Path:
+        return self.path / "raw"
+
+    def command_line(self) -> str:
+        """The command that made this run (first recorded command line)."""
+        return self.meta["parameters"].get("command_line", "")
+
+
+@dataclass
+class RunRecorder:
+    """Collects one run and writes it atomically.
+
+    Use as a context manager; the run appears under `data/runs/<lab>/<run-id>/` only if
+    the block finishes without an exception::
+
+        with RunRecorder("quorum-montecarlo", parameters, seed=7) as run:
+            run.add_command("python -m labs run ...")
+            run.add_raw("estimate.json", text)
+            run.add_result(config="n6-w4-r3", workload="independent", metric="p", value=..,
+                           unit="probability")
+        print(run.final_path)
+    """
+
+    lab: str
+    parameters: dict[str, Any]
+    seed: int | None = None
+    host: dict[str, Any] = field(default_factory=local_host_facts)
+    run_id: str | None = None
+    root: Path | None = None
+    tool_versions: dict[str, str] = field(default_factory=dict)
+    commands: list[str] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    final_path: Path | None = None
+
+    def __post_init__(self) -> None:
+        self.started_at = utc_now()
+        self.run_id = self.run_id or new_run_id(self.host.get("name", "local"), self.started_at)
+        self.root = Path(self.root or runs_root())
+        self.staging = self.root / self.lab / f"{STAGING_PREFIX}{self.run_id}-{uuid.uuid4().hex[:8]}"
+
+    def __enter__(self) -> RunRecorder:
+        (self.staging / "raw").mkdir(parents=True)
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self._publish()
+        else:
+            # Nothing half-written may look like a run: drop the staging folder.
+            shutil.rmtree(self.staging, ignore_errors=True)
+
+    def add_command(self, command: str) -> None:
+        self.commands.append(command)
+
+    def add_tool_version(self, tool: str, version: str) -> None:
+        self.tool_versions[tool] = version
+
+    def add_raw(self, name: str, content: str | bytes) -> Path:
+        """Keep a tool's own output under raw/ (name may contain sub-folders)."""
+        target = self.staging / "raw" / name
+        if not target.resolve().is_relative_to((self.staging / "raw").resolve()):
+            raise RecordError(f"raw file name {name!r} leaves the run's raw/ folder")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            target.write_bytes(content)
+        else:
+            target.write_text(content)
+        return target
+
+    def add_result(self, *, config: str, workload: str, metric: str, value: float,
+                   unit: str, **dimensions: Any) -> None:
+        row = {"lab": self.lab, "run_id": self.run_id, "config": config,
+               "workload": workload, "metric": metric, "value": value, "unit": unit}
+        row.update(dimensions)
+        self.rows.append(row)
+
+    def _publish(self) -> None:
+        results = pd.DataFrame(self.rows)
+        if results.empty:
+            raise RecordError(f"run {self.run_id} of lab {self.lab} produced no results")
+        extra = [c for c in results.columns if c not in RESULT_COLUMNS]
+        results = results[RESULT_COLUMNS + extra]
+        meta = {
+            "format_version": FORMAT_VERSION,
+            "lab": self.lab,
+            "run_id": self.run_id,
+            "parameters": self.parameters,
+            "seed": self.seed,
+            "git_commit": project_git_commit(),
+            "host": self.host,
+            "tool_versions": self.tool_versions,
+            "commands": self.commands,
+            "started_at": self.started_at.isoformat(),
+            "finished_at": utc_now().isoformat(),
+        }
+        validate_results(results, meta, self.staging / "results.csv")
+        results.to_csv(self.staging / "results.csv", index=False)
+        (self.staging / "run.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+        final = self.root / self.lab / self.run_id
+        if final.exists():
+            raise RecordError(f"{display_path(final)} already exists; refusing to overwrite a run")
+        os.rename(self.staging, final)  # atomic on one file system
+        self.final_path = final
+
+
+def _load_meta(run_path: Path) -> dict[str, Any]:
+    meta_path = run_path / "run.json"
+    where = display_path(meta_path)
+    if not meta_path.is_file():
+        raise RecordError(f"{where}: missing (half-written run?)")
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise RecordError(f"{where}: not valid JSON ({error})") from None
+    if not isinstance(meta, dict):
+        raise RecordError(f"{where}: must hold a JSON object")
+    for name, (types, description) in RUN_FIELDS.items():
+        if name not in meta:
+            raise RecordError(f"{where}: field '{name}' missing")
+        value = meta[name]
+        if isinstance(value, bool) or not isinstance(value, types):
+            raise RecordError(f"{where}: field '{name}' must be {description}")
+    if meta["format_version"] != FORMAT_VERSION:
+        raise RecordError(
+            f"{where}: field 'format_version' is {meta['format_version']}, "
+            f"this project reads {FORMAT_VERSION}")
+    if not RUN_ID_PATTERN.match(meta["run_id"]):
+        raise RecordError(f"{where}: field 'run_id' {meta['run_id']!r} is not a run id")
+    if meta["run_id"] != run_path.name:
+        raise RecordError(
+            f"{where}: field 'run_id' is {meta['run_id']!r} but the folder is {run_path.name!r}")
+    if meta["lab"] != run_path.parent.name:
+        raise RecordError(
+            f"{where}: field 'lab' is {meta['lab']!r} but the run is filed under "
+            f"{run_path.parent.name!r}")
+    for name in ("started_at", "finished_at"):
+        try:
+            dt.datetime.fromisoformat(meta[name])
+        except ValueError:
+            raise RecordError(f"{where}: field '{name}' is not an ISO 8601 time") from None
+    if not all(isinstance(c, str) for c in meta["commands"]):
+        raise RecordError(f"{where}: field 'commands' must be a list of strings")
+    return meta
+
+
+def validate_results(results: pd.DataFrame, meta: dict[str, Any], csv_path: Path) -> None:
+    """Refuse results that are not tidy, not numeric, or not from this run."""
+    where = display_path(csv_path)
+    for column in RESULT_COLUMNS:
+        if column not in results.columns:
+            raise RecordError(f"{where}: column '{column}' missing")
+    if results.empty:
+        raise RecordError(f"{where}: no rows")
+    for column in ("lab", "run_id"):
+        wrong = results[results[column].astype(str) != str(meta[column])]
+        if not wrong.empty:
+            raise RecordError(
+                f"{where}: column '{column}' is {wrong[column].iloc[0]!r} on row "
+                f"{wrong.index[0] + 2}, run.json says {meta[column]!r}")
+    values = pd.to_numeric(results["value"], errors="coerce")
+    bad = results[values.isna() | ~values.map(lambda v: math.isfinite(v) if v == v else False)]
+    if not bad.empty:
+        raise RecordError(
+            f"{where}: column 'value' is {results['value'].iloc[bad.index[0]]!r} on row "
+            f"{bad.index[0] + 2}, not a finite number")
+    unknown = sorted(set(results["unit"].astype(str)) - KNOWN_UNITS)
+    if unknown:
+        raise RecordError(f"{where}: column 'unit' has unknown unit {unknown[0]!r}")
+    for column in ("config", "workload", "metric"):
+        if results[column].isna().any() or (results[column].astype(str).str.strip() == "").any():
+            raise RecordError(f"{where}: column '{column}' has an empty cell")
+
+
+def load_run(run_path: str | Path) -> RecordedRun:
+    """Load and validate one run folder; raises RecordError with one line on any defect."""
+    run_path = Path(run_path)
+    if not run_path.is_dir():
+        raise RecordError(f"{display_path(run_path)}: no such run folder")
+    meta = _load_meta(run_path)
+    csv_path = run_path / "results.csv"
+    if not csv_path.is_file():
+        raise RecordError(f"{display_path(csv_path)}: missing (half-written run?)")
+    try:
+        results = pd.read_csv(csv_path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
+        reason = str(error).splitlines()[0] if str(error) else "unreadable"
+        raise RecordError(f"{display_path(csv_path)}: not a readable CSV ({reason})") from None
+    validate_results(results, meta, csv_path)
+    results["value"] = pd.to_numeric(results["value"])
+    if not (run_path / "raw").is_dir():
+        raise RecordError(f"{display_path(run_path / 'raw')}: missing (the tools' own output)")
+    return RecordedRun(path=run_path, meta=meta, results=results)
+
+
+def list_runs(lab: str, root: Path | None = None) -> list[Path]:
+    """Run folders of a lab, oldest first (staging folders are never listed)."""
+    lab_dir = Path(root or runs_root()) / lab
+    if not lab_dir.is_dir():
+        return []
+    return sorted(p for p in lab_dir.iterdir()
+                  if p.is_dir() and not p.name.startswith("."))
+
+
+def newest_run(lab: str, root: Path | None = None) -> RecordedRun:
+    """The newest valid-looking run of a lab (validated on load)."""
+    runs = list_runs(lab, root)
+    if not runs:
+        raise RecordError(
+            f"{display_path(Path(root or runs_root()) / lab)}: no recorded runs of lab '{lab}'")
+    return load_run(runs[-1])
+
+
+def labs_with_runs(root: Path | None = None) -> list[str]:
+    root = Path(root or runs_root())
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))

@@ -1,0 +1,59 @@
+"""Sphinx extension: serve Vega, Vega-Lite and vega-embed from the site's own _static/.
+
+Workshop rooms often have no internet, so the built site must never fetch its chart
+libraries from a CDN. vl-convert (maintained by the Vega project) bundles the three
+libraries at the exact Vega-Lite version Altair emits; we write that bundle next to the
+site's other static files at build time and load it as a module script. Chart outputs
+(labs/charts.py) wait for the 'labs-vega-ready' event the bundle fires.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+BUNDLE_NAME = "vega-bundle.js"
+READY_SNIPPET = """
+window.vegaEmbed = vegaEmbed;
+window.vega = vega;
+window.vegaLite = vegaLite;
+window.dispatchEvent(new Event("labs-vega-ready"));
+"""
+
+
+def vegalite_minor_version() -> str:
+    """The Vega-Lite version Altair emits, as vl-convert names it (e.g. '6.4')."""
+    import altair as alt
+
+    major, minor = alt.SCHEMA_VERSION.lstrip("v").split(".")[:2]
+    return f"{major}.{minor}"
+
+
+def write_bundle(target_dir: Path) -> Path:
+    import vl_convert
+
+    target_dir.mkdir(parents=True, exist_ok=True)
+    target = target_dir / BUNDLE_NAME
+    version = vegalite_minor_version()
+    stamp = target_dir / f"{BUNDLE_NAME}.version"
+    wanted_stamp = f"vega-lite {version}, vl-convert {vl_convert.__version__}"
+    if target.exists() and stamp.exists() and stamp.read_text() == wanted_stamp:
+        return target  # already bundled for this version: keeps rebuilds fast
+    bundle = vl_convert.javascript_bundle(snippet=READY_SNIPPET, vl_version=version)
+    target.write_text(bundle)
+    stamp.write_text(wanted_stamp)
+    return target
+
+
+def _on_builder_inited(app) -> None:
+    if app.builder.format != "html":
+        return
+    generated = Path(app.outdir).parent / ".vega-static"
+    write_bundle(generated)
+    app.config.html_static_path.append(str(generated))
+
+
+def setup(app):
+    app.connect("builder-inited", _on_builder_inited)
+    # A module script: its top-level names stay out of the page's global scope.
+    app.add_js_file(BUNDLE_NAME, type="module")
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
