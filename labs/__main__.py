@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "list": ("labs.catalog", "list the labs and their recorded runs"),
     "run": ("labs.run_command", "run a lab and record the run in data/runs/"),
     "parse": ("labs.parse_command", "parse a tool's output file into JSON"),
+    "images": ("labs.images", "build, save or load the labs' container images"),
 }
 
 

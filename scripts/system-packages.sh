@@ -20,6 +20,8 @@ test_packages=(
   "e2fsprogs:labs make ext4 file systems on loop devices (mkfs.ext4)"
   "util-linux:losetup, mount and findmnt for loop devices the labs create"
   "procps:the leak checks count processes (pgrep)"
+  "docker.io:labs run PostgreSQL in containers (dockerd, started by the tests when none runs)"
+  "debootstrap:python -m labs images build makes a Debian root file system for the local image"
 )
 
 case "$profile" in
