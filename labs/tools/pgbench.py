@@ -1,0 +1,287 @@
+"""pgbench: build its command lines and parse what it prints and logs.
+
+Three outputs are parsed:
+
+- the summary on stdout, in both forms: PostgreSQL 14 and newer print
+  `tps = N (without initial connection time)`; older versions print two lines,
+  `tps = N (including connections establishing)` and `tps = N (excluding ...)`;
+- the progress lines `-P` prints on stderr (`progress: 5.0 s, 1010.6 tps, lat 9.886 ms
+  stddev 4.324[, 0 failed]`);
+- the per-transaction logs `-l` writes, one file per thread (`prefix.PID`, `prefix.PID.1`,
+  ...), lines `client_id transaction_no time_us script_no time_epoch time_us
+  [schedule_lag] [retries]`, where the latency field may read `skipped` or `failed`
+  (or `serialization` / `deadlock` with --failures-detailed): those lines are counted,
+  never dropped.
+
+Source of the formats: the pgbench pages of the PostgreSQL documentation (13, 14, 15).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from labs.errors import LabError, UsageError
+
+PARSE_HELP = "parse a pgbench summary (stdout), progress lines and -l logs"
+
+
+class PgbenchParseError(LabError):
+    """pgbench output that cannot be read."""
+
+
+# ---- commands ---------------------------------------------------------------------------
+
+def init_command(scale: int, clients: int, database: str = "postgres",
+                 extra: list[str] | None = None) -> list[str]:
+    """`pgbench -i`: scale must be at least the client count, or the run measures row locks
+    on the few pgbench_branches rows instead of the storage."""
+    if scale < 1:
+        raise UsageError(f"pgbench scale must be at least 1 (got {scale})")
+    if scale < clients:
+        raise UsageError(f"pgbench scale {scale} is below the client count {clients}: "
+                         f"the run would measure row contention; use a scale >= {clients}")
+    return ["pgbench", "-i", "-s", str(scale), "--quiet", *(extra or []), database]
+
+
+def run_command(clients: int, threads: int, duration_s: int, progress_s: int = 1,
+                log_prefix: str | None = None, database: str = "postgres",
+                extra: list[str] | None = None) -> list[str]:
+    """A timed pgbench run with progress lines and, if log_prefix is given, -l logs."""
+    if clients < 1 or threads < 1 or duration_s < 1:
+        raise UsageError("pgbench needs at least 1 client, 1 thread and 1 second")
+    if threads > clients:
+        raise UsageError(f"pgbench threads ({threads}) cannot exceed clients ({clients})")
+    command = ["pgbench", "-c", str(clients), "-j", str(threads), "-T", str(duration_s),
+               "-P", str(progress_s), "--no-vacuum"]
+    if log_prefix:
+        command += ["-l", f"--log-prefix={log_prefix}"]
+    return [*command, *(extra or []), database]
+
+
+# ---- summary ----------------------------------------------------------------------------
+
+@dataclass
+class PgbenchSummary:
+    tps: float
+    transactions: int
+    failed: int
+    latency_avg_ms: float | None
+    latency_stddev_ms: float | None
+    initial_connection_ms: float | None
+    tps_including_connections: float | None
+    summary_form: str  # "without-initial-connection" (14+) or "connections-establishing"
+    version: str | None = None
+    scale: int | None = None
+    clients: int | None = None
+    threads: int | None = None
+    duration_s: int | None = None
+
+
+_VERSION = re.compile(r"^pgbench \((?P<version>[^ )]+)")
+_FIELDS = {
+    "scale": re.compile(r"^scaling factor: (\d+)"),
+    "clients": re.compile(r"^number of clients: (\d+)"),
+    "threads": re.compile(r"^number of threads: (\d+)"),
+    "duration_s": re.compile(r"^duration: (\d+) s"),
+    "transactions": re.compile(r"^number of transactions actually processed: (\d+)"),
+    "failed": re.compile(r"^number of failed transactions: (\d+)"),
+}
+_LATENCY = re.compile(r"^latency (average|stddev) = ([\d.]+|NaN) ms")
+_CONNECTION = re.compile(r"^initial connection time = ([\d.]+) ms")
+_TPS = re.compile(
+    r"^tps = ([\d.]+) \((without initial connection time|including connections "
+    r"establishing|excluding connections establishing)\)")
+
+
+def parse_summary(text: str, source: str = "pgbench output") -> PgbenchSummary:
+    """Parse pgbench's stdout (lines it does not know, e.g. progress lines, are ignored)."""
+    values: dict[str, int] = {}
+    latency: dict[str, float | None] = {}
+    tps: dict[str, float] = {}
+    connection_ms = None
+    version = None
+    for line in text.splitlines():
+        line = line.strip()
+        if match := _VERSION.match(line):
+            version = match["version"]
+        for name, pattern in _FIELDS.items():
+            if match := pattern.match(line):
+                values[name] = int(match[1])
+        if match := _LATENCY.match(line):
+            latency[match[1]] = None if match[2] == "NaN" else float(match[2])
+        if match := _CONNECTION.match(line):
+            connection_ms = float(match[1])
+        if match := _TPS.match(line):
+            tps[match[2].split()[0]] = float(match[1])
+    if "transactions" not in values:
+        raise PgbenchParseError(
+            f"{source}: no pgbench summary (no 'number of transactions actually processed' "
+            f"line)")
+    if "without" in tps:
+        form, value, including = "without-initial-connection", tps["without"], None
+    elif "excluding" in tps:
+        form, value, including = "connections-establishing", tps["excluding"], \
+            tps.get("including")
+    else:
+        raise PgbenchParseError(f"{source}: no 'tps = ...' line in the pgbench summary")
+    return PgbenchSummary(
+        tps=value, transactions=values["transactions"], failed=values.get("failed", 0),
+        latency_avg_ms=latency.get("average"), latency_stddev_ms=latency.get("stddev"),
+        initial_connection_ms=connection_ms, tps_including_connections=including,
+        summary_form=form, version=version, scale=values.get("scale"),
+        clients=values.get("clients"), threads=values.get("threads"),
+        duration_s=values.get("duration_s"))
+
+
+# ---- progress lines ---------------------------------------------------------------------
+
+_PROGRESS = re.compile(
+    r"^progress: (?P<time_s>[\d.]+) s, (?P<tps>[\d.]+) tps, lat (?P<lat>[\d.]+|NaN) ms "
+    r"stddev (?P<sd>[\d.]+|NaN)(?P<rest>.*)$")
+_PROGRESS_EXTRA = re.compile(r"(?:, )?(?:(\d+) (failed|retried|retries|skipped)|"
+                             r"lag ([\d.]+) ms)")
+
+
+def parse_progress(text: str) -> list[dict]:
+    """One row per progress line: time_s, tps, latency_avg_ms, latency_stddev_ms, failed."""
+    rows = []
+    for line in text.splitlines():
+        match = _PROGRESS.match(line.strip())
+        if not match:
+            continue
+        row = {"time_s": float(match["time_s"]), "tps": float(match["tps"]),
+               "latency_avg_ms": float(match["lat"]) if match["lat"] != "NaN" else None,
+               "latency_stddev_ms": float(match["sd"]) if match["sd"] != "NaN" else None,
+               "failed": 0}
+        for extra in _PROGRESS_EXTRA.finditer(match["rest"]):
+            if extra[2] == "failed":
+                row["failed"] = int(extra[1])
+            elif extra[3]:
+                row["lag_ms"] = float(extra[3])
+        rows.append(row)
+    return rows
+
+
+# ---- per-transaction logs ---------------------------------------------------------------
+
+FAILED_MARKERS = {"failed", "serialization", "deadlock"}
+
+
+@dataclass
+class TransactionLog:
+    """Every line of one run's -l files (all threads)."""
+
+    files: list[str]
+    transactions: int = 0  # every line, whatever its outcome
+    skipped: int = 0
+    failed: int = 0
+    latencies_us: np.ndarray = field(default_factory=lambda: np.array([], dtype=np.int64))
+    epoch_s: np.ndarray = field(default_factory=lambda: np.array([], dtype=np.float64))
+
+    def percentile_ms(self, percent: float) -> float | None:
+        if len(self.latencies_us) == 0:
+            return None
+        return float(np.percentile(self.latencies_us, percent)) / 1000.0
+
+    def per_second(self) -> list[dict]:
+        """Completed (successful) transactions per wall-clock second, from the log."""
+        if len(self.epoch_s) == 0:
+            return []
+        start = np.floor(self.epoch_s.min())
+        seconds = np.floor(self.epoch_s - start).astype(int)
+        counts = np.bincount(seconds)
+        return [{"second": int(s), "transactions": int(c)} for s, c in enumerate(counts)]
+
+
+def parse_logs(paths: list[Path]) -> TransactionLog:
+    """Read the -l files of one run (one per thread)."""
+    if not paths:
+        raise UsageError("no pgbench log files given")
+    result = TransactionLog(files=[str(p) for p in paths])
+    latencies: list[int] = []
+    epochs: list[float] = []
+    for path in paths:
+        try:
+            lines = Path(path).read_text().splitlines()
+        except OSError as error:
+            raise UsageError(f"{path}: cannot read ({error.strerror})") from None
+        for number, line in enumerate(lines, start=1):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) < 6:
+                raise PgbenchParseError(
+                    f"{path}: line {number} has {len(parts)} fields, a pgbench -l line has "
+                    f"at least 6 (is this an aggregated --aggregate-interval log?)")
+            result.transactions += 1
+            outcome = parts[2]
+            if outcome == "skipped":
+                result.skipped += 1
+                continue
+            if outcome in FAILED_MARKERS:
+                result.failed += 1
+                continue
+            try:
+                latencies.append(int(outcome))
+                epochs.append(int(parts[4]) + int(parts[5]) / 1e6)
+            except ValueError:
+                raise PgbenchParseError(
+                    f"{path}: line {number}: latency field {outcome!r} is not a number, "
+                    f"'skipped' or 'failed'") from None
+    result.latencies_us = np.array(latencies, dtype=np.int64)
+    result.epoch_s = np.array(epochs, dtype=np.float64)
+    return result
+
+
+def log_files(folder: Path, prefix: str) -> list[Path]:
+    """The -l files of one run: `prefix.PID` and `prefix.PID.N` (thread N)."""
+    pattern = re.compile(rf"^{re.escape(prefix)}\.\d+(\.\d+)?$")
+    return sorted((p for p in Path(folder).iterdir() if pattern.match(p.name)),
+                  key=lambda p: [int(x) for x in p.name[len(prefix) + 1:].split(".")])
+
+
+def summarize(summary: PgbenchSummary, log: TransactionLog | None = None) -> dict:
+    """The flat record `python -m labs parse pgbench --json` prints."""
+    record = asdict(summary)
+    if log is not None:
+        record.update({
+            "log_files": len(log.files), "log_transactions": log.transactions,
+            "log_skipped": log.skipped, "log_failed": log.failed,
+            "latency_p50_ms": log.percentile_ms(50), "latency_p95_ms": log.percentile_ms(95),
+            "latency_p99_ms": log.percentile_ms(99),
+            "latency_max_ms": log.percentile_ms(100),
+        })
+    return record
+
+
+# ---- `python -m labs parse pgbench` -----------------------------------------------------
+
+def add_parse_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("summary_file", type=Path, help="pgbench's stdout, saved to a file")
+    parser.add_argument("--log", type=Path, action="append", default=[], metavar="FILE",
+                        help="a per-transaction log written by -l (repeat for each thread)")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def parse_from_args(args: argparse.Namespace) -> int:
+    try:
+        text = args.summary_file.read_text()
+    except OSError as error:
+        raise UsageError(f"{args.summary_file}: cannot read ({error.strerror})") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{args.summary_file}: not a text file") from None
+    summary = parse_summary(text, str(args.summary_file))
+    log = parse_logs(args.log) if args.log else None
+    record = summarize(summary, log)
+    if args.json:
+        print(json.dumps(record, indent=2))
+    else:
+        for key, value in record.items():
+            print(f"{key:<28} {value}")
+    return 0
