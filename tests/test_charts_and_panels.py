@@ -104,3 +104,33 @@ def test_chart_data_stays_small():
     for frame in (quorum.tolerance_grid(), quorum.availability_curves(),
                   quorum.kth_ack_distribution(), quorum.durability_curves()):
         assert len(json.dumps(frame.to_dict(orient="records"))) < charts.SPEC_LIMIT_BYTES
+
+
+def test_live_panel_runs_records_and_redraws(runs_dir):
+    panel = quorum.montecarlo_panel()
+    box = panel.build()
+    controls = {getattr(c, "description", ""): c for c in box.children}
+    controls["trials"].value = 200_000
+    controls["seed"].value = 11
+    command_text = box.children[len(panel.parameters) + 1]
+    assert "--trials 200000 --seed 11" in command_text.value
+    button, progress = box.children[-2].children
+    button.click()
+    assert progress.value == 1.0 and progress.description == "done"
+    assert not button.disabled
+    recorded = records.newest_run(quorum.LAB_NAME, runs_dir)
+    assert recorded.meta["parameters"]["trials"] == 200_000
+    assert recorded.meta["seed"] == 11
+
+
+def test_live_panel_reports_bad_parameters_without_crashing(runs_dir):
+    panel = quorum.montecarlo_panel()
+    box = panel.build()
+    controls = {getattr(c, "description", ""): c for c in box.children}
+    controls["write quorum W"].value = 9  # more than 6 copies
+    command_text = box.children[len(panel.parameters) + 1]
+    assert "not runnable" in command_text.value and "--write 9" in command_text.value
+    button, progress = box.children[-2].children
+    button.click()
+    assert progress.description == "failed"
+    assert records.list_runs(quorum.LAB_NAME, runs_dir) == []
