@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -24,3 +25,14 @@ def runs_dir(tmp_path, monkeypatch):
     root.mkdir()
     monkeypatch.setenv("LABS_RUNS_DIR", str(root))
     return root
+
+
+def toc_files() -> list[str]:
+    """Every page named in _toc.yml (root, chapters, sections), without the .md suffix."""
+    toc = yaml.safe_load((PROJECT_ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+    for part in toc["parts"]:
+        for chapter in part["chapters"]:
+            files.append(chapter["file"])
+            files += [section["file"] for section in chapter.get("sections", [])]
+    return files

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import PROJECT_ROOT
+from conftest import PROJECT_ROOT, toc_files
 
 from labs.book import build_command
 
@@ -38,15 +38,7 @@ def built_site():
 
 
 def test_every_toc_page_was_built(built_site):
-    import yaml
-
-    toc = yaml.safe_load((PROJECT_ROOT / "_toc.yml").read_text())
-    files = [toc["root"]]
-    for part in toc["parts"]:
-        for chapter in part["chapters"]:
-            files.append(chapter["file"])
-            files += [section["file"] for section in chapter.get("sections", [])]
-    for name in files:
+    for name in toc_files():
         assert (built_site / f"{name}.html").is_file(), name
 
 

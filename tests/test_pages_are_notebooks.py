@@ -2,18 +2,7 @@
 
 import jupytext
 import pytest
-import yaml
-from conftest import PROJECT_ROOT
-
-
-def toc_files():
-    toc = yaml.safe_load((PROJECT_ROOT / "_toc.yml").read_text())
-    files = [toc["root"]]
-    for part in toc["parts"]:
-        for chapter in part["chapters"]:
-            files.append(chapter["file"])
-            files += [section["file"] for section in chapter.get("sections", [])]
-    return files
+from conftest import PROJECT_ROOT, toc_files
 
 
 def code_pages():
