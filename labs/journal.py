@@ -115,7 +115,8 @@ class Journal:
                     # A crash can cut the last line short; anything else is damage.
                     if number == _line_count(self.path):
                         continue
-                    raise JournalError(f"{self.path}: line {number} is not a journal event")
+                    raise JournalError(
+                        f"{self.path}: line {number} is not a journal event") from None
                 if event == "create":
                     live.pop(key, None)  # re-created: keep its newest position
                     live[key] = JournalEntry(record["kind"], record["id"],
