@@ -105,6 +105,8 @@ class ContainerSpec:
     ports: dict[int, int] = field(default_factory=dict)  # container port -> 127.0.0.1 port
     health_command: list[str] | None = None
     shm_size: str = "256m"
+    # block device -> write limit in bytes/s (cgroup blkio throttling), to model a slow disk
+    device_write_bps: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -147,7 +149,9 @@ class LabContainers:
                 # 127.0.0.1 only: never expose a lab database to the reader's network.
                 ports={f"{inside}/tcp": ("127.0.0.1", outside)
                        for inside, outside in spec.ports.items()},
-                healthcheck=healthcheck, shm_size=spec.shm_size)
+                healthcheck=healthcheck, shm_size=spec.shm_size,
+                device_write_bps=[{"Path": path, "Rate": rate}
+                                  for path, rate in spec.device_write_bps.items()] or None)
         except docker.errors.APIError as error:
             self._remove_quietly(spec.name)
             raise ContainerError(_explain_api_error(error, spec)) from None

@@ -1,0 +1,169 @@
+"""The torn-pages lab end to end (quick profile) on this machine, as root, with docker.
+
+Asserts what the chapter claims, never measured numbers:
+WAL bytes per transaction are higher with full_page_writes on, under every checkpoint
+setting; the torn page fails its checksum; recovery with a full-page image restores it;
+without one, recovery stops (checksums) or silently shows wrong rows (no checksums).
+"""
+
+import subprocess
+import sys
+
+import docker
+import pytest
+
+from labs import PROJECT_ROOT
+from labs.containers import JOURNAL_LABEL, engine, start_engine_if_needed
+from labs.images import build_postgres
+from labs.journal import Journal
+from labs.localfs import loop_devices_backed_by
+from labs.records import list_runs, load_run
+from labs.tools import pgbench
+
+pytestmark = pytest.mark.slow
+
+
+def run_cli(args, env, timeout=1200):
+    return subprocess.run([sys.executable, "-m", "labs", *args], cwd=PROJECT_ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    import os
+
+    start_engine_if_needed()
+    build_postgres(engine(timeout_s=1800), log=lambda line: print(line, flush=True))
+    base = tmp_path_factory.mktemp("torn")
+    env = {**os.environ, "LABS_STATE_DIR": str(base / "state"),
+           "LABS_RUNS_DIR": str(base / "runs")}
+    work_dir = base / "work"
+    result = run_cli(["run", "torn-pages", "--host", "local", "--quick",
+                      "--work-dir", str(work_dir)], env)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    runs = list_runs("torn-pages", base / "runs")
+    assert len(runs) == 1
+    return {"run": load_run(runs[0]), "stdout": result.stdout, "base": base,
+            "work_dir": work_dir, "journal": base / "state" / "journal-local.jsonl"}
+
+
+def summary_rows(results):
+    return results[results["time_s"].isna()]
+
+
+def value(results, **where):
+    rows = summary_rows(results)
+    for key, wanted in where.items():
+        rows = rows[rows[key] == wanted]
+    assert len(rows) == 1, where
+    return float(rows["value"].iloc[0])
+
+
+def test_parameters_echoed_and_image_choice_printed(quick_run):
+    lines = quick_run["stdout"].splitlines()
+    assert lines[0].startswith("python -m labs run torn-pages --host local --quick --seed")
+    assert lines[1].startswith("using image ")
+    assert "step 1/" in quick_run["stdout"]
+
+
+def test_wal_per_transaction_higher_with_full_page_writes(quick_run):
+    results = quick_run["run"].results
+    legs = summary_rows(results).dropna(subset=["checkpoint_timeout_s"])
+    pairs = legs[["write_limit_mibps", "checkpoint_timeout_s"]].drop_duplicates()
+    # two checkpoint settings on each of two disks, plus the forced-checkpoint legs
+    assert len(pairs) >= 5
+    for limit, timeout_s in pairs.itertuples(index=False):
+        where = dict(checkpoint_timeout_s=timeout_s, write_limit_mibps=limit)
+        on, off = (value(results, metric="wal_bytes_per_tx", full_page_writes=fpw, **where)
+                   for fpw in ("on", "off"))
+        assert on > off, f"{where}: {on} <= {off}"
+        assert value(results, metric="wal_fpi", full_page_writes="off", **where) == 0
+
+
+def test_on_a_write_limited_disk_full_page_writes_cost_throughput(quick_run):
+    results = quick_run["run"].results
+    slow = summary_rows(results)
+    slow = slow[slow["write_limit_mibps"] > 0]
+    assert not slow.empty
+    for timeout_s in slow["checkpoint_timeout_s"].unique():
+        on, off = (value(results, metric="tps", full_page_writes=fpw,
+                         checkpoint_timeout_s=timeout_s,
+                         write_limit_mibps=slow["write_limit_mibps"].iloc[0])
+                   for fpw in ("on", "off"))
+        assert off > on, f"checkpoint_timeout={timeout_s}s: off {off} <= on {on}"
+
+
+def test_wal_burst_follows_the_forced_checkpoint(quick_run):
+    results = quick_run["run"].results
+    rows = results[(results["workload"] == "forced-checkpoint")
+                   & (results["metric"] == "wal_fpi_per_tx_interval")
+                   & (results["full_page_writes"] == "on")]
+    at = value(results, metric="forced_checkpoint_at", full_page_writes="on")
+    before = rows[(rows["time_s"] > at - 4) & (rows["time_s"] <= at)]["value"].mean()
+    after = rows[(rows["time_s"] > at + 0.5) & (rows["time_s"] <= at + 4.5)]["value"].mean()
+    assert after > before, (before, after)
+
+
+def test_torn_page_fails_its_checksum(quick_run):
+    results = quick_run["run"].results
+    torn = dict(variant="tear-stopped")
+    assert value(results, metric="changed_bytes_second_half", **torn) > 0
+    assert value(results, metric="checksum_check_failed_intact", **torn) == 0
+    assert value(results, metric="checksum_check_failed_torn", **torn) == 1
+    assert value(results, metric="select_reported_invalid_page", **torn) == 1
+
+
+def test_full_page_image_restores_the_torn_page(quick_run):
+    results = quick_run["run"].results
+    on = dict(variant="fpw-on")
+    assert value(results, metric="checksum_model_matches_postgresql", **on) == 1
+    assert value(results, metric="fpi_bytes_for_page_in_wal", **on) > 0
+    assert value(results, metric="recovery_completed", **on) == 1
+    assert value(results, metric="rows_visible", **on) == 40
+    assert value(results, metric="updated_rows_visible", **on) == 10
+    assert value(results, metric="checksum_check_failed_after_recovery", **on) == 0
+
+
+def test_without_full_page_image_recovery_stops_or_lies(quick_run):
+    results = quick_run["run"].results
+    off = dict(variant="fpw-off")
+    assert value(results, metric="fpi_bytes_for_page_in_wal", **off) == 0
+    assert value(results, metric="recovery_completed", **off) == 0
+    assert value(results, metric="recovery_reported_invalid_page", **off) == 1
+    silent = dict(variant="fpw-off-nochecksums")
+    assert value(results, metric="recovery_completed", **silent) == 1
+    assert value(results, metric="rows_visible", **silent) != 40  # silent corruption
+
+
+def test_raw_pgbench_output_parses_with_logs_from_each_thread(quick_run):
+    run = quick_run["run"]
+    leg = run.raw_dir / "bench" / "steady-nolimit-cpt30s-fpw-on"
+    logs = pgbench.log_files(leg, "pgbench_log")
+    assert len(logs) == 2  # 2 threads
+    summary = pgbench.parse_summary((leg / "summary.txt").read_text())
+    assert pgbench.parse_logs(logs).transactions == summary.transactions
+    assert run.meta["tool_versions"]["image"]
+    assert "pgbench" in run.meta["tool_versions"]
+
+
+def test_nothing_left_behind(quick_run):
+    assert Journal("local", quick_run["journal"]).live_entries() == []
+    client = docker.from_env()
+    mine = client.containers.list(
+        all=True, filters={"label": f"{JOURNAL_LABEL}={quick_run['journal']}"})
+    assert mine == []
+    assert not quick_run["work_dir"].exists()
+    image = quick_run["work_dir"] / "labfs.img"
+    assert loop_devices_backed_by(image) == []
+
+
+def test_bad_parameters_are_one_line_usage_errors(tmp_path):
+    import os
+
+    env = {**os.environ, "LABS_STATE_DIR": str(tmp_path), "LABS_RUNS_DIR": str(tmp_path)}
+    for args in (["--scale", "2", "--clients", "4"], ["--host", "vm9"],
+                 ["--checkpoint-timeouts-s", "10,300"], ["--checkpoint-timeouts-s", "x"]):
+        result = run_cli(["run", "torn-pages", "--quick", *args], env, timeout=60)
+        assert result.returncode == 2, args
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert not any(tmp_path.glob("torn-pages/*"))
