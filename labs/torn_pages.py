@@ -25,6 +25,7 @@ the WAL samples, pg_checksums output and server logs).
 from __future__ import annotations
 
 import argparse
+import gzip
 import os
 import random
 import shlex
@@ -274,8 +275,11 @@ class Lab:
         checkpoints = int(psql(container, "SELECT checkpoints_timed + checkpoints_req "
                                           "FROM pg_stat_bgwriter")) - checkpoints_before
         logs = pgbench.log_files(leg_dir, "pgbench_log")
-        for path in [leg_dir / "summary.txt", leg_dir / "progress.txt", *logs]:
+        for path in [leg_dir / "summary.txt", leg_dir / "progress.txt"]:
             self.rec.add_raw(f"bench/{leg}/{path.name}", path.read_text())
+        for path in logs:  # one line per transaction: compressed, they are 5x smaller
+            self.rec.add_raw(f"bench/{leg}/{path.name}.gz",
+                             gzip.compress(path.read_bytes(), mtime=0))
         self.rec.add_raw(f"bench/{leg}/wal-samples.txt", "\n".join(samples) + "\n")
         summary = pgbench.parse_summary(summary_text, f"{leg}/summary.txt")
         tlog = pgbench.parse_logs(logs)
@@ -731,7 +735,7 @@ def settings_chart(results):
     disk = alt.param(name="disk", value=disks[0],
                      bind=alt.binding_select(options=disks, name="disk "))
     return alt.Chart(long).mark_bar().encode(
-        x=alt.X("setting:N", sort=SETTING_ORDER, title=None),
+        x=alt.X("setting:N", sort=SETTING_ORDER, title=None, axis=alt.Axis(labelAngle=-20)),
         xOffset=alt.XOffset("full_page_writes:N", sort=["on", "off"]),
         y=alt.Y("value:Q", title="value of the chosen measure"),
         color=alt.Color("full_page_writes:N", sort=["on", "off"],
@@ -780,7 +784,8 @@ def comparison_chart(results):
     ref["protection"] = ref["doublewrite"].map({"on": "doublewrite on",
                                                 "off": "doublewrite off (atomic 16 KiB)"})
     article = alt.Chart(ref).mark_bar().encode(
-        x=alt.X("protection:N", title=None, sort=["doublewrite on"]),
+        x=alt.X("protection:N", title=None, sort=["doublewrite on"],
+                axis=alt.Axis(labelAngle=-30)),
         y=alt.Y("minutes:Q", title="minutes to insert 30 M rows (lower is better)"),
         color=alt.Color("protection:N", legend=None,
                         scale=alt.Scale(range=["#1f77b4", "#d62728"])),

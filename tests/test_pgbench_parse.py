@@ -104,3 +104,18 @@ def test_commands_refuse_scale_below_clients():
         pgbench.init_command(scale=2, clients=4)
     command = pgbench.run_command(4, 2, 30, 1, log_prefix="pgbench_log")
     assert command[:2] == ["pgbench", "-c"] and "-l" in command and "-P" in command
+
+
+def test_gzip_logs_as_recorded_runs_keep_them(tmp_path):
+    import gzip
+
+    plain = pgbench.log_files(FIXTURES / "pg15", "pgbench_log")
+    for path in plain:
+        (tmp_path / (path.name + ".gz")).write_bytes(gzip.compress(path.read_bytes()))
+    packed = pgbench.log_files(tmp_path, "pgbench_log")
+    assert [p.name for p in packed] == [p.name + ".gz" for p in plain]
+    assert pgbench.parse_logs(packed).transactions == pgbench.parse_logs(plain).transactions
+    broken = tmp_path / "pgbench_log.1.gz"
+    broken.write_bytes(b"not gzip")
+    with pytest.raises(UsageError):
+        pgbench.parse_logs([broken])

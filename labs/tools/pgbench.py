@@ -11,7 +11,7 @@ Three outputs are parsed:
   ...), lines `client_id transaction_no time_us script_no time_epoch time_us
   [schedule_lag] [retries]`, where the latency field may read `skipped` or `failed`
   (or `serialization` / `deadlock` with --failures-detailed): those lines are counted,
-  never dropped.
+  never dropped. Log files may be gzip-compressed (`.gz`), as recorded runs keep them.
 
 Source of the formats: the pgbench pages of the PostgreSQL documentation (13, 14, 15).
 """
@@ -19,6 +19,7 @@ Source of the formats: the pgbench pages of the PostgreSQL documentation (13, 14
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import re
 from dataclasses import asdict, dataclass, field
@@ -208,9 +209,14 @@ def parse_logs(paths: list[Path]) -> TransactionLog:
     epochs: list[float] = []
     for path in paths:
         try:
-            lines = Path(path).read_text().splitlines()
+            raw = Path(path).read_bytes()
+            if str(path).endswith(".gz"):
+                raw = gzip.decompress(raw)
+            lines = raw.decode().splitlines()
         except OSError as error:
-            raise UsageError(f"{path}: cannot read ({error.strerror})") from None
+            raise UsageError(f"{path}: cannot read ({error.strerror or error})") from None
+        except (UnicodeDecodeError, EOFError):
+            raise UsageError(f"{path}: not a pgbench log (not text, or a broken .gz)") from None
         for number, line in enumerate(lines, start=1):
             parts = line.split()
             if not parts:
@@ -240,10 +246,11 @@ def parse_logs(paths: list[Path]) -> TransactionLog:
 
 
 def log_files(folder: Path, prefix: str) -> list[Path]:
-    """The -l files of one run: `prefix.PID` and `prefix.PID.N` (thread N)."""
-    pattern = re.compile(rf"^{re.escape(prefix)}\.\d+(\.\d+)?$")
+    """The -l files of one run: `prefix.PID` and `prefix.PID.N` (thread N), maybe `.gz`."""
+    pattern = re.compile(rf"^{re.escape(prefix)}\.\d+(\.\d+)?(\.gz)?$")
     return sorted((p for p in Path(folder).iterdir() if pattern.match(p.name)),
-                  key=lambda p: [int(x) for x in p.name[len(prefix) + 1:].split(".")])
+                  key=lambda p: [int(x) for x in p.name[len(prefix) + 1:]
+                                 .removesuffix(".gz").split(".")])
 
 
 def summarize(summary: PgbenchSummary, log: TransactionLog | None = None) -> dict:
@@ -265,7 +272,8 @@ def summarize(summary: PgbenchSummary, log: TransactionLog | None = None) -> dic
 def add_parse_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("summary_file", type=Path, help="pgbench's stdout, saved to a file")
     parser.add_argument("--log", type=Path, action="append", default=[], metavar="FILE",
-                        help="a per-transaction log written by -l (repeat for each thread)")
+                        help="a per-transaction log written by -l, plain or .gz "
+                        "(repeat for each thread)")
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
