@@ -80,6 +80,14 @@ def test_wal_per_transaction_higher_with_full_page_writes(quick_run):
         assert value(results, metric="wal_fpi", full_page_writes="off", **where) == 0
 
 
+def test_short_checkpoint_timeout_really_triggered_checkpoints(quick_run):
+    # checkpoint_timeout is changed with ALTER SYSTEM per leg; the server log must show
+    # checkpoints started by the timer, or the settings being compared were not in force.
+    for log in ("server.log", "server-slow.log"):
+        text = (quick_run["run"].raw_dir / "bench" / log).read_text()
+        assert "checkpoint starting: time" in text, log
+
+
 def test_on_a_write_limited_disk_full_page_writes_cost_throughput(quick_run):
     results = quick_run["run"].results
     slow = summary_rows(results)
