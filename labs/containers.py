@@ -28,7 +28,7 @@ import docker.errors
 from docker.models.containers import Container
 
 from labs.errors import LabError
-from labs.journal import Journal, JournalEntry, register_teardown, state_dir
+from labs.journal import TEARDOWNS, Journal, JournalEntry, register_teardown, state_dir
 
 OWNER_LABEL = "storage-labs.owner"
 LAB_LABEL = "storage-labs.lab"
@@ -139,6 +139,7 @@ class LabContainers:
                            "timeout": 5_000_000_000, "retries": 3,
                            "start_period": 1_000_000_000}
         self.journal.will_create("container", spec.name, labels=self.labels(),
+                                 label_key=OWNER_LABEL, label_value=self.owner,
                                  image=spec.image)
         try:
             container = self.client.containers.run(
@@ -237,10 +238,16 @@ def containers_with_owner(client: docker.DockerClient, owner: str) -> list[Conta
     return client.containers.list(all=True, filters={"label": f"{OWNER_LABEL}={owner}"})
 
 
-@register_teardown("container")
 def _teardown_container(host: Any, entry: JournalEntry) -> None:
     # Containers run on the local engine in this version; `host` is unused.
     remove_container(engine(), entry)
+
+
+# The journal may already know how to remove containers (labs/journal.py does on branches
+# with host support; its teardown checks `label_key`/`label_value`, which our entries also
+# carry): keep that one, register ours only where none exists.
+if "container" not in TEARDOWNS:
+    register_teardown("container")(_teardown_container)
 
 
 def exec_in(container: Container, command: list[str], user: str = "postgres",

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from labs.errors import LabError
-from labs.journal import Journal, JournalEntry, register_teardown
+from labs.journal import TEARDOWNS, Journal, JournalEntry, register_teardown
 
 
 class FilesystemError(LabError):
@@ -76,7 +76,8 @@ def make_loop_filesystem(journal: Journal, work_dir: Path, size_mib: int,
         raise FilesystemError(f"{image_path} already exists: use a fresh work dir")
     with open(image_path, "wb") as image:
         image.truncate(size_mib * 1024 * 1024)  # sparse: takes disk space only as written
-    journal.will_create("loop", str(image_path), size_mib=size_mib)
+    journal.will_create("loop", str(image_path), size_mib=size_mib, work_dir=str(work_dir),
+                        remove_file=True)
     device = _run(["losetup", "--find", "--show", str(image_path)]).strip()
     # Safe: `device` is the loop device losetup just attached to the lab's own new file.
     _run([f"mkfs.{fs_type}", "-q", "-F", "-b", "4096", "-L", name[:16], device])
@@ -93,7 +94,6 @@ def remove_loop_filesystem(journal: Journal, fs: LoopFilesystem) -> None:
     journal.released("loop", str(fs.image_path))
 
 
-@register_teardown("mount")
 def _teardown_mount(host: Any, entry: JournalEntry) -> None:
     mount_point = Path(entry.id)
     if is_mount_point(mount_point):
@@ -101,8 +101,14 @@ def _teardown_mount(host: Any, entry: JournalEntry) -> None:
         _run(["umount", str(mount_point)])
 
 
-@register_teardown("loop")
 def _teardown_loop(host: Any, entry: JournalEntry) -> None:
     for device in loop_devices_backed_by(Path(entry.id)):
         # Safe: losetup reports this device is backed by the lab's own image file.
         _run(["losetup", "--detach", device])
+
+
+# Where labs/journal.py already registers host-aware teardowns for these kinds (our entries
+# carry the `work_dir` detail they check), keep those; register ours only where none exists.
+for _kind, _teardown in (("mount", _teardown_mount), ("loop", _teardown_loop)):
+    if _kind not in TEARDOWNS:
+        register_teardown(_kind)(_teardown)

@@ -39,6 +39,7 @@ import numpy as np
 
 from labs import localfs, pgpage
 from labs.containers import (
+    OWNER_LABEL,
     ContainerError,
     ContainerSpec,
     LabContainers,
@@ -399,6 +400,8 @@ class Lab:
         cname = f"{self.containers.owner}-{name}-checksums"
         labels = self.containers.labels()
         self.containers.journal.will_create("container", cname, labels=labels,
+                                            label_key=OWNER_LABEL,
+                                            label_value=self.containers.owner,
                                             image=self.image)
         try:
             container = client.containers.run(
