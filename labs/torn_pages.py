@@ -222,24 +222,42 @@ class Lab:
         self.rec.add_raw("bench/server-slow.log", slow.logs().decode(errors="replace"))
         slow.stop(timeout=120)
 
+    def apply_settings(self, container, fpw: str, timeout_s: int, attempts: int = 5) -> None:
+        """Put full_page_writes and checkpoint_timeout in force, then start at a checkpoint.
+
+        A new session's SHOW is not enough: the server applies both settings when the
+        checkpointer processes the reload, which it does only between checkpoints (a slow,
+        spread checkpoint of the previous leg can hold it for a long time). So: finish any
+        checkpoint, reload, take the leg's starting checkpoint, and check the value that
+        checkpoint record carries (pg_control_checkpoint), retrying until it agrees.
+        """
+        psql(container, "CHECKPOINT")  # let a running checkpoint finish first
+        psql(container, f"ALTER SYSTEM SET full_page_writes = {fpw}")
+        psql(container, f"ALTER SYSTEM SET checkpoint_timeout = '{timeout_s}s'")
+        shown = ""
+        for attempt in range(1, attempts + 1):
+            psql(container, "SELECT pg_reload_conf()")
+            time.sleep(attempt)  # the checkpointer takes the reload between checkpoints
+            # Every leg starts right after a checkpoint: where full-page writes cost most.
+            psql(container, "CHECKPOINT")
+            shown = psql(container, "SELECT full_page_writes FROM pg_control_checkpoint()")
+            if shown == ("t" if fpw == "on" else "f"):
+                break
+        else:
+            raise LabError(f"full_page_writes={fpw} was not in force after {attempts} "
+                           f"reloads (the last checkpoint record says {shown!r})")
+        setting = psql(container, "SELECT setting FROM pg_settings "
+                                  "WHERE name = 'checkpoint_timeout'")
+        if int(setting) != timeout_s:
+            raise LabError(f"checkpoint_timeout is {setting} s, not {timeout_s} s")
+
     def run_leg(self, container, out: Path, fpw: str, timeout_s: int, duration_s: int,
                 force_checkpoint_at_s: int | None, write_mibps: int) -> None:
         workload = "forced-checkpoint" if force_checkpoint_at_s is not None else "steady"
         config = f"fpw-{fpw}"
         disk = f"limit{write_mibps}mibps" if write_mibps else "nolimit"
         leg = f"{workload}-{disk}-cpt{timeout_s}s-fpw-{fpw}"
-        psql(container, f"ALTER SYSTEM SET full_page_writes = {fpw}")
-        psql(container, f"ALTER SYSTEM SET checkpoint_timeout = '{timeout_s}s'")
-        psql(container, "SELECT pg_reload_conf()")
-        time.sleep(0.5)  # the reload is asynchronous; let the checkpointer see it
-        if psql(container, "SHOW full_page_writes") != fpw:
-            raise LabError(f"full_page_writes did not change to {fpw}")
-        shown = psql(container, "SELECT setting FROM pg_settings "
-                                "WHERE name = 'checkpoint_timeout'")
-        if int(shown) != timeout_s:
-            raise LabError(f"checkpoint_timeout is {shown} s, not {timeout_s} s")
-        # Every leg starts right after a checkpoint: the case full-page writes cost most.
-        psql(container, "CHECKPOINT")
+        self.apply_settings(container, fpw, timeout_s)
         psql(container, "SELECT pg_stat_reset_shared('wal')")
         checkpoints_before = int(psql(container, "SELECT checkpoints_timed + checkpoints_req "
                                                  "FROM pg_stat_bgwriter"))

@@ -175,3 +175,36 @@ def test_bad_parameters_are_one_line_usage_errors(tmp_path):
         assert result.returncode == 2, args
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert not any(tmp_path.glob("torn-pages/*"))
+
+
+def test_ctrl_c_cleans_up(tmp_path):
+    import os
+    import signal
+
+    start_engine_if_needed()
+    env = {**os.environ, "LABS_STATE_DIR": str(tmp_path / "state"),
+           "LABS_RUNS_DIR": str(tmp_path / "runs"), "PYTHONUNBUFFERED": "1"}
+    work_dir = tmp_path / "work"
+    lab = subprocess.Popen([sys.executable, "-m", "labs", "run", "torn-pages", "--host",
+                            "local", "--quick", "--work-dir", str(work_dir)],
+                           cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        for line in lab.stdout:
+            if "step 3/" in line:  # PostgreSQL is up on the loop file system
+                break
+        lab.send_signal(signal.SIGINT)
+        _, stderr = lab.communicate(timeout=300)
+    finally:
+        if lab.poll() is None:
+            lab.kill()
+    assert lab.returncode == 130
+    assert stderr.strip().splitlines() == [
+        "python -m labs: interrupted (run `python -m labs clean` if a lab was running)"]
+    journal = tmp_path / "state" / "journal-local.jsonl"
+    assert Journal("local", journal).live_entries() == []
+    leftovers = docker.from_env().containers.list(
+        all=True, filters={"label": f"{JOURNAL_LABEL}={journal}"})
+    assert leftovers == []
+    assert not work_dir.exists()
+    assert list_runs("torn-pages", tmp_path / "runs") == []
