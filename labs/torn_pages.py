@@ -766,7 +766,7 @@ def settings_chart(results):
         xOffset=alt.XOffset("full_page_writes:N", sort=["on", "off"]),
         y=alt.Y("value:Q", title="value of the chosen measure"),
         color=alt.Color("full_page_writes:N", sort=["on", "off"],
-                        scale=alt.Scale(domain=["on", "off"], range=["#d62728", "#1f77b4"])),
+                        scale=alt.Scale(domain=["on", "off"], range=["#D55E00", "#0072B2"])),
         tooltip=["setting", "full_page_writes", "measure",
                  alt.Tooltip("value:Q", format=",.2f")],
     ).add_params(measure, disk).transform_filter(
@@ -786,7 +786,7 @@ def burst_chart(results):
                                                name="series "))
     legend = alt.selection_point(fields=["full_page_writes"], bind="legend")
     color = alt.Color("full_page_writes:N", sort=["on", "off"],
-                      scale=alt.Scale(domain=["on", "off"], range=["#d62728", "#1f77b4"]))
+                      scale=alt.Scale(domain=["on", "off"], range=["#D55E00", "#0072B2"]))
     lines = alt.Chart(timeline).mark_line(point=True).encode(
         x=alt.X("time_s:Q", title="seconds since pgbench started"),
         y=alt.Y("value:Q", title="value of the chosen series"),
@@ -815,7 +815,7 @@ def comparison_chart(results):
                 axis=alt.Axis(labelAngle=-30)),
         y=alt.Y("minutes:Q", title="minutes to insert 30 M rows (lower is better)"),
         color=alt.Color("protection:N", legend=None,
-                        scale=alt.Scale(range=["#1f77b4", "#d62728"])),
+                        scale=alt.Scale(range=["#0072B2", "#D55E00"])),
         tooltip=["configuration", alt.Tooltip("minutes:Q", format=".1f")],
     ).properties(width=200, height=260,
                  title="RDS for MySQL (Jade 2025): 2.1x")
@@ -833,7 +833,7 @@ def comparison_chart(results):
         xOffset=alt.XOffset("protection:N", sort=["full_page_writes on"]),
         y=alt.Y("tps:Q", title="pgbench TPS (higher is better)"),
         color=alt.Color("protection:N", sort=["full_page_writes on"],
-                        scale=alt.Scale(range=["#d62728", "#1f77b4"])),
+                        scale=alt.Scale(range=["#D55E00", "#0072B2"])),
         tooltip=["setting", "protection", alt.Tooltip("tps:Q", format=",.0f")],
     ).properties(width=360, height=260, title="PostgreSQL 15, this run")
     return alt.hconcat(article, lab).resolve_scale(color="independent")
