@@ -1,9 +1,23 @@
 """The lab-built file system: a loop device over a file in the work dir, ext4, mounted."""
 
+import shutil
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from labs import localfs
 from labs.journal import Journal
+
+
+@pytest.fixture
+def tmp_path():
+    # Not pytest's own tmp_path: a concurrent pytest session may rename old basetemp
+    # folders, and a mount point must not move under a test.
+    path = Path(tempfile.mkdtemp(prefix="storage-labs-test-", dir="/var/tmp"))
+    yield path
+    assert not localfs.is_mount_point(path / "work" / "labfs")
+    shutil.rmtree(path)
 
 
 @pytest.fixture
