@@ -10,7 +10,9 @@ import argparse
 import importlib
 
 # lab name (as in data/runs/<lab>/) -> module
-RUNNABLE_LABS: dict[str, str] = {}
+RUNNABLE_LABS: dict[str, str] = {
+    "quorum-montecarlo": "labs.quorum",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
