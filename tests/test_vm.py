@@ -195,7 +195,7 @@ def test_qemu_throttles_the_slow_data_disk(lab_env):
            "--ioengine=libaio --iodepth=8 --runtime=4 --time_based --output-format=json")
     read_iops = json.loads(host.sudo(fio, timeout_s=120).stdout)["jobs"][0]["read"]["iops"]
     report(f"throttled /dev/vdc (throttling.iops-total={SLOW_IOPS}): {read_iops:.0f} read IOPS")
-    assert 0 < read_iops <= SLOW_IOPS * 1.15
+    assert 0 < read_iops <= SLOW_IOPS * 1.25  # QEMU lets short bursts through
     host.close()
 
 
