@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shlex
 import shutil
 import signal
 import subprocess
@@ -214,13 +215,28 @@ def test_clean_in_a_vm_after_a_crash(lab_env):
     ws = LabWorkspace(host, Journal("vm1"), lab="crash")
     first, second = ws.make_loop_device("one", 32), ws.make_loop_device("two", 32)
     ws.make_md_raid1("crash", [first, second])
+    third, fourth = ws.make_loop_device("three", 32), ws.make_loop_device("four", 32)
+    mapped = ws.make_dm("crashdm", f"0 {32 * 2048} linear {third} 0", devices=[third])
+    assert ws.check_device(mapped) == mapped
+    config = "/etc/drbd.d/labs-crash.res"
+    resource = "\n".join(["resource labs-crash {",
+                          f" device /dev/drbd7; disk {fourth}; meta-disk internal;",
+                          " on vm1 { address 10.77.0.1:7790; }",
+                          " on vm2 { address 10.77.0.2:7790; }", "}", ""])
+    ws.journaled("drbd", "labs-crash",
+                 f"printf %s {shlex.quote(resource)} > {config} && "
+                 "drbdadm create-md --force labs-crash </dev/null && drbdadm up labs-crash",
+                 config=config, device="/dev/drbd7")
+    assert ws.check_device("/dev/drbd7") == "/dev/drbd7"
+    assert "labs-crash role:Secondary" in host.sudo("drbdsetup status labs-crash").stdout
     host.close()
     # The lab "dies" here; a new process cleans from the journal alone.
     cleaned = lab_env.cli("clean", "--host", "vm1")
     assert cleaned.returncode == 0, cleaned.stderr
-    assert "removed 3 resource" in cleaned.stdout
-    after = host.run("cat /proc/mdstat; losetup -a").stdout
+    assert "removed 7 resource" in cleaned.stdout
+    after = host.run("cat /proc/mdstat; losetup -a; dmsetup ls; ls /etc/drbd.d").stdout
     assert "crash" not in after and "active" not in after
+    assert host.sudo("drbdsetup status labs-crash", check=False).exit_code != 0
     again = lab_env.cli("clean", "--host", "vm1")
     assert again.returncode == 0 and "removed 0 resource" in again.stdout
     host.close()
