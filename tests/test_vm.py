@@ -310,7 +310,9 @@ def test_fault_injection_kill_during_setup_then_clean_leaks_nothing(lab_env, tmp
         ("vm-up", [sys.executable, "-m", "labs", "vm", "up", "--cpus", "1"], up_env, ["clean"],
          lambda: {"qemu": len(qemu_processes_under(up_state))}, 6),
     ]
+    per_scenario: list[str] = []
     for name, command, env, clean_args, count_leaks, wanted in scenarios:
+        scenario_started, kills_before = time.monotonic(), kills
         # One uncut run shows how long set-up takes, so kills can land anywhere in it.
         if name == "vm-up":
             setup_s = 6.0  # the boot itself; a killed boot is what we want to clean up
@@ -338,8 +340,10 @@ def test_fault_injection_kill_during_setup_then_clean_leaks_nothing(lab_env, tmp
         if name != "vm-up":
             subprocess.run([sys.executable, "-m", "labs", *clean_args], cwd=ROOT, env=env,
                            capture_output=True, text=True, timeout=600, check=True)
+        per_scenario.append(f"{name}: {kills - kills_before} kills (set-up {setup_s:.1f} s) "
+                            f"in {time.monotonic() - scenario_started:.0f} s")
     report(f"fault injection (seed {FAULT_SEED}): {kills} kills, {kills_mid_setup} during "
-           f"set-up, {leaks_found} leaks found")
+           f"set-up, {leaks_found} leaks found; " + "; ".join(per_scenario))
     assert kills >= 20 and leaks_found == 0
 
 
