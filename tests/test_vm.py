@@ -268,8 +268,12 @@ def _run_and_kill(command: list[str], env: dict, kill_after_s: float | None, sig
     (whether set-up was still under way when killed, seconds it ran)."""
     started = time.monotonic()
     with open(log_path, "w") as log:
+        # A shell that started pytest in the background may have set SIGINT to "ignore",
+        # which children inherit; restore the default so Ctrl-C reaches the lab as it would.
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log,
-                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT,
+                                                                    signal.SIG_DFL))
         deadline = started + (kill_after_s if kill_after_s is not None else 600)
         while time.monotonic() < deadline:
             if "setup complete" in log_path.read_text() or process.poll() is not None:
@@ -278,7 +282,7 @@ def _run_and_kill(command: list[str], env: dict, kill_after_s: float | None, sig
         complete = "setup complete" in log_path.read_text()
         process.send_signal(sig)
         try:
-            process.wait(timeout=30)
+            process.wait(timeout=60)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()

@@ -330,6 +330,25 @@ def up(*, pair: bool = False, memory_mib: int = 1024, cpus: int = 2, data_disk_m
     timeout_s = boot_timeout_s or float(os.environ.get("LABS_VM_BOOT_TIMEOUT_S", "600"))
     keys = ensure_keys()
     journal = Journal("local")
+    journaled: list[str] = []
+    try:
+        return _boot(names, journaled, image, accel, keys, journal, memory_mib=memory_mib,
+                     cpus=cpus,
+                     data_disk_mib=data_disk_mib, slow_iops=slow_iops, slow_bps=slow_bps,
+                     timeout_s=timeout_s, log=log)
+    except BaseException:
+        # A failed or interrupted start stops what it started (clean would do it too).
+        for entry in reversed(journal.live_entries()):
+            if entry.kind == "vm" and entry.id in journaled:
+                stop_vm_process(entry)
+                journal.released("vm", entry.id)
+        raise
+
+
+def _boot(names: list[str], journaled: list[str], image: Image, accel: str, keys: Any,
+          journal: Journal, *, memory_mib: int, cpus: int, data_disk_mib: int,
+          slow_iops: int, slow_bps: int, timeout_s: float, log) -> list[VMState]:
+    pair = len(names) == 2
     udp_ports = (free_udp_port(), free_udp_port()) if pair else None
     states: list[VMState] = []
     started = time.monotonic()
@@ -340,6 +359,7 @@ def up(*, pair: bool = False, memory_mib: int = 1024, cpus: int = 2, data_disk_m
             raise VMError(f"{name}: a QEMU from an earlier start is still running "
                           "(`python -m labs clean` stops it)")
         journal.will_create("vm", name, dir=str(directory))
+        journaled.append(name)
         _retire_dir(directory)
         directory.mkdir(parents=True)
         Journal(name).path.unlink(missing_ok=True)  # a fresh overlay has nothing in it yet
