@@ -351,6 +351,33 @@ def test_fault_injection_kill_during_setup_then_clean_leaks_nothing(lab_env, tmp
     assert kills_mid_setup >= 20 and leaks_found == 0
 
 
+def test_a_killed_image_build_is_cleaned_up(tmp_path):
+    """Kill `vm build` while debootstrap runs (it mounts /proc in the new tree); clean must
+    stop what it left running, unmount, and delete the half-built tree."""
+    env = {**os.environ, "LABS_STATE_DIR": str(tmp_path / "state"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    kill_after_s = random.Random(FAULT_SEED).uniform(40, 80)
+    build = subprocess.Popen([sys.executable, "-m", "labs", "vm", "build"], cwd=ROOT, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(kill_after_s)
+    assert build.poll() is None, "the build ended before the kill: nothing was tested"
+    build.kill()
+    build.wait()
+    scratch = list((tmp_path / "cache" / "storage-labs" / "vm").glob(".build-*"))
+    assert len(scratch) == 1
+    cleaned = subprocess.run([sys.executable, "-m", "labs", "clean"], cwd=ROOT, env=env,
+                             capture_output=True, text=True, timeout=600)
+    assert cleaned.returncode == 0, cleaned.stderr
+    from labs.journal import processes_inside
+
+    mounts = [line for line in Path("/proc/mounts").read_text().splitlines()
+              if str(tmp_path) in line]
+    left = {"processes": len(processes_inside(str(scratch[0]))), "mounts": len(mounts),
+            "scratch dirs": len(list(scratch[0].parent.glob(".build-*")))}
+    report(f"killed image build at {kill_after_s:.0f} s; left after clean: {left}")
+    assert left == {"processes": 0, "mounts": 0, "scratch dirs": 0}
+
+
 def test_down_stops_the_vms_and_keeps_their_console_logs(lab_env):
     state_dir = Path(lab_env.env["LABS_STATE_DIR"])
     stopped = lab_env.cli("vm", "down")
