@@ -379,4 +379,5 @@ def _teardown_scratch_dir(host: Any, entry: JournalEntry) -> None:
 
 @register_teardown("file")
 def _teardown_file(host: Any, entry: JournalEntry) -> None:
+    # Safe: a file the lab journaled before creating it.
     host.sudo(["rm", "-f", "--", entry.id], timeout_s=60)

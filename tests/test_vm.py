@@ -388,3 +388,18 @@ def test_down_stops_the_vms_and_keeps_their_console_logs(lab_env):
     assert not list((state_dir / "vms" / "ended").glob("*/*.qcow2"))
     status = lab_env.cli("vm", "status")
     assert "running" not in status.stdout
+
+
+def test_qemu_command_line_throttles_forwards_on_loopback_and_links_the_pair(tmp_path):
+    fake = vm_image.Image(tmp_path, tmp_path / "disk.raw", tmp_path / "vmlinuz",
+                          tmp_path / "initrd.img", "0" * 16, {})
+    command = machine.qemu_command("vm2", 2, tmp_path, fake, accel="tcg", memory_mib=512,
+                                   cpus=1, ssh_port=2222, slow_iops=50, slow_bps=1_000_000,
+                                   pair_ports=(4001, 4002))
+    text = " ".join(command)
+    assert "throttling.iops-total=50,throttling.bps-total=1000000" in text
+    assert text.count("throttling.") == 2  # only the slow disk is throttled
+    assert "hostfwd=tcp:127.0.0.1:2222-:22" in text
+    assert "socket,id=net1,udp=127.0.0.1:4002,localaddr=127.0.0.1:4001" in text
+    assert "mac=52:54:00:77:00:02" in text and "systemd.hostname=vm2" in text
+    assert command[command.index("-m") + 1] == "512" and "-daemonize" in command
