@@ -313,9 +313,9 @@ def test_fault_injection_kill_during_setup_then_clean_leaks_nothing(lab_env, tmp
     scenarios = [
         # name, command, env, line that starts the kill clock, clean args, leaks, kills wanted
         ("local", [sys.executable, "tests/fault_setup.py", "local"], local_env,
-         "setup starting", ["clean"], lambda: _local_leaks(tmp_path / "local-work"), 10),
+         "setup starting", ["clean"], lambda: _local_leaks(tmp_path / "local-work"), 11),
         ("vm1", [sys.executable, "tests/fault_setup.py", "vm1"], guest_env, "setup starting",
-         ["clean", "--host", "vm1"], lambda: _guest_leaks(get_host("vm1")), 6),
+         ["clean", "--host", "vm1"], lambda: _guest_leaks(get_host("vm1")), 5),
         ("vm-up", [sys.executable, "-m", "labs", "vm", "up", "--cpus", "1"], up_env, "vm up:",
          ["clean"], lambda: {"qemu": len(qemu_processes_under(up_state))}, 6),
     ]
