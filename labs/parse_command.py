@@ -11,6 +11,7 @@ import importlib
 # tool name -> module in labs/tools/
 PARSEABLE_TOOLS: dict[str, str] = {
     "fio": "labs.tools.fio",
+    "mdstat": "labs.tools.mdadm",
 }
 
 

@@ -10,7 +10,9 @@ import argparse
 import importlib
 
 # lab name (as in data/runs/<lab>/) -> module
-RUNNABLE_LABS: dict[str, str] = {}
+RUNNABLE_LABS: dict[str, str] = {
+    "write-mostly": "labs.write_mostly",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,0 +1,624 @@
+"""Lab: a write-mostly RAID1 of a fast local disk and a slow network disk (the "super disk").
+
+    python -m labs run write-mostly --host vm1 [--quick] [--seed 42]
+
+On a lab VM the two legs are the VM's data disks: the first is plain (the local NVMe
+stand-in), the second is throttled by QEMU (the network-disk stand-in). The lab
+
+1. measures both legs raw (the "fast only" and "slow only" configurations);
+2. builds RAID1 arrays over them: plain, with the slow leg write-mostly, the same with a
+   write-intent bitmap, and with write-behind; runs 4k random reads and writes at queue
+   depth 1 and 16 on each, and counts where the reads and writes landed per leg;
+3. runs failure drills, each followed by a data check that catches a single lost or wrong
+   4 KiB block (fio's crc32c verify of data written before the drill):
+   losing the slow leg, losing the fast leg the way an instance replacement does, and
+   resync time against array size;
+4. records everything under data/runs/write-mostly/<run-id>/ (raw/ keeps fio's JSON and
+   every /proc/mdstat snapshot).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from labs.errors import LabError, UsageError
+from labs.tools import fio as fio_tool
+from labs.tools import mdadm as md
+
+LAB = "write-mostly"
+RUN_HELP = ("write-mostly RAID1 of a fast and a slow leg: latency per configuration, where "
+            "reads land, failure drills with data checks, resync time")
+BLOCK_SIZE = "4k"
+# Workloads (name -> fio rw, queue depth); every configuration runs all four.
+WORKLOADS = {
+    "randread-qd1": ("randread", 1),
+    "randread-qd16": ("randread", 16),
+    "randwrite-qd1": ("randwrite", 1),
+    "randwrite-qd16": ("randwrite", 16),
+}
+WRITE_BEHIND = 256  # mdadm's default limit of outstanding write-behind writes
+MD_NAME = "wm"  # the array appears as /dev/md/wm
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How long and how large: --quick for tests and first tries, full for the book."""
+
+    name: str
+    runtime_s: float  # per fio workload
+    region_mib: int  # the part of each leg the latency workloads touch
+    data_mib: int  # the verified data the drills must keep intact
+    resync_sizes_mib: tuple[int, ...]  # array sizes of the resync-vs-size drill
+    drill_runtime_s: float  # the short workloads inside drills
+
+
+PROFILES = {
+    "quick": Profile("quick", runtime_s=2, region_mib=64, data_mib=32,
+                     resync_sizes_mib=(64, 128), drill_runtime_s=1),
+    "full": Profile("full", runtime_s=8, region_mib=256, data_mib=128,
+                    resync_sizes_mib=(128, 256, 512), drill_runtime_s=3),
+}
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """One way of using the legs; `raid` is False for a raw leg."""
+
+    name: str
+    label: str
+    raid: bool
+    leg: str | None = None  # raw configurations: which leg
+    write_mostly: bool = False
+    bitmap: str = "none"
+    write_behind: int | None = None
+
+
+CONFIGURATIONS = (
+    Configuration("fast-only", "fast leg alone", raid=False, leg="fast"),
+    Configuration("slow-only", "slow leg alone", raid=False, leg="slow"),
+    Configuration("raid1", "RAID1, plain", raid=True),
+    Configuration("raid1-wm", "RAID1, slow leg write-mostly", raid=True, write_mostly=True),
+    Configuration("raid1-wm-bitmap", "RAID1, write-mostly + bitmap", raid=True,
+                  write_mostly=True, bitmap="internal"),
+    Configuration("raid1-wm-wb", f"RAID1, write-mostly + bitmap + write-behind={WRITE_BEHIND}",
+                  raid=True, write_mostly=True, bitmap="internal", write_behind=WRITE_BEHIND),
+)
+
+
+# --- the model the resync drill is compared with --------------------------------------------
+
+def transfer_hours(size_bytes: float, rate_mib_s: float) -> float:
+    """Hours to move size_bytes at a steady rate_mib_s (resync or streaming from peers)."""
+    if rate_mib_s <= 0:
+        raise UsageError(f"transfer rate must be positive, not {rate_mib_s}")
+    return size_bytes / (rate_mib_s * 1024 * 1024) / 3600
+
+
+def implied_rate_mib_s(size_bytes: float, hours: float) -> float:
+    """The steady rate that moves size_bytes in `hours` (e.g. a reported recovery time)."""
+    return size_bytes / (hours * 3600) / (1024 * 1024)
+
+
+# Figures reported by Hyperconnect's engineering blog (2025) on the super disk: a node of
+# about 1.8 TB took 12 to 24 hours to rebuild by streaming from its peers; the RAID resync
+# of a 3.66 TB array took about an hour, and md showed speed=200256K/sec at its start.
+ARTICLE = {
+    "stream_node_bytes": 1.8e12,
+    "stream_hours": (12.0, 24.0),
+    "resync_array_kib": 3659399168,
+    "resync_reported_hours": 1.0,
+    "resync_md_speed_kib_s": 200256,
+}
+
+
+# --- running ---------------------------------------------------------------------------------
+
+class Progress:
+    """One progress line in the terminal: which step the lab is on."""
+
+    def __init__(self, stream: Any = None):
+        self.stream = stream or sys.stderr
+        self.started = time.monotonic()
+
+    def step(self, message: str) -> None:
+        elapsed = time.monotonic() - self.started
+        print(f"[write-mostly {elapsed:6.1f}s] {message}", file=self.stream, flush=True)
+
+
+@dataclass
+class Legs:
+    fast: str
+    slow: str
+
+    def names(self) -> dict[str, str]:
+        return {"fast": self.fast.removeprefix("/dev/"), "slow": self.slow.removeprefix("/dev/")}
+
+
+@dataclass
+class LabParameters:
+    host: str
+    profile: str
+    seed: int
+    fast_device: str | None = None
+    slow_device: str | None = None
+    allow_devices: list[str] = field(default_factory=list)
+
+    def command_line(self) -> str:
+        argv = ["python", "-m", "labs", "run", LAB, "--host", self.host, "--seed", str(self.seed)]
+        if self.profile == "quick":
+            argv.append("--quick")
+        if self.fast_device:
+            argv += ["--fast-device", self.fast_device]
+        if self.slow_device:
+            argv += ["--slow-device", self.slow_device]
+        for device in self.allow_devices:
+            argv += ["--allow-device", device]
+        return shlex.join(argv)
+
+
+class DataCheckFailed(LabError):
+    """The data written before a drill did not read back intact."""
+
+
+class WriteMostlyLab:
+    """The lab's steps on one host; results go to a labs.records.RunRecorder."""
+
+    def __init__(self, host: Any, workspace: Any, recorder: Any, params: LabParameters,
+                 legs: Legs, progress: Progress):
+        self.host = host
+        self.ws = workspace
+        self.run = recorder
+        self.params = params
+        self.profile = PROFILES[params.profile]
+        self.legs = legs
+        self.progress = progress
+        self.mdadm = md.Mdadm(host, workspace.check_device)
+        self.fio_runs = 0
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def sudo(self, command: str | list[str], timeout_s: float = 300, check: bool = True) -> Any:
+        text = command if isinstance(command, str) else shlex.join(command)
+        self.run.add_command(f"[{self.host.name}] {text}")
+        return self.host.sudo(command, timeout_s=timeout_s, check=check)
+
+    def leg_stats(self) -> dict[str, md.DiskStat]:
+        names = self.legs.names()
+        text = self.host.run(md.disk_stats_command(names.values()), timeout_s=60).stdout
+        stats = md.parse_disk_stats(text)
+        return {leg: stats[name] for leg, name in names.items()}
+
+    def mdstat(self, raw_name: str | None = None) -> md.MdStat:
+        text = self.host.run("cat /proc/mdstat", timeout_s=60).stdout
+        if raw_name:
+            self.run.add_raw(f"mdstat/{raw_name}.txt", text)
+        return md.parse_mdstat(text)
+
+    def md_kernel_name(self, array: str) -> str:
+        return self.host.run(["readlink", "-f", array], timeout_s=60).stdout.strip().removeprefix(
+            "/dev/")
+
+    def fio(self, raw_name: str, jobs: list[fio_tool.FioJob], *, allow_error: bool = False,
+            ) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, md.DiskStat]]:
+        """Run fio on the host; returns its JSON, its rows and the legs' counter deltas."""
+        before = self.leg_stats()
+        argv = fio_tool.fio_command(jobs)
+        self.fio_runs += 1
+        timeout = 120 + sum((j.runtime_s or 0) for j in jobs) * 3
+        result = self.sudo(argv, timeout_s=timeout, check=False)
+        after = self.leg_stats()
+        self.run.add_raw(f"fio/{raw_name}.json", result.stdout)
+        if result.stderr.strip():
+            self.run.add_raw(f"fio/{raw_name}.stderr.txt", result.stderr)
+        document = fio_tool.load_fio_json(result.stdout, f"fio {raw_name} on {self.host.name}")
+        errors = fio_tool.job_errors(document)
+        if (errors or not result.ok) and not allow_error:
+            raise LabError(f"fio {raw_name} on {self.host.name} failed "
+                           f"(exit {result.exit_code}, job errors {errors}): "
+                           f"{result.stderr.strip().splitlines()[-1:] or ''}")
+        deltas = {leg: after[leg] - before[leg] for leg in after}
+        return document, fio_tool.fio_rows(document), deltas
+
+    def workload_job(self, name: str, target: str, *, runtime_s: float, offset_mib: int = 0,
+                     size_mib: int | None = None) -> fio_tool.FioJob:
+        rw, qd = WORKLOADS[name]
+        options: dict[str, str | int] = {"norandommap": 1}
+        if offset_mib:
+            options["offset"] = f"{offset_mib}M"
+        return fio_tool.FioJob(name=name, filename=target, rw=rw, bs=BLOCK_SIZE, iodepth=qd,
+                               size=f"{size_mib or self.profile.region_mib}M",
+                               runtime_s=runtime_s, seed=self.params.seed, options=options)
+
+    def record_fio_rows(self, config: str, rows: list[dict[str, Any]], deltas: dict[str,
+                        md.DiskStat], workload: str, qd: int, **dimensions: Any) -> None:
+        for row in rows:
+            for metric, unit in (("iops", "iops"), ("bw_kib_s", "KiB/s"),
+                                 ("clat_mean_us", "us"), ("clat_p50_us", "us"),
+                                 ("clat_p99_us", "us"), ("clat_p999_us", "us")):
+                if row[metric] is not None:
+                    self.run.add_result(config=config, workload=workload, metric=metric,
+                                        value=row[metric], unit=unit, qd=qd, op=row["op"],
+                                        leg="array", **dimensions)
+        self.record_leg_counts(config, workload, deltas, qd=qd, **dimensions)
+
+    def record_leg_counts(self, config: str, workload: str, deltas: dict[str, md.DiskStat],
+                          **dimensions: Any) -> None:
+        for leg, delta in deltas.items():
+            for metric, value in (("reads", delta.reads), ("writes", delta.writes),
+                                  ("read_bytes", delta.read_sectors * 512),
+                                  ("write_bytes", delta.write_sectors * 512)):
+                self.run.add_result(config=config, workload=workload, metric=metric,
+                                    value=value, unit="bytes" if "bytes" in metric else "count",
+                                    leg=leg, **dimensions)
+        total_reads = sum(d.reads for d in deltas.values())
+        if total_reads:
+            self.run.add_result(config=config, workload=workload, metric="slow_read_share",
+                                value=deltas["slow"].reads / total_reads, unit="ratio",
+                                leg="slow", **dimensions)
+
+    # -- arrays -------------------------------------------------------------------------------
+
+    def create_array(self, members: list[md.Member], *, bitmap: str = "none",
+                     write_behind: int | None = None, assume_clean: bool = False,
+                     size_mib: int | None = None) -> str:
+        array = f"/dev/md/{MD_NAME}"
+        argv = self.mdadm.create_argv(array, members, bitmap=bitmap, write_behind=write_behind,
+                                      assume_clean=assume_clean)
+        if size_mib is not None:
+            argv.insert(argv.index("--run") + 1, f"--size={size_mib * 1024}")
+        devices = [m.device for m in members if m.device != "missing"]
+        # Safe: every member passed the guard (the lab VM's own data disks or journaled loops).
+        self.ws.journaled("md", MD_NAME, shlex.join(argv) + " && udevadm settle",
+                          device=array, members=devices)
+        self.run.add_command(f"[{self.host.name}] {shlex.join(argv)}")
+        return array
+
+    def destroy_array(self) -> None:
+        """Stop the array and wipe the legs' md superblocks, so nothing re-assembles them."""
+        self.ws.remove("md", MD_NAME)
+        self.sudo("udevadm settle", timeout_s=60)
+        for device in (self.legs.fast, self.legs.slow):
+            # Safe: zero_superblock refuses anything the guard does not allow.
+            self.mdadm.zero_superblock(device)
+
+    def wait_for_sync(self, array: str, raw_prefix: str, t0: float,
+                      timeline: list[dict[str, Any]] | None = None, timeout_s: float = 1800,
+                      poll_s: float = 0.5) -> float:
+        """Poll /proc/mdstat until the array is in sync; returns seconds since t0."""
+        kernel_name = self.md_kernel_name(array)
+        snapshots = []
+        deadline = time.monotonic() + timeout_s
+        while True:
+            text = self.host.run("cat /proc/mdstat", timeout_s=60).stdout
+            now = time.monotonic() - t0
+            snapshots.append(f"# t_s={now:.3f}\n{text}")
+            state = md.parse_mdstat(text).array(kernel_name)
+            if timeline is not None:
+                timeline.append({"t_s": now, "percent": state.sync.percent if state.sync
+                                 else (100.0 if not state.degraded else 0.0),
+                                 "speed_kib_s": state.sync.speed_kib_s if state.sync else None,
+                                 "health": state.health})
+            if state.sync is None and not state.degraded:
+                break
+            if state.sync and state.sync.percent is not None:
+                self.progress.step(f"  {state.sync.action} {state.sync.percent:5.1f}% "
+                                   f"speed {state.sync.speed_kib_s} KiB/s")
+            if time.monotonic() > deadline:
+                raise LabError(f"{array} on {self.host.name}: not in sync after {timeout_s} s")
+            time.sleep(poll_s)
+        self.run.add_raw(f"mdstat/{raw_prefix}-poll.txt", "\n".join(snapshots))
+        return now
+
+    # -- data checks --------------------------------------------------------------------------
+
+    def data_job(self, target: str, **options: str | int) -> fio_tool.FioJob:
+        # Sequential, seeded, crc32c in every 4 KiB block with the block's own offset in its
+        # header: a lost block (zeros), a stale block or a block from elsewhere all fail.
+        return fio_tool.FioJob(name="data", filename=target, rw="write", bs=BLOCK_SIZE,
+                               iodepth=16, size=f"{self.profile.data_mib}M",
+                               seed=self.params.seed,
+                               options={"verify": "crc32c", **options})
+
+    def write_data(self, target: str, drill: str) -> None:
+        self.fio(f"{drill}/data-write", [self.data_job(target, do_verify=0)])
+
+    def check_data(self, target: str, drill: str, step: str, expect_ok: bool = True) -> bool:
+        """Read the data back through `target` and verify every block; records the outcome."""
+        document, _rows, deltas = self.fio(f"{drill}/data-check-{step}",
+                                           [self.data_job(target, verify_only=1)],
+                                           allow_error=True)
+        ok = not fio_tool.job_errors(document)
+        self.run.add_result(config=drill, workload=f"data-check-{step}", metric="data_check_ok",
+                            value=1.0 if ok else 0.0, unit="count", leg="array")
+        self.record_leg_counts(drill, f"data-check-{step}", deltas)
+        self.progress.step(f"  data check {step}: {'intact' if ok else 'FAILED'}")
+        if expect_ok and not ok:
+            raise DataCheckFailed(f"{drill}: data check '{step}' found a lost or wrong block "
+                                  f"(see raw/fio/{drill}/data-check-{step}.json)")
+        return ok
+
+    # -- steps --------------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        self.progress.step("preparing: loading raid1, checking tools and legs")
+        self.sudo("modprobe raid1", timeout_s=60)
+        for tool in ("fio", "mdadm"):
+            version = self.host.run(f"{tool} --version 2>&1 | head -1", timeout_s=60).stdout
+            self.run.add_tool_version(tool, version.strip())
+        self.run.add_tool_version("kernel", self.host.run("uname -r", timeout_s=60)
+                                  .stdout.strip())
+        limits = self.host.run("cat /proc/sys/dev/raid/speed_limit_min "
+                               "/proc/sys/dev/raid/speed_limit_max", timeout_s=60).stdout.split()
+        self.run.host["md_speed_limit_kib_s"] = {"min": int(limits[0]), "max": int(limits[1])}
+        for leg, device in (("fast", self.legs.fast), ("slow", self.legs.slow)):
+            self.ws.check_device(device)
+            size = int(self.host.run(["blockdev", "--getsize64", device], timeout_s=60)
+                       .stdout.strip())
+            name = device.removeprefix("/dev/")
+            queue = self.host.run(f"cat /sys/block/{name}/queue/rotational", timeout_s=60)
+            self.run.host[f"{leg}_leg"] = {"device": device, "size_bytes": size,
+                                           "rotational": queue.stdout.strip()}
+            needed = (max(self.profile.resync_sizes_mib) + 8) * 1024 * 1024
+            if size < needed:
+                raise UsageError(f"{leg} leg {device} holds {size} bytes; the {self.profile.name}"
+                                 f" profile needs at least {needed}")
+            # Leftovers of an interrupted run would make mdadm refuse or auto-assemble.
+            self.mdadm.zero_superblock(device)
+
+    def measure_configuration(self, config: Configuration) -> None:
+        self.progress.step(f"configuration {config.name}: {config.label}")
+        if config.raid:
+            slow = md.Member(self.legs.slow, write_mostly=config.write_mostly)
+            # --assume-clean: both legs start unsynchronised but nothing reads data it did not
+            # write here, and skipping the initial resync keeps it out of the measurement.
+            target = self.create_array([md.Member(self.legs.fast), slow], bitmap=config.bitmap,
+                                       write_behind=config.write_behind, assume_clean=True)
+            self.mdstat(f"{config.name}-created")
+        else:
+            target = getattr(self.legs, config.leg)
+        for workload, (_rw, qd) in WORKLOADS.items():
+            self.progress.step(f"  {workload} for {self.profile.runtime_s:g} s")
+            _doc, rows, deltas = self.fio(f"{config.name}/{workload}", [
+                self.workload_job(workload, target, runtime_s=self.profile.runtime_s)])
+            self.record_fio_rows(config.name, rows, deltas, workload, qd)
+        if config.raid:
+            self.destroy_array()
+
+    def drill_slow_leg_lost(self) -> None:
+        """The network disk goes away: the array serves on, degraded, from the fast leg."""
+        drill = "drill-slow-leg-lost"
+        self.progress.step(f"{drill}: fail and remove the slow leg")
+        array = self.create_array([md.Member(self.legs.fast),
+                                   md.Member(self.legs.slow, write_mostly=True)],
+                                  bitmap="internal", assume_clean=True)
+        t0 = time.monotonic()
+        self.write_data(array, drill)
+        self.event(drill, "data written", t0)
+        self.mdadm.fail(array, self.legs.slow)
+        self.event(drill, "slow leg failed", t0)
+        self.mdadm.remove(array, self.legs.slow)
+        self.event(drill, "slow leg removed", t0)
+        state = self.mdstat(f"{drill}-degraded").array(self.md_kernel_name(array))
+        self.run.add_result(config=drill, workload="state", metric="degraded",
+                            value=1.0 if state.degraded else 0.0, unit="count", leg="array")
+        # The array keeps serving: reads and writes beyond the verified data.
+        for workload in ("randread-qd16", "randwrite-qd16"):
+            _doc, rows, deltas = self.fio(f"{drill}/{workload}", [self.workload_job(
+                workload, array, runtime_s=self.profile.drill_runtime_s,
+                offset_mib=self.profile.data_mib, size_mib=self.profile.data_mib)])
+            self.record_fio_rows(drill, rows, deltas, workload, WORKLOADS[workload][1],
+                                 phase="degraded")
+        self.event(drill, "served degraded", t0)
+        self.check_data(array, drill, "degraded")
+        self.event(drill, "data checked", t0)
+        # The disk comes back: with the bitmap md copies only what changed meanwhile.
+        self.mdadm.add(array, self.legs.slow, write_mostly=True)
+        self.event(drill, "slow leg re-added", t0)
+        t_add = time.monotonic()
+        self.wait_for_sync(array, f"{drill}-readd", t0)
+        self.run.add_result(config=drill, workload="re-add", metric="resync_s",
+                            value=time.monotonic() - t_add, unit="s", leg="slow")
+        self.event(drill, "in sync", t0)
+        self.mdstat(f"{drill}-in-sync")
+        self.check_data(array, drill, "after-re-add")
+        self.event(drill, "data checked again", t0)
+        self.destroy_array()
+
+    def drill_fast_leg_lost(self) -> None:
+        """An instance replacement: the local disk comes back empty; rebuild from the slow leg."""
+        drill = "drill-fast-leg-lost"
+        self.progress.step(f"{drill}: the fast leg is replaced by an empty disk")
+        array = self.create_array([md.Member(self.legs.fast),
+                                   md.Member(self.legs.slow, write_mostly=True)],
+                                  bitmap="internal", assume_clean=True)
+        t0 = time.monotonic()
+        self.write_data(array, drill)
+        self.event(drill, "data written", t0)
+        self.ws.remove("md", MD_NAME)
+        self.event(drill, "instance lost (array stopped)", t0)
+        # The new instance's local disk is blank: no superblock, no data.
+        self.mdadm.zero_superblock(self.legs.fast)
+        self.check_device_then(self.legs.fast, [
+            "dd", "if=/dev/zero", f"of={self.legs.fast}", "bs=1M",
+            f"count={self.profile.data_mib + 16}", "oflag=direct", "status=none"])
+        self.event(drill, "fast leg blank", t0)
+        # As on a new instance: the old array's superblock goes, then a new array is created
+        # from the surviving network disk and a missing slot.
+        self.mdadm.zero_superblock(self.legs.slow)
+        array = self.create_array([md.Member(self.legs.slow, write_mostly=True),
+                                   md.Member("missing")], bitmap="internal")
+        self.event(drill, "array re-created from the slow leg", t0)
+        self.mdstat(f"{drill}-recreated")
+        self.check_data(array, drill, "slow-leg-only")
+        self.event(drill, "data checked on the slow leg", t0)
+        self.reads_phase(array, drill, "slow-leg-only")
+        self.mdadm.add(array, self.legs.fast)
+        self.event(drill, "new fast leg added", t0)
+        self.mdstat(f"{drill}-recovering")
+        timeline: list[dict[str, Any]] = []
+        t_add = time.monotonic()
+        self.wait_for_sync(array, drill, t0, timeline)
+        resync_s = time.monotonic() - t_add
+        self.event(drill, "in sync", t0)
+        for point in timeline:
+            self.run.add_result(config=drill, workload="timeline", metric="recovery_percent",
+                                value=point["percent"], unit="percent", leg="fast",
+                                t_s=round(point["t_s"], 3))
+        self.run.add_result(config=drill, workload="resync", metric="resync_s", value=resync_s,
+                            unit="s", leg="fast")
+        self.mdstat(f"{drill}-in-sync")
+        self.reads_phase(array, drill, "after-resync")
+        self.check_data(array, drill, "after-resync")
+        self.event(drill, "data checked after resync", t0)
+        self.destroy_array()
+
+    def check_device_then(self, device: str, argv: list[str]) -> None:
+        self.ws.check_device(device)
+        # Safe: the guard just allowed this device (a lab VM disk or a journaled device).
+        self.sudo(argv, timeout_s=300)
+
+    def reads_phase(self, array: str, drill: str, phase: str) -> None:
+        _doc, rows, deltas = self.fio(f"{drill}/randread-{phase}", [self.workload_job(
+            "randread-qd16", array, runtime_s=self.profile.drill_runtime_s,
+            size_mib=self.profile.data_mib)])
+        self.record_fio_rows(drill, rows, deltas, "randread-qd16", 16, phase=phase)
+
+    def drill_resync_sizes(self) -> None:
+        """Resync time against array size: the recovery of a new fast leg, size by size."""
+        drill = "drill-resync-size"
+        for size_mib in self.profile.resync_sizes_mib:
+            self.progress.step(f"{drill}: {size_mib} MiB array, new fast leg")
+            array = self.create_array([md.Member(self.legs.slow, write_mostly=True),
+                                       md.Member("missing")], bitmap="internal",
+                                      size_mib=size_mib)
+            self.mdadm.add(array, self.legs.fast)
+            t0 = time.monotonic()
+            timeline: list[dict[str, Any]] = []
+            before = self.leg_stats()
+            seconds = self.wait_for_sync(array, f"{drill}-{size_mib}mib", t0, timeline)
+            deltas = {leg: s - before[leg] for leg, s in self.leg_stats().items()}
+            speeds = [p["speed_kib_s"] for p in timeline if p["speed_kib_s"]]
+            dims = {"size_mib": size_mib, "leg": "fast"}
+            self.run.add_result(config=drill, workload="resync", metric="resync_s",
+                                value=seconds, unit="s", **dims)
+            self.run.add_result(config=drill, workload="resync", metric="resync_rate",
+                                value=size_mib / seconds, unit="MiB/s", **dims)
+            if speeds:
+                self.run.add_result(config=drill, workload="resync", metric="md_speed_median",
+                                    value=sorted(speeds)[len(speeds) // 2] / 1024,
+                                    unit="MiB/s", **dims)
+            self.record_leg_counts(drill, f"resync-{size_mib}mib", deltas, size_mib=size_mib)
+            self.destroy_array()
+
+    def drill_check_control(self) -> None:
+        """The data check itself must catch one wrong block: corrupt one and watch it fail."""
+        drill = "drill-check-control"
+        self.progress.step(f"{drill}: does the data check catch a single wrong block?")
+        array = self.create_array([md.Member(self.legs.fast),
+                                   md.Member(self.legs.slow, write_mostly=True)],
+                                  assume_clean=True)
+        self.write_data(array, drill)
+        self.check_data(array, drill, "before-corruption")
+        # Copy block 10 over block 1000: a valid-looking block in the wrong place.
+        self.check_device_then(array, ["dd", f"if={array}", f"of={array}", "bs=4096",
+                                       "skip=10", "seek=1000", "count=1", "oflag=direct",
+                                       "iflag=direct", "conv=notrunc", "status=none"])
+        caught = not self.check_data(array, drill, "one-block-moved", expect_ok=False)
+        self.run.add_result(config=drill, workload="one-block-moved", metric="corruption_caught",
+                            value=1.0 if caught else 0.0, unit="count", leg="array")
+        if not caught:
+            raise DataCheckFailed(f"{drill}: the data check missed a moved block")
+        self.destroy_array()
+
+    def event(self, drill: str, name: str, t0: float) -> None:
+        self.run.add_result(config=drill, workload="timeline", metric="event_s",
+                            value=round(time.monotonic() - t0, 3), unit="s", leg="array",
+                            event=name)
+
+    def measure(self, configurations: tuple[Configuration, ...] = CONFIGURATIONS) -> None:
+        self.prepare()
+        for config in configurations:
+            self.measure_configuration(config)
+        self.drill_slow_leg_lost()
+        self.drill_fast_leg_lost()
+        self.drill_resync_sizes()
+        self.drill_check_control()
+
+
+# --- command line ----------------------------------------------------------------------------
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="vm1",
+                        help="lab host (default vm1: start it with `python -m labs vm up`)")
+    parser.add_argument("--quick", action="store_true",
+                        help="short profile (a few minutes on a 2-core machine)")
+    parser.add_argument("--seed", type=int, default=42, help="fio's random seed (default 42)")
+    parser.add_argument("--fast-device", help="fast leg (default: the host's first lab disk)")
+    parser.add_argument("--slow-device", help="slow leg (default: the host's second lab disk, "
+                        "which a lab VM throttles)")
+    parser.add_argument("--allow-device", action="append", default=[], metavar="PATH",
+                        help="let the lab use this block device although it did not create it "
+                        "(its data is destroyed)")
+
+
+def choose_legs(host: Any, params: LabParameters) -> Legs:
+    devices = list(getattr(host, "lab_devices", ()))
+    fast = params.fast_device or (devices[0] if len(devices) > 0 else None)
+    slow = params.slow_device or (devices[1] if len(devices) > 1 else None)
+    if not fast or not slow:
+        raise UsageError(f"host {host.name} has no two lab disks: name the legs with "
+                         "--fast-device and --slow-device, or use a lab VM (vm1)")
+    if fast == slow:
+        raise UsageError(f"the fast and slow legs must differ (both are {fast})")
+    return Legs(fast, slow)
+
+
+def run_lab(params: LabParameters, out: Callable[[str], None] = print) -> Any:
+    from labs.hosts import get_host
+    from labs.records import RunRecorder, local_host_facts
+    from labs.workspace import LabWorkspace
+
+    out(f"# {params.command_line()}")
+    out(f"# parameters: {asdict(params)}; profile {asdict(PROFILES[params.profile])}")
+    progress = Progress()
+    started = time.monotonic()
+    host = get_host(params.host)
+    try:
+        legs = choose_legs(host, params)
+        facts = local_host_facts()
+        facts.update(name=host.name, lab_vm=host.name.startswith("vm"),
+                     runner=local_host_facts())
+        facts["kernel"] = host.run("uname -r", timeout_s=60).stdout.strip()
+        facts["cpu_count"] = int(host.run("nproc", timeout_s=60).stdout.strip())
+        parameters = {**asdict(params), "profile_settings": asdict(PROFILES[params.profile]),
+                      "fast_device": legs.fast, "slow_device": legs.slow,
+                      "command_line": params.command_line(),
+                      "configurations": [asdict(c) for c in CONFIGURATIONS],
+                      "workloads": {k: {"rw": v[0], "iodepth": v[1], "bs": BLOCK_SIZE}
+                                    for k, v in WORKLOADS.items()}}
+        with RunRecorder(LAB, parameters, seed=params.seed, host=facts) as recorder:
+            recorder.add_command(params.command_line())
+            with LabWorkspace(host, lab="write-mostly", allow_devices=params.allow_devices,
+                              log=progress.step) as workspace:
+                lab = WriteMostlyLab(host, workspace, recorder, params, legs, progress)
+                lab.measure()
+            recorder.add_result(config="lab", workload="wall", metric="wall_time_s",
+                                value=time.monotonic() - started, unit="s", leg="none")
+        out(f"recorded {recorder.final_path}")
+        return recorder
+    finally:
+        host.close()
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    params = LabParameters(host=args.host, profile="quick" if args.quick else "full",
+                           seed=args.seed, fast_device=args.fast_device,
+                           slow_device=args.slow_device, allow_devices=args.allow_device)
+    run_lab(params)
+    return 0
