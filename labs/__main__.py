@@ -19,6 +19,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "list": ("labs.catalog", "list the labs and their recorded runs"),
     "run": ("labs.run_command", "run a lab and record the run in data/runs/"),
     "parse": ("labs.parse_command", "parse a tool's output file into JSON"),
+    "clean": ("labs.clean_command", "tear down what the safety journal lists (after a crash too)"),
+    "vm": ("labs.vm.command", "build, boot, use and stop disposable lab VMs"),
+    "hosts": ("labs.hosts_command", "list the lab hosts (local, inventory, running VMs)"),
+    "check-device": ("labs.guard", "say whether a lab may touch a block device (the guard)"),
 }
 
 
