@@ -38,11 +38,17 @@ def test_create_marks_only_the_devices_after_write_mostly():
     assert "--assume-clean" in argv and "--raid-devices=2" in argv and "--level=1" in argv
 
 
-def test_create_with_missing_member_and_readwrite_switch_back():
+def test_create_with_missing_member_after_the_write_mostly_one():
     argv = md.create_command("md0", [md.Member("/dev/vdc", write_mostly=True),
                                      md.Member("missing")])
-    assert argv[-4:] == ["--write-mostly", "/dev/vdc", "--readwrite", "missing"]
-    assert argv[2] == "/dev/md0"
+    assert argv[-3:] == ["--write-mostly", "/dev/vdc", "missing"]
+    assert argv[2] == "/dev/md0" and "--readwrite" not in argv
+
+
+def test_create_refuses_a_plain_member_after_a_write_mostly_one():
+    with pytest.raises(UsageError, match="before the write-mostly"):
+        md.create_command("md0", [md.Member("/dev/vdc", write_mostly=True),
+                                  md.Member("/dev/vdb")])
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -66,7 +72,7 @@ def test_manage_commands():
     assert md.manage_command("md0", "fail", "/dev/vdc") == ["mdadm", "/dev/md0", "--fail",
                                                            "/dev/vdc"]
     assert md.manage_command("/dev/md/wm", "add", "/dev/vdc", write_mostly=True) == [
-        "mdadm", "/dev/md/wm", "--write-mostly", "--add", "/dev/vdc"]
+        "mdadm", "/dev/md/wm", "--add", "--write-mostly", "/dev/vdc"]
     with pytest.raises(UsageError):
         md.manage_command("md0", "grow", "/dev/vdc")
 

@@ -93,12 +93,16 @@ def create_command(array: str, members: list[Member], *, level: int = 1,
         argv.append(f"--write-behind={write_behind}")
     if assume_clean:
         argv.append("--assume-clean")
-    # --write-mostly and --readwrite are switches: they apply to the devices after them.
+    # --write-mostly is a switch for every device after it, and create mode has no switch
+    # back (--readwrite is refused), so write-mostly members come last; "missing" may follow.
     marked = False
     for member in members:
-        if member.write_mostly != marked:
-            argv.append("--write-mostly" if member.write_mostly else "--readwrite")
-            marked = member.write_mostly
+        if member.write_mostly and not marked:
+            argv.append("--write-mostly")
+            marked = True
+        elif marked and not member.write_mostly and member.device != "missing":
+            raise UsageError(f"mdadm --create: list {member.device} before the write-mostly "
+                             "members (mdadm cannot switch write-mostly off in create mode)")
         argv.append(member.device)
     return argv
 
@@ -112,20 +116,19 @@ def manage_command(array: str, action: str, device: str, *, write_mostly: bool =
     """`mdadm ARRAY --fail|--remove|--add DEVICE`."""
     if action not in ("fail", "remove", "add"):
         raise UsageError(f"mdadm: unknown manage action {action!r}")
-    argv = ["mdadm", md_path(array)]
-    if write_mostly:
-        if action != "add":
-            raise UsageError("mdadm: --write-mostly only goes with --add")
-        argv.append("--write-mostly")
-    return [*argv, f"--{action}", device]
+    if write_mostly and action != "add":
+        raise UsageError("mdadm: --write-mostly only goes with --add")
+    # mdadm wants the mode (--add) before the --write-mostly switch that applies to the device.
+    return ["mdadm", md_path(array), f"--{action}",
+            *(["--write-mostly"] if write_mostly else []), device]
 
 
 def stop_command(array: str) -> list[str]:
     return ["mdadm", "--stop", md_path(array)]
 
 
-def zero_superblock_command(device: str) -> list[str]:
-    return ["mdadm", "--zero-superblock", "--force", device]
+def zero_superblock_command(*devices: str) -> list[str]:
+    return ["mdadm", "--zero-superblock", "--force", *devices]
 
 
 class Mdadm:
@@ -179,13 +182,13 @@ class Mdadm:
         # Safe: the guard allowed the array (built by this lab over its own devices).
         self._sudo(stop_command(array))
 
-    def zero_superblock(self, device: str) -> None:
-        self._guard([device])
-        # Safe: only a guarded lab device loses its md superblock.
-        result = self._sudo(zero_superblock_command(device), check=False)
+    def zero_superblock(self, *devices: str) -> None:
+        self._guard(devices)
+        # Safe: only guarded lab devices lose their md superblock.
+        result = self._sudo(zero_superblock_command(*devices), check=False)
         # A device without a superblock is already what we want.
         if not result.ok and "Unrecognised md component" not in result.stderr:
-            raise MdError(f"host {self.host.name}: mdadm --zero-superblock {device} failed: "
+            raise MdError(f"host {self.host.name}: mdadm --zero-superblock failed: "
                           f"{result.stderr.strip().splitlines()[-1:] or result.exit_code}")
 
 
