@@ -26,7 +26,7 @@ test: system-test $(STAMP)
 	$(VPY) -m pytest
 
 lint: $(STAMP)
-	$(VPY) -m ruff check labs tests
+	$(VPY) -m ruff check labs tests benchmarks
 	$(VPY) -m ruff format --check labs tests
 
 serve:

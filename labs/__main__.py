@@ -17,6 +17,7 @@ from labs.errors import LabError, UsageError
 # command name -> (module, one-line help). Modules are imported when the parser is built.
 COMMANDS: dict[str, tuple[str, str]] = {
     "list": ("labs.catalog", "list the labs and their recorded runs"),
+    "quorum": ("labs.quorum", "quorum sizing: validity, failure tolerance, availability"),
     "run": ("labs.run_command", "run a lab and record the run in data/runs/"),
     "parse": ("labs.parse_command", "parse a tool's output file into JSON"),
     "clean": ("labs.clean_command", "tear down what the safety journal lists (after a crash too)"),
@@ -56,7 +57,10 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         return int(args.handler(args) or 0)
     except LabError as error:
-        print(str(error).splitlines()[0] if str(error) else type(error).__name__, file=sys.stderr)
+        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        if not message.startswith("python -m labs"):
+            message = f"python -m labs: error: {message}"
+        print(message, file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
         print("python -m labs: interrupted (run `python -m labs clean` if a lab was running)",

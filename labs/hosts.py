@@ -40,6 +40,7 @@ appears as `vm1` (and `vm2` for a pair) while it runs, without any inventory ent
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import shlex
 import shutil
@@ -53,6 +54,11 @@ from labs.errors import LabError, UsageError
 from labs.journal import state_dir
 
 DEFAULT_TIMEOUT_S = 300
+
+# Paramiko logs a traceback for every refused connection while a VM boots; our own errors
+# (HostUnreachable) already say what happened, in one line.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
+logging.getLogger("paramiko").propagate = False
 STDERR_TAIL_LINES = 3
 
 

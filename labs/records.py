@@ -167,6 +167,7 @@ class RunRecorder:
     lab: str
     parameters: dict[str, Any]
     seed: int | None = None
+    lab_host: str = "local"  # the inventory name of the host the lab ran on (in the run id)
     host: dict[str, Any] = field(default_factory=local_host_facts)
     run_id: str | None = None
     root: Path | None = None
@@ -177,9 +178,10 @@ class RunRecorder:
 
     def __post_init__(self) -> None:
         self.started_at = utc_now()
-        self.run_id = self.run_id or new_run_id(self.host.get("name", "local"), self.started_at)
+        self.run_id = self.run_id or new_run_id(self.lab_host, self.started_at)
         self.root = Path(self.root or runs_root())
-        self.staging = self.root / self.lab / f"{STAGING_PREFIX}{self.run_id}-{uuid.uuid4().hex[:8]}"
+        suffix = uuid.uuid4().hex[:8]
+        self.staging = self.root / self.lab / f"{STAGING_PREFIX}{self.run_id}-{suffix}"
 
     def __enter__(self) -> RunRecorder:
         (self.staging / "raw").mkdir(parents=True)
@@ -301,11 +303,12 @@ def validate_results(results: pd.DataFrame, meta: dict[str, Any], csv_path: Path
                 f"{where}: column '{column}' is {wrong[column].iloc[0]!r} on row "
                 f"{wrong.index[0] + 2}, run.json says {meta[column]!r}")
     values = pd.to_numeric(results["value"], errors="coerce")
-    bad = results[values.isna() | ~values.map(lambda v: math.isfinite(v) if v == v else False)]
-    if not bad.empty:
+    finite = values.map(lambda v: not pd.isna(v) and math.isfinite(v))
+    if not finite.all():
+        first_bad = int((~finite).to_numpy().nonzero()[0][0])
         raise RecordError(
-            f"{where}: column 'value' is {results['value'].iloc[bad.index[0]]!r} on row "
-            f"{bad.index[0] + 2}, not a finite number")
+            f"{where}: column 'value' is {str(results['value'].iloc[first_bad])!r} on row "
+            f"{first_bad + 2}, not a finite number")
     unknown = sorted(set(results["unit"].astype(str)) - KNOWN_UNITS)
     if unknown:
         raise RecordError(f"{where}: column 'unit' has unknown unit {unknown[0]!r}")
@@ -358,3 +361,23 @@ def labs_with_runs(root: Path | None = None) -> list[str]:
     if not root.is_dir():
         return []
     return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def run_summary(run: RecordedRun) -> pd.DataFrame:
+    """Provenance of a run as a two-column table for a book page."""
+    meta = run.meta
+    host = meta["host"]
+    rows = [
+        ("run", f"{meta['lab']}/{meta['run_id']}"),
+        ("command", "; ".join(meta["commands"]) or "-"),
+        ("seed", "-" if meta["seed"] is None else str(meta["seed"])),
+        ("host", f"{host.get('name', '?')}, kernel {host.get('kernel', '?')}, "
+                 f"{host.get('cpu_count', '?')} CPUs"
+                 + (", lab VM" if host.get("lab_vm") else "")),
+        ("project commit", meta["git_commit"][:12] + ("-dirty" if meta["git_commit"].endswith(
+            "-dirty") else "")),
+        ("tools", ", ".join(f"{k} {v}" for k, v in sorted(meta["tool_versions"].items()))
+         or "-"),
+        ("started / finished (UTC)", f"{meta['started_at']} / {meta['finished_at']}"),
+    ]
+    return pd.DataFrame(rows, columns=["", "recorded run"])

@@ -12,6 +12,7 @@ API (stable; other labs build on it):
         ws.make_filesystem(md, "ext4")
         mount_point = ws.mount(md, "data")                        # -> "<work_dir>/mnt/data"
         ws.check_device(path)          # the guard: raises DeviceRefused for foreign devices
+        ws.run_container("pg1", "labs-postgres", ["postgres"], docker_args=["--network", "none"])
         ws.journaled("dm", name, ["dmsetup", "create", name, "--table", table],
                      device=f"/dev/mapper/{name}")               # any other kind of resource
     # leaving the block tears down what this workspace created, newest first
@@ -29,9 +30,10 @@ from typing import Any
 
 from labs.errors import UsageError
 from labs.guard import check_device
-from labs.hosts import Host
+from labs.hosts import Host, command_marker
 from labs.journal import TEARDOWNS, Journal, JournalEntry
 
+CONTAINER_LABEL = "storage-labs.journal"  # value: the state dir's tag (hosts.command_marker)
 NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
@@ -138,6 +140,17 @@ class LabWorkspace:
         opts = ["-o", options] if options else []
         self.journaled("mount", point, ["mount", *opts, device, point], device=device)
         return point
+
+    def run_container(self, name: str, image: str, command: Sequence[str] = (),
+                      docker_args: Sequence[str] = ()) -> str:
+        """`docker run -d` a container carrying this journal's label; returns its name."""
+        _check_name(name)
+        label_value = command_marker()
+        args = ["docker", "run", "--detach", "--name", name,
+                "--label", f"{CONTAINER_LABEL}={label_value}", *docker_args, image, *command]
+        self.journaled("container", name, args, label_key=CONTAINER_LABEL,
+                       label_value=label_value)
+        return name
 
     def remove(self, kind: str, resource_id: str) -> None:
         """Tear one resource down now and journal that it is gone."""

@@ -20,6 +20,10 @@ test_packages=(
   "e2fsprogs:labs make ext4 file systems on loop devices (mkfs.ext4)"
   "util-linux:losetup, mount and findmnt for loop devices the labs create"
   "procps:the leak checks count processes (pgrep)"
+  "debootstrap:python -m labs vm build makes the lab VM image from Debian packages"
+  "qemu-system-x86:lab VMs boot Debian's kernel under QEMU (KVM if it works, else TCG)"
+  "qemu-utils:qemu-img makes the copy-on-write overlays and data disks of lab VMs"
+  "openssh-client:ssh-keygen makes the per-install key that logs into lab VMs"
 )
 
 case "$profile" in

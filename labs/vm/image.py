@@ -155,6 +155,7 @@ class Progress:
         self.write, self.steps, self.step = write, steps, 0
         self.started = time.monotonic()
         self.tty = sys.stdout.isatty()
+        self.last_said = 0.0
 
     def next(self, what: str) -> None:
         self.step += 1
@@ -167,8 +168,12 @@ class Progress:
         if self.tty and self.write is print:
             sys.stdout.write("\r\033[K" + line[:110] + ("\n" if final else ""))
             sys.stdout.flush()
-        elif final:
+        elif final or time.monotonic() - self.last_said >= 20:
+            # Not a terminal (a log, CI): a line now and then instead of one rewritten line.
             self.write(line)
+        else:
+            return
+        self.last_said = time.monotonic()
 
 
 def _stream(command: list[str], progress: Progress, log_path: Path) -> None:

@@ -205,7 +205,7 @@ def qemu_command(name: str, index: int, directory: Path, image: Image, *, accel:
     else:
         machine = ["-accel", "tcg,thread=multi", "-cpu", "max"]
     append = (f"root=/dev/vda rw console=ttyS0 systemd.hostname={name} net.ifnames=0 "
-              "loglevel=4 systemd.show_status=false")
+              "loglevel=4 systemd.show_status=false apparmor=0")
     command = [QEMU, "-name", f"{name},process=storage-labs-{name}", "-machine", "pc",
                *machine, "-m", str(memory_mib), "-smp", str(cpus),
                "-nodefaults", "-display", "none", "-vga", "none",

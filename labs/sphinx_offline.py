@@ -1,10 +1,16 @@
-"""Sphinx extension: serve Vega, Vega-Lite and vega-embed from the site's own _static/.
+"""Sphinx extension: a site that works offline and loads without console errors.
+
+1. Serve Vega, Vega-Lite and vega-embed from the site's own _static/.
 
 Workshop rooms often have no internet, so the built site must never fetch its chart
 libraries from a CDN. vl-convert (maintained by the Vega project) bundles the three
 libraries at the exact Vega-Lite version Altair emits; we write that bundle next to the
 site's other static files at build time and load it as a module script. Chart outputs
 (labs/charts.py) wait for the 'labs-vega-ready' event the bundle fires.
+
+2. Drop exact duplicate <script> entries from each page. Jupyter Book 1.0.4 registers
+   sphinx-thebe's and sphinx-togglebutton's inline configuration twice; the second
+   `const THEBE_JS_URL = ...` is a SyntaxError in every reader's console.
 """
 
 from __future__ import annotations
@@ -52,8 +58,29 @@ def _on_builder_inited(app) -> None:
     app.config.html_static_path.append(str(generated))
 
 
+def _script_key(script) -> tuple:
+    # The twin entries differ only in an empty file name: None in one, "" in the other.
+    attributes = tuple(sorted((str(k), str(v)) for k, v in getattr(script, "attributes",
+                                                                      {}).items()))
+    return (getattr(script, "filename", None) or "", attributes)
+
+
+def _drop_duplicate_scripts(app, pagename, templatename, context, doctree) -> None:
+    scripts = context.get("script_files")
+    if not scripts:
+        return
+    seen, unique = set(), []
+    for script in scripts:
+        key = _script_key(script)
+        if key not in seen:
+            seen.add(key)
+            unique.append(script)
+    context["script_files"] = unique
+
+
 def setup(app):
     app.connect("builder-inited", _on_builder_inited)
+    app.connect("html-page-context", _drop_duplicate_scripts, priority=900)
     # A module script: its top-level names stay out of the page's global scope.
     app.add_js_file(BUNDLE_NAME, type="module")
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

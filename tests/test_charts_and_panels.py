@@ -1,0 +1,136 @@
+"""The offline renderer, the page-size guard, the panel's static face, script dedupe."""
+
+import json
+from types import SimpleNamespace
+
+import altair as alt
+import pandas as pd
+import pytest
+
+from labs import charts, quorum, records
+from labs.sphinx_offline import _drop_duplicate_scripts, vegalite_minor_version
+from labs.widgets import IntParameter, LabPanel
+
+
+def test_importing_charts_enables_the_book_theme_and_renderer():
+    assert alt.renderers.active == charts.RENDERER_NAME
+    assert alt.theme.active == charts.THEME_NAME
+
+
+def test_renderer_emits_html_that_waits_for_the_local_bundle():
+    chart = alt.Chart(pd.DataFrame({"x": [1, 2]})).mark_point().encode(x="x:Q").properties(
+        title="two points")
+    bundle = chart._repr_mimebundle_()
+    bundle = bundle[0] if isinstance(bundle, tuple) else bundle
+    html = bundle["text/html"]
+    assert 'class="labs-chart"' in html and 'data-chart-title="two points"' in html
+    assert "labs-vega-ready" in html and "window.vegaEmbed" in html
+    assert "cdn" not in html.lower() and "https://" not in html.replace(
+        "https://vega.github.io/schema", "")
+    vegalite = next(k for k in bundle if k.startswith("application/vnd.vegalite"))
+    assert bundle[vegalite]["mark"]["type"] == "point"
+
+
+def test_renderer_escapes_script_closing_tags_in_data():
+    chart = alt.Chart(pd.DataFrame({"label": ["</script><b>x</b>"]})).mark_text().encode(
+        text="label:N")
+    bundle = chart._repr_mimebundle_()
+    html = (bundle[0] if isinstance(bundle, tuple) else bundle)["text/html"]
+    assert html.count("</script>") == 1  # only the real closing tag
+
+
+def test_oversized_specs_are_refused():
+    big = pd.DataFrame({"x": range(4000), "label": ["x" * 200] * 4000})
+    chart = alt.Chart(big).mark_point().encode(x="x:Q")
+    with pytest.raises(ValueError, match="aggregate in pandas"):
+        charts.storage_book_renderer(chart.to_dict())
+
+
+def test_chart_controls_are_params_bound_to_inputs():
+    spec = charts.availability_chart(quorum.availability_curves()).to_dict()
+    bound = {p["name"]: p["bind"]["input"] for p in spec["params"]}
+    assert bound == {"N": "range", "W": "range", "R": "range", "Z": "select", "Q": "select"}
+
+
+def test_bundle_version_matches_altair():
+    assert alt.SCHEMA_VERSION.lstrip("v").startswith(vegalite_minor_version())
+
+
+def make_panel(command=lambda values: f"python -m labs run demo --n {values['n']}"):
+    return LabPanel("Demo lab", [IntParameter("n", "n", 3, 1, 9)], command=command,
+                    run=lambda values, progress: None, chart=lambda run: None)
+
+
+def test_static_panel_shows_the_command():
+    html = make_panel().static_html()
+    assert "python -m labs run demo --n 3" in html and "labs-panel-static" in html
+
+
+def test_static_panel_escapes_html():
+    html = make_panel(command=lambda values: "<script>alert(1)</script>").static_html()
+    assert "<script>" not in html and "&lt;script&gt;" in html
+
+
+def test_panel_bundle_carries_both_faces():
+    bundle = make_panel()._repr_mimebundle_()
+    assert "text/html" in bundle
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+
+
+def test_quorum_panel_command_is_the_cli_command():
+    panel = quorum.montecarlo_panel()
+    assert panel.command(panel.default_values()).startswith(
+        "python -m labs run quorum-montecarlo --nodes 6 --write 4 --read 3")
+
+
+def test_montecarlo_chart_draws_a_recorded_run():
+    run = records.newest_run(quorum.LAB_NAME)
+    spec = charts.montecarlo_chart(run.results).to_dict()
+    assert len(spec["vconcat"]) == 2
+
+
+def test_duplicate_scripts_are_dropped_once():
+    def script(filename, **attributes):
+        return SimpleNamespace(filename=filename, attributes=attributes)
+
+    context = {"script_files": [script(None, body="const A = 1"), script("a.js"),
+                                script("", body="const A = 1"), script("b.js")]}
+    _drop_duplicate_scripts(None, "page", "page.html", context, None)
+    assert [(s.filename, s.attributes) for s in context["script_files"]] == [
+        (None, {"body": "const A = 1"}), ("a.js", {}), ("b.js", {})]
+
+
+def test_chart_data_stays_small():
+    for frame in (quorum.tolerance_grid(), quorum.availability_curves(),
+                  quorum.kth_ack_distribution(), quorum.durability_curves()):
+        assert len(json.dumps(frame.to_dict(orient="records"))) < charts.SPEC_LIMIT_BYTES
+
+
+def test_live_panel_runs_records_and_redraws(runs_dir):
+    panel = quorum.montecarlo_panel()
+    box = panel.build()
+    controls = {getattr(c, "description", ""): c for c in box.children}
+    controls["trials"].value = 200_000
+    controls["seed"].value = 11
+    command_text = box.children[len(panel.parameters) + 1]
+    assert "--trials 200000 --seed 11" in command_text.value
+    button, progress = box.children[-2].children
+    button.click()
+    assert progress.value == 1.0 and progress.description == "done"
+    assert not button.disabled
+    recorded = records.newest_run(quorum.LAB_NAME, runs_dir)
+    assert recorded.meta["parameters"]["trials"] == 200_000
+    assert recorded.meta["seed"] == 11
+
+
+def test_live_panel_reports_bad_parameters_without_crashing(runs_dir):
+    panel = quorum.montecarlo_panel()
+    box = panel.build()
+    controls = {getattr(c, "description", ""): c for c in box.children}
+    controls["write quorum W"].value = 9  # more than 6 copies
+    command_text = box.children[len(panel.parameters) + 1]
+    assert "not runnable" in command_text.value and "--write 9" in command_text.value
+    button, progress = box.children[-2].children
+    button.click()
+    assert progress.description == "failed"
+    assert records.list_runs(quorum.LAB_NAME, runs_dir) == []

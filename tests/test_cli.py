@@ -1,0 +1,122 @@
+"""The command line: help on every level, one-line errors with exit code 2."""
+
+import json
+
+import pytest
+from conftest import run_labs
+
+from labs.__main__ import COMMANDS, build_parser
+
+
+def assert_one_line_usage_error(result, fragment: str):
+    assert result.returncode == 2, result
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert fragment in lines[0], lines[0]
+
+
+def test_help_on_the_top_level_names_every_command():
+    result = run_labs("--help")
+    assert result.returncode == 0
+    for name in COMMANDS:
+        assert name in result.stdout
+
+
+def _all_help_paths():
+    parser = build_parser()
+    paths = [[]]
+
+    def walk(p, prefix):
+        for action in p._actions:
+            if action.__class__.__name__ == "_SubParsersAction":
+                for name, sub in action.choices.items():
+                    paths.append(prefix + [name])
+                    walk(sub, prefix + [name])
+
+    walk(parser, [])
+    return paths
+
+
+@pytest.mark.parametrize("path", _all_help_paths(), ids=lambda p: " ".join(p) or "top")
+def test_help_works_on_every_level(path):
+    result = run_labs(*path, "--help")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: python -m labs")
+
+
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["nonsense"], "invalid choice: 'nonsense'"),
+    ([], "required"),
+    (["quorum", "--nodes", "3", "--write", "4"], "--write 4 is larger than --nodes 3"),
+    (["quorum", "--nodes", "0"], "--nodes must be at least 1, got 0"),
+    (["quorum", "--nodes", "-3"], "--nodes must be at least 1, got -3"),
+    (["quorum", "--nodes", "3", "--read", "0"], "--read must be at least 1, got 0"),
+    (["quorum", "--nodes", "3", "--azs", "4"], "--azs 4 is larger than --nodes 3"),
+    (["quorum", "--nodes", "3", "--p-node", "1.5"], "--p-node must be between 0 and 1, got 1.5"),
+    (["quorum", "--nodes", "3", "--p-node", "-0.1"], "--p-node must be between 0 and 1"),
+    (["quorum", "--nodes", "3", "--azs", "3", "--p-node", "0.1", "--p-az", "2"],
+     "--p-az must be between 0 and 1, got 2"),
+    (["quorum", "--nodes", "3", "--p-node", "nan"], "--p-node must be a probability"),
+    (["quorum", "--nodes", "six"], "invalid int value: 'six'"),
+    (["quorum", "--nodes", "3", "--p-node", "lots"], "invalid float value: 'lots'"),
+    (["quorum", "--nodes", "3", "--p-node", "0.1", "--p-az", "0.1"], "--p-az needs --azs"),
+    (["quorum"], "--nodes is required"),
+    (["quorum", "--table", "--max-nodes", "0"], "--max-nodes must be at least 1"),
+    (["quorum", "--table", "--nodes", "3"], "--table prints every N"),
+    (["run", "quorum-montecarlo", "--trials", "0"], "--trials must be at least 1"),
+    (["run", "quorum-montecarlo", "--write", "9"], "--write 9 is larger than --nodes 6"),
+    (["run", "no-such-lab"], "invalid choice: 'no-such-lab'"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, fragment):
+    assert_one_line_usage_error(run_labs(*args), fragment)
+
+
+def test_quorum_json_has_the_documented_fields():
+    result = run_labs("quorum", "--nodes", "6", "--write", "4", "--read", "3", "--azs", "3",
+                      "--p-node", "0.01", "--p-az", "0.001", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["valid"] is True
+    assert report["rules"] == {"read_write_overlap": True, "write_majority": True}
+    assert (report["write_tolerates"], report["read_tolerates"]) == (2, 3)
+    assert report["lose_az"] == {"write": True, "read": True}
+    assert report["lose_az_plus_one"] == {"write": False, "read": True}
+    assert 0 < report["p_read_unavailable"] < report["p_write_unavailable"] < 1
+
+
+def test_quorum_json_without_azs_has_no_az_answers():
+    report = json.loads(run_labs("quorum", "--nodes", "4", "--write", "2", "--read", "2",
+                                 "--json").stdout)
+    assert report["valid"] is False
+    assert report["rules"] == {"read_write_overlap": False, "write_majority": False}
+    assert "lose_az" not in report and "p_write_unavailable" not in report
+
+
+def test_quorum_table_json():
+    result = run_labs("quorum", "--table", "--max-nodes", "7", "--json")
+    rows = json.loads(result.stdout)
+    assert [(r["nodes"], r["read"], r["write"]) for r in rows][5] == (6, 3, 4)
+    assert len(rows) == 7
+
+
+def test_quorum_readable_output():
+    result = run_labs("quorum", "--nodes", "6", "--write", "4", "--read", "3", "--azs", "3")
+    assert result.returncode == 0
+    assert "valid" in result.stdout and "lose one AZ" in result.stdout
+    table = run_labs("quorum", "--table", "--max-nodes", "3").stdout.splitlines()
+    assert table[0].split() == ["N", "R", "W"] and table[-1].split() == ["3", "2", "2"]
+
+
+def test_run_quorum_montecarlo_records_a_valid_run(runs_dir):
+    result = run_labs("run", "quorum-montecarlo", "--quick", "--seed", "5",
+                      env={"LABS_RUNS_DIR": str(runs_dir)})
+    assert result.returncode == 0, result.stderr
+    # It echoes its full parameters first.
+    first_line = result.stdout.splitlines()[0]
+    assert first_line.startswith("python -m labs run quorum-montecarlo --nodes 6")
+    assert "inside the interval" in result.stdout
+    listing = json.loads(run_labs("list", "--json", env={"LABS_RUNS_DIR": str(runs_dir)}).stdout)
+    entry = next(row for row in listing if row["lab"] == "quorum-montecarlo")
+    assert len(entry["recorded_runs"]) == 1
