@@ -36,12 +36,15 @@ RUN_HELP = ("write-mostly RAID1 of a fast and a slow leg: latency per configurat
             "reads land, failure drills with data checks, resync time")
 BLOCK_SIZE = "4k"
 DATA_BLOCK_SIZE = "64k"  # the drills' verified data
-# Workloads (name -> fio rw, queue depth); every configuration runs all four.
+# Workloads (name -> fio rw, queue depth, I/O per second or 0 for as fast as possible);
+# every configuration runs all of them. The paced writer asks for fewer writes than the slow
+# leg can take, the case write-behind is made for; the others run flat out.
 WORKLOADS = {
-    "randread-qd1": ("randread", 1),
-    "randread-qd16": ("randread", 16),
-    "randwrite-qd1": ("randwrite", 1),
-    "randwrite-qd16": ("randwrite", 16),
+    "randread-qd1": ("randread", 1, 0),
+    "randread-qd16": ("randread", 16, 0),
+    "randwrite-qd1": ("randwrite", 1, 0),
+    "randwrite-qd16": ("randwrite", 16, 0),
+    "randwrite-qd1-paced": ("randwrite", 1, 40),
 }
 WRITE_BEHIND = 256  # mdadm's default limit of outstanding write-behind writes
 MD_NAME = "wm"  # the array appears as /dev/md/wm
@@ -57,13 +60,19 @@ class Profile:
     data_mib: int  # the verified data the drills must keep intact
     resync_sizes_mib: tuple[int, ...]  # array sizes of the resync-vs-size drill
     drill_runtime_s: float  # the short workloads inside drills
+    drill_array_mib: int  # array size in the instance-replacement drill
+    workloads: tuple[str, ...] = tuple(WORKLOADS)
 
 
 PROFILES = {
+    # quick leaves out the flat-out writer at depth 16 (the slowest, and no claim rests on it)
+    # and the configurations marked full_only.
     "quick": Profile("quick", runtime_s=1, region_mib=64, data_mib=16,
-                     resync_sizes_mib=(32, 64), drill_runtime_s=1),
-    "full": Profile("full", runtime_s=8, region_mib=256, data_mib=128,
-                    resync_sizes_mib=(128, 256, 512), drill_runtime_s=3),
+                     resync_sizes_mib=(32,), drill_runtime_s=1, drill_array_mib=64,
+                     workloads=("randread-qd1", "randread-qd16", "randwrite-qd1",
+                                "randwrite-qd1-paced")),
+    "full": Profile("full", runtime_s=8, region_mib=256, data_mib=64,
+                    resync_sizes_mib=(128, 256, 512), drill_runtime_s=3, drill_array_mib=256),
 }
 
 
@@ -78,6 +87,10 @@ class Configuration:
     write_mostly: bool = False
     bitmap: str = "none"
     write_behind: int | None = None
+    # The mirror slot of the slow leg. md lists write-mostly members last at creation, so the
+    # slow leg is in slot 1; slot 0 is reached by marking it write-mostly afterwards.
+    slow_slot: int = 1
+    full_only: bool = False
 
 
 CONFIGURATIONS = (
@@ -86,9 +99,15 @@ CONFIGURATIONS = (
     Configuration("raid1", "RAID1, plain", raid=True),
     Configuration("raid1-wm", "RAID1, slow leg write-mostly", raid=True, write_mostly=True),
     Configuration("raid1-wm-bitmap", "RAID1, write-mostly + bitmap", raid=True,
-                  write_mostly=True, bitmap="internal"),
+                  write_mostly=True, bitmap="internal", full_only=True),
     Configuration("raid1-wm-wb", f"RAID1, write-mostly + bitmap + write-behind={WRITE_BEHIND}",
-                  raid=True, write_mostly=True, bitmap="internal", write_behind=WRITE_BEHIND),
+                  raid=True, write_mostly=True, bitmap="internal", write_behind=WRITE_BEHIND,
+                  slow_slot=0),
+    # The same with the slow leg in slot 1, where mdadm puts it: on kernels whose md looks
+    # only at the first member to decide about write-behind, nothing is written behind.
+    Configuration("raid1-wm-wb-slot1", "the same, slow leg in mirror slot 1", raid=True,
+                  write_mostly=True, bitmap="internal", write_behind=WRITE_BEHIND,
+                  full_only=True),
 )
 
 
@@ -134,11 +153,20 @@ class Progress:
 
 @dataclass
 class Legs:
+    """The devices md uses (`fast`, `slow`) and the disks under them, whose counters we read."""
+
     fast: str
     slow: str
+    fast_disk: str = ""
+    slow_disk: str = ""
+
+    def __post_init__(self) -> None:
+        self.fast_disk = self.fast_disk or self.fast
+        self.slow_disk = self.slow_disk or self.slow
 
     def names(self) -> dict[str, str]:
-        return {"fast": self.fast.removeprefix("/dev/"), "slow": self.slow.removeprefix("/dev/")}
+        return {"fast": self.fast_disk.removeprefix("/dev/"),
+                "slow": self.slow_disk.removeprefix("/dev/")}
 
 
 @dataclass
@@ -148,6 +176,7 @@ class LabParameters:
     seed: int
     fast_device: str | None = None
     slow_device: str | None = None
+    slow_delay_ms: int = 1
     allow_devices: list[str] = field(default_factory=list)
 
     def command_line(self) -> str:
@@ -158,6 +187,7 @@ class LabParameters:
             argv += ["--fast-device", self.fast_device]
         if self.slow_device:
             argv += ["--slow-device", self.slow_device]
+        argv += ["--slow-delay-ms", str(self.slow_delay_ms)]
         for device in self.allow_devices:
             argv += ["--allow-device", device]
         return shlex.join(argv)
@@ -179,8 +209,36 @@ class WriteMostlyLab:
         self.profile = PROFILES[params.profile]
         self.legs = legs
         self.progress = progress
-        self.mdadm = md.Mdadm(host, workspace.check_device)
+        # Guard answers, kept until an array is created or stopped: each check costs several
+        # round trips, and the devices cannot change identity in between.
+        self.guard_cache: dict[str, str] = {}
+        self.mdadm = md.Mdadm(host, self.check_device)
         self.fio_runs = 0
+        self.kernel_paths: dict[str, str] = {}  # /dev/mapper/x -> /dev/dm-N
+
+    def check_device(self, device: str) -> str:
+        if device not in self.guard_cache:
+            self.guard_cache[device] = self.ws.check_device(device)
+        return self.guard_cache[device]
+
+    def add_slow_delay(self) -> None:
+        """Put a dm-delay device over the slow disk: latency on every I/O, not only a cap."""
+        ms = self.params.slow_delay_ms
+        if ms <= 0:
+            return
+        name = "wm-slow-delay"
+        disk = self.ws.check_device(self.legs.slow_disk)
+        sectors = int(self.host.run(["blockdev", "--getsz", disk], timeout_s=60).stdout)
+        table = f"0 {sectors} delay {disk} 0 {ms}"
+        device = f"/dev/mapper/{name}"
+        self.progress.step(f"slow leg: dm-delay of {ms} ms over {disk}")
+        # Safe: a new device-mapper device over a disk the guard just allowed.
+        self.ws.journaled("dm", name, f"modprobe dm_delay && dmsetup create {name} --table "
+                          f"{shlex.quote(table)} && udevadm settle", device=device)
+        self.run.add_command(f"[{self.host.name}] dmsetup create {name} --table '{table}'")
+        self.kernel_paths[device] = self.host.run(["readlink", "-f", device],
+                                                  timeout_s=60).stdout.strip()
+        self.legs.slow = device
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -261,8 +319,10 @@ class WriteMostlyLab:
 
     def workload_job(self, name: str, target: str, *, runtime_s: float, offset_mib: int = 0,
                      size_mib: int | None = None) -> fio_tool.FioJob:
-        rw, qd = WORKLOADS[name]
+        rw, qd, rate_iops = WORKLOADS[name]
         options: dict[str, str | int] = {"norandommap": 1}
+        if rate_iops:
+            options["rate_iops"] = rate_iops
         if offset_mib:
             options["offset"] = f"{offset_mib}M"
         return fio_tool.FioJob(name=name, filename=target, rw=rw, bs=BLOCK_SIZE, iodepth=qd,
@@ -307,7 +367,10 @@ class WriteMostlyLab:
         if size_mib is not None:
             argv.insert(argv.index("--run") + 1, f"--size={size_mib * 1024}")
         devices = [m.device for m in members if m.device != "missing"]
+        # The journal names members by path and by kernel name (dm-0), so `clean` finds them.
+        devices += [self.kernel_paths[d] for d in devices if d in self.kernel_paths]
         # Safe: every member passed the guard (the lab VM's own data disks or journaled loops).
+        self.guard_cache.pop(array, None)
         self.ws.journaled("md", MD_NAME, shlex.join(argv) + " && udevadm settle",
                           device=array, members=devices)
         self.run.add_command(f"[{self.host.name}] {shlex.join(argv)}")
@@ -315,6 +378,7 @@ class WriteMostlyLab:
 
     def destroy_array(self) -> None:
         """Stop the array and wipe the legs' md superblocks, so nothing re-assembles them."""
+        self.guard_cache.pop(f"/dev/md/{MD_NAME}", None)
         self.ws.remove("md", MD_NAME)
         # Safe: zero_superblock refuses anything the guard does not allow.
         self.mdadm.zero_superblock(self.legs.fast, self.legs.slow)
@@ -409,23 +473,37 @@ class WriteMostlyLab:
     def measure_configuration(self, config: Configuration) -> None:
         self.progress.step(f"configuration {config.name}: {config.label}")
         if config.raid:
-            slow = md.Member(self.legs.slow, write_mostly=config.write_mostly)
+            fast = md.Member(self.legs.fast)
+            slow = md.Member(self.legs.slow, write_mostly=config.write_mostly
+                             and config.slow_slot == 1)
+            members = [fast, slow] if config.slow_slot == 1 else [slow, fast]
             # --assume-clean: both legs start unsynchronised but nothing reads data it did not
             # write here, and skipping the initial resync keeps it out of the measurement.
-            target = self.create_array([md.Member(self.legs.fast), slow], bitmap=config.bitmap,
+            target = self.create_array(members, bitmap=config.bitmap,
                                        write_behind=config.write_behind, assume_clean=True)
+            if config.write_mostly and config.slow_slot == 0:
+                self.mdadm.set_write_mostly(target, self.legs.slow)
             self.mdstat(f"{config.name}-created")
         else:
             target = getattr(self.legs, config.leg)
-        self.progress.step(f"  {', '.join(WORKLOADS)}: {self.profile.runtime_s:g} s each")
+        workloads = self.profile.workloads
+        self.progress.step(f"  {', '.join(workloads)}: {self.profile.runtime_s:g} s each")
         outcomes = self.fio_batch([
             (f"{config.name}/{workload}",
              [self.workload_job(workload, target, runtime_s=self.profile.runtime_s)])
-            for workload in WORKLOADS])
-        for (workload, (_rw, qd)), (_doc, rows, deltas) in zip(WORKLOADS.items(), outcomes,
-                                                               strict=True):
-            self.record_fio_rows(config.name, rows, deltas, workload, qd)
+            for workload in workloads])
+        for workload, (_doc, rows, deltas) in zip(workloads, outcomes, strict=True):
+            self.record_fio_rows(config.name, rows, deltas, workload, WORKLOADS[workload][1])
         if config.raid:
+            self.mdstat(f"{config.name}-after")
+            if config.bitmap != "none":
+                # How many writes were ever in flight behind the fast leg (0: none).
+                kernel = self.md_kernel_name(target)
+                used = self.host.run(f"cat /sys/block/{kernel}/md/bitmap/max_backlog_used",
+                                     timeout_s=60).stdout.strip()
+                self.run.add_result(config=config.name, workload="all",
+                                    metric="write_behind_max_backlog", value=int(used),
+                                    unit="count", leg="slow")
             self.destroy_array()
 
     def drill_slow_leg_lost(self) -> None:
@@ -440,6 +518,7 @@ class WriteMostlyLab:
         self.event(drill, "data written", t0)
         self.mdadm.fail(array, self.legs.slow)
         self.event(drill, "slow leg failed", t0)
+        self.mdstat(f"{drill}-failed")
         self.mdadm.remove(array, self.legs.slow)
         self.event(drill, "slow leg removed", t0)
         state = self.mdstat(f"{drill}-degraded").array(self.md_kernel_name(array))
@@ -473,13 +552,16 @@ class WriteMostlyLab:
     def drill_fast_leg_lost(self) -> None:
         """An instance replacement: the local disk comes back empty; rebuild from the slow leg."""
         drill = "drill-fast-leg-lost"
-        self.progress.step(f"{drill}: the fast leg is replaced by an empty disk")
+        size_mib = self.profile.drill_array_mib
+        self.progress.step(f"{drill}: the fast leg is replaced by an empty disk "
+                           f"({size_mib} MiB array)")
         array = self.create_array([md.Member(self.legs.fast),
                                    md.Member(self.legs.slow, write_mostly=True)],
-                                  bitmap="internal", assume_clean=True)
+                                  bitmap="internal", assume_clean=True, size_mib=size_mib)
         t0 = time.monotonic()
         self.write_data(array, drill)
         self.event(drill, "data written", t0)
+        self.guard_cache.pop(f"/dev/md/{MD_NAME}", None)
         self.ws.remove("md", MD_NAME)
         self.event(drill, "instance lost (array stopped)", t0)
         # The new instance's local disk is blank: no superblock, no data.
@@ -492,7 +574,7 @@ class WriteMostlyLab:
         # from the surviving network disk and a missing slot.
         self.mdadm.zero_superblock(self.legs.slow)
         array = self.create_array([md.Member(self.legs.slow, write_mostly=True),
-                                   md.Member("missing")], bitmap="internal")
+                                   md.Member("missing")], bitmap="internal", size_mib=size_mib)
         self.event(drill, "array re-created from the slow leg", t0)
         self.mdstat(f"{drill}-recreated")
         self.check_data(array, drill, "slow-leg-only")
@@ -511,7 +593,7 @@ class WriteMostlyLab:
                                 value=point["percent"], unit="percent", leg="fast",
                                 t_s=round(point["t_s"], 3))
         self.run.add_result(config=drill, workload="resync", metric="resync_s", value=resync_s,
-                            unit="s", leg="fast")
+                            unit="s", leg="fast", size_mib=size_mib)
         self.mdstat(f"{drill}-in-sync")
         self.reads_phase(array, drill, "after-resync")
         self.check_data(array, drill, "after-resync")
@@ -583,7 +665,10 @@ class WriteMostlyLab:
 
     def measure(self, configurations: tuple[Configuration, ...] = CONFIGURATIONS) -> None:
         self.prepare()
+        self.add_slow_delay()
         for config in configurations:
+            if config.full_only and self.profile.name != "full":
+                continue
             self.measure_configuration(config)
         self.drill_slow_leg_lost()
         self.drill_fast_leg_lost()
@@ -602,6 +687,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fast-device", help="fast leg (default: the host's first lab disk)")
     parser.add_argument("--slow-device", help="slow leg (default: the host's second lab disk, "
                         "which a lab VM throttles)")
+    parser.add_argument("--slow-delay-ms", type=int, default=1, metavar="MS",
+                        help="dm-delay added to every I/O of the slow leg, in ms (0: none; "
+                        "default 1; under TCG the guest's timers make it coarser: the lab "
+                        "measures what it got)")
     parser.add_argument("--allow-device", action="append", default=[], metavar="PATH",
                         help="let the lab use this block device although it did not create it "
                         "(its data is destroyed)")
@@ -636,13 +725,22 @@ def run_lab(params: LabParameters, out: Callable[[str], None] = print) -> Any:
                      runner=local_host_facts())
         facts["kernel"] = host.run("uname -r", timeout_s=60).stdout.strip()
         facts["cpu_count"] = int(host.run("nproc", timeout_s=60).stdout.strip())
+        if facts["lab_vm"]:
+            from labs.vm import machine
+
+            state = machine.read_state(host.name)
+            if state is not None:
+                facts["vm"] = {key: getattr(state, key) for key in (
+                    "accel", "cpus", "memory_mib", "slow_iops", "slow_bps", "image_hash")}
         parameters = {**asdict(params), "profile_settings": asdict(PROFILES[params.profile]),
                       "fast_device": legs.fast, "slow_device": legs.slow,
                       "command_line": params.command_line(),
                       "configurations": [asdict(c) for c in CONFIGURATIONS],
-                      "workloads": {k: {"rw": v[0], "iodepth": v[1], "bs": BLOCK_SIZE}
+                      "workloads": {k: {"rw": v[0], "iodepth": v[1], "rate_iops": v[2],
+                                      "bs": BLOCK_SIZE}
                                     for k, v in WORKLOADS.items()}}
-        with RunRecorder(LAB, parameters, seed=params.seed, host=facts) as recorder:
+        with RunRecorder(LAB, parameters, seed=params.seed, lab_host=host.name,
+                         host=facts) as recorder:
             recorder.add_command(params.command_line())
             with LabWorkspace(host, lab="write-mostly", allow_devices=params.allow_devices,
                               log=progress.step) as workspace:
@@ -659,7 +757,10 @@ def run_lab(params: LabParameters, out: Callable[[str], None] = print) -> Any:
 def run_from_args(args: argparse.Namespace) -> int:
     params = LabParameters(host=args.host, profile="quick" if args.quick else "full",
                            seed=args.seed, fast_device=args.fast_device,
-                           slow_device=args.slow_device, allow_devices=args.allow_device)
+                           slow_device=args.slow_device, slow_delay_ms=args.slow_delay_ms,
+                           allow_devices=args.allow_device)
+    if not 0 <= params.slow_delay_ms <= 1000:
+        raise UsageError(f"--slow-delay-ms {params.slow_delay_ms}: use 0..1000")
     run_lab(params)
     return 0
 
@@ -720,8 +821,10 @@ def summary_table(results: Any) -> Any:
 
 
 def resync_table(results: Any) -> Any:
-    rows = results[(results["config"] == "drill-resync-size") & (results["workload"] == "resync")]
-    table = rows.pivot_table(index="size_mib", columns="metric", values="value").reset_index()
+    """Every timed resync of a new fast leg: array size, seconds and the rate it implies."""
+    rows = results[(results["workload"] == "resync") & (results["metric"] == "resync_s")]
+    table = rows[["config", "size_mib", "value"]].rename(columns={"value": "resync_s"})
+    table = table.assign(rate_mib_s=table["size_mib"] / table["resync_s"])
     return table.sort_values("size_mib").reset_index(drop=True)
 
 

@@ -53,7 +53,6 @@ def test_create_refuses_a_plain_member_after_a_write_mostly_one():
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"write_behind": 256}, "needs a write-intent bitmap"),
-    ({"write_behind": 256, "bitmap": "internal", "plain": True}, "only to --write-mostly"),
 ])
 def test_write_behind_needs_bitmap_and_write_mostly(kwargs, message):
     members = [md.Member("/dev/vdb"), md.Member("/dev/vdc", write_mostly=not kwargs.pop(

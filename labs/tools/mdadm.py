@@ -82,11 +82,13 @@ class Member:
 def create_command(array: str, members: list[Member], *, level: int = 1,
                    bitmap: str = "none", write_behind: int | None = None,
                    assume_clean: bool = False) -> list[str]:
-    """`mdadm --create` for a RAID1 (or other level); members in role order."""
+    """`mdadm --create` for a RAID1 (or other level); members in role order.
+
+    --write-behind applies to write-mostly members; they may also be marked after creation
+    through sysfs (`set_write_mostly`), which is how a write-mostly member gets slot 0.
+    """
     if write_behind is not None and bitmap == "none":
         raise UsageError("mdadm --write-behind needs a write-intent bitmap (bitmap='internal')")
-    if write_behind is not None and not any(m.write_mostly for m in members):
-        raise UsageError("mdadm --write-behind applies only to --write-mostly members")
     argv = ["mdadm", "--create", md_path(array), "--run", "--metadata=1.2",
             f"--level={level}", f"--raid-devices={len(members)}", f"--bitmap={bitmap}"]
     if write_behind is not None:
@@ -181,6 +183,18 @@ class Mdadm:
         self._guard([array])
         # Safe: the guard allowed the array (built by this lab over its own devices).
         self._sudo(stop_command(array))
+
+    def set_write_mostly(self, array: str, member: str, on: bool = True) -> None:
+        """Flip a member's write-mostly flag at run time through sysfs (md.rst)."""
+        self._guard([array, member])
+        kernel = self.host.run(["readlink", "-f", md_path(array), member], timeout_s=60
+                               ).stdout.split()
+        md_name, member_name = (k.removeprefix("/dev/") for k in kernel)
+        state = f"/sys/block/{md_name}/md/dev-{member_name}/state"
+        flag = "writemostly" if on else "-writemostly"
+        self.commands.append(f"echo {flag} > {state}")
+        # Safe: a flag on a guarded member of the lab's own array; no data is touched.
+        self.host.sudo(f"echo {flag} > {shlex.quote(state)}", timeout_s=60)
 
     def zero_superblock(self, *devices: str) -> None:
         self._guard(devices)
