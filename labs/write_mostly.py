@@ -140,15 +140,29 @@ ARTICLE = {
 # --- running ---------------------------------------------------------------------------------
 
 class Progress:
-    """One progress line in the terminal: which step the lab is on."""
+    """One progress line in the terminal (and, in a notebook, a bar): which step is running."""
 
-    def __init__(self, stream: Any = None):
+    def __init__(self, stream: Any = None,
+                 callback: Callable[[float, str], None] | None = None, total_steps: int = 1):
         self.stream = stream or sys.stderr
         self.started = time.monotonic()
+        self.callback = callback
+        self.total_steps = max(total_steps, 1)
+        self.done_steps = 0
 
     def step(self, message: str) -> None:
         elapsed = time.monotonic() - self.started
         print(f"[write-mostly {elapsed:6.1f}s] {message}", file=self.stream, flush=True)
+        if not message.startswith(" "):  # sub-steps are indented and do not count
+            self.done_steps += 1
+        if self.callback:
+            self.callback(min(self.done_steps / self.total_steps, 1.0), message.strip())
+
+
+def major_steps(profile: Profile) -> int:
+    """How many top-level steps a run takes (for the progress bar)."""
+    configs = [c for c in CONFIGURATIONS if profile.name == "full" or not c.full_only]
+    return 3 + len(configs) + 2 + len(profile.resync_sizes_mib) + 1
 
 
 @dataclass
@@ -333,7 +347,7 @@ class WriteMostlyLab:
                         md.DiskStat], workload: str, qd: int, **dimensions: Any) -> None:
         for row in rows:
             for metric, unit in (("iops", "iops"), ("bw_kib_s", "KiB/s"),
-                                 ("clat_mean_us", "us"), ("clat_p50_us", "us"),
+                                 ("clat_mean_us", "us"), ("lat_mean_us", "us"), ("clat_p50_us", "us"),
                                  ("clat_p99_us", "us"), ("clat_p999_us", "us")):
                 if row[metric] is not None:
                     self.run.add_result(config=config, workload=workload, metric=metric,
@@ -663,9 +677,24 @@ class WriteMostlyLab:
                             value=round(time.monotonic() - t0, 3), unit="s", leg="array",
                             event=name)
 
+    def prefill(self) -> None:
+        """Write the measured region of both legs once before reading it.
+
+        The VM's disks are thin (qcow2): a block never written reads back as zeros without
+        touching the host's disk, far faster than a real read. A drive in service is full.
+        """
+        self.progress.step(f"prefill: writing the first {self.profile.region_mib} MiB of "
+                           "both legs")
+        jobs = [(f"prefill/{leg}", [fio_tool.FioJob(
+            name=f"prefill-{leg}", filename=device, rw="write", bs="1M", iodepth=4,
+            size=f"{self.profile.region_mib}M")])
+            for leg, device in (("fast", self.legs.fast), ("slow", self.legs.slow))]
+        self.fio_batch(jobs)
+
     def measure(self, configurations: tuple[Configuration, ...] = CONFIGURATIONS) -> None:
         self.prepare()
         self.add_slow_delay()
+        self.prefill()
         for config in configurations:
             if config.full_only and self.profile.name != "full":
                 continue
@@ -708,14 +737,16 @@ def choose_legs(host: Any, params: LabParameters) -> Legs:
     return Legs(fast, slow)
 
 
-def run_lab(params: LabParameters, out: Callable[[str], None] = print) -> Any:
+def run_lab(params: LabParameters, out: Callable[[str], None] = print,
+            progress_callback: Callable[[float, str], None] | None = None) -> Any:
     from labs.hosts import get_host
     from labs.records import RunRecorder, local_host_facts
     from labs.workspace import LabWorkspace
 
     out(f"# {params.command_line()}")
     out(f"# parameters: {asdict(params)}; profile {asdict(PROFILES[params.profile])}")
-    progress = Progress()
+    progress = Progress(callback=progress_callback,
+                        total_steps=major_steps(PROFILES[params.profile]))
     started = time.monotonic()
     host = get_host(params.host)
     try:
@@ -1011,3 +1042,32 @@ def resync_chart(results: Any) -> Any:
     return (lines + points).add_params(stream).properties(
         width=460, height=300,
         title="Refilling a replaced node: resync from the network disk vs streaming")
+
+
+def lab_panel() -> Any:
+    """The live panel of the lab page: run the lab on a lab host, record it, redraw."""
+    from labs.widgets import ChoiceParameter, IntParameter, LabPanel
+
+    def parameters_from(values: dict) -> LabParameters:
+        return LabParameters(host=values["host"], profile=values["profile"],
+                             seed=values["seed"], slow_delay_ms=values["slow_delay_ms"])
+
+    def run(values: dict, progress: Callable[[float, str], None]) -> Any:
+        from labs.records import load_run
+
+        recorder = run_lab(parameters_from(values), out=lambda line: None,
+                           progress_callback=progress)
+        return load_run(recorder.final_path)
+
+    return LabPanel(
+        title="write-mostly RAID1 on a lab VM",
+        parameters=[
+            ChoiceParameter("host", "lab host", "vm1", ("vm1",)),
+            ChoiceParameter("profile", "profile", "quick", ("quick", "full")),
+            IntParameter("seed", "seed", 42, 0, 2**31 - 1),
+            IntParameter("slow_delay_ms", "slow leg delay (ms)", 1, 0, 20),
+        ],
+        command=lambda values: parameters_from(values).command_line(),
+        run=run,
+        chart=lambda recorded: latency_chart(recorded.results),
+    )

@@ -132,6 +132,10 @@ def fio_rows(document: dict[str, Any], source: str = "fio output") -> list[dict[
                 "runtime_ms": _number(stats.get("runtime"), source, f"{name}.{op}.runtime"),
                 "clat_mean_us": _number(clat.get("mean"), source, f"{name}.{op}.clat mean")
                 / 1000.0,
+                # Submission plus completion: with libaio an I/O can complete inside
+                # io_submit, and then its clat alone understates what the caller waited.
+                "lat_mean_us": _number((stats.get("lat_ns") or {}).get("mean"), source,
+                                       f"{name}.{op}.lat mean") / 1000.0,
                 "error": int(job.get("error", 0)),
             }
             for column, key in PERCENTILE_KEYS.items():
