@@ -347,8 +347,9 @@ class WriteMostlyLab:
                         md.DiskStat], workload: str, qd: int, **dimensions: Any) -> None:
         for row in rows:
             for metric, unit in (("iops", "iops"), ("bw_kib_s", "KiB/s"),
-                                 ("clat_mean_us", "us"), ("lat_mean_us", "us"), ("clat_p50_us", "us"),
-                                 ("clat_p99_us", "us"), ("clat_p999_us", "us")):
+                                 ("clat_mean_us", "us"), ("lat_mean_us", "us"),
+                                 ("clat_p50_us", "us"), ("clat_p99_us", "us"),
+                                 ("clat_p999_us", "us")):
                 if row[metric] is not None:
                     self.run.add_result(config=config, workload=workload, metric=metric,
                                         value=row[metric], unit=unit, qd=qd, op=row["op"],
