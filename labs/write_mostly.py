@@ -933,7 +933,7 @@ def latency_chart(results: Any) -> Any:
         y=alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=330)),
         x=alt.X("latency_us:Q", scale=alt.Scale(type="log", domain=[10, 1_000_000]),
                 title="completion latency (µs, log scale)"),
-        x2=alt.value(0),  # bars start at the axis: a log scale has no zero
+        x2=alt.datum(10),  # bars start at the axis: a log scale has no zero
         color=alt.Color("label:N", sort=order, legend=None),
         tooltip=["label:N", "workload:N", "percentile:N",
                  alt.Tooltip("latency_us:Q", format=",.0f", title="latency (µs)")])

@@ -89,12 +89,19 @@ def test_writes_wait_for_the_slow_leg_unless_written_behind(run):
         assert len(row) == 1, (config, workload)
         return float(row.latency_us.iloc[0])
 
-    for workload in ("randwrite-qd1", "randwrite-qd1-paced"):
-        slow = p50("slow-only", workload)
-        # fio reports percentiles from histogram bins a few percent wide.
-        for config in ("raid1", "raid1-wm"):
-            assert p50(config, workload) >= 0.95 * slow, (config, workload)
-        assert p50("raid1-wm-wb", workload) < slow, workload
+    # Flat out at depth 1, every write waits for the slow leg: the mirror is at least as slow.
+    # (0.9: fio's percentiles come from histogram bins, and the guest's timer ticks make the
+    # slow leg's delay vary by a few percent from one run to the next.)
+    slow = p50("slow-only", "randwrite-qd1")
+    for config in ("raid1", "raid1-wm"):
+        assert p50(config, "randwrite-qd1") >= 0.9 * slow, config
+    assert p50("raid1-wm-wb", "randwrite-qd1") < 0.5 * slow
+    # Paced below the slow leg's capacity: without write-behind writes stay in the slow leg's
+    # regime (a few dozen samples, quantised by timer ticks: compare against half of it);
+    # with write-behind they leave it.
+    paced_slow = p50("slow-only", "randwrite-qd1-paced")
+    assert p50("raid1-wm", "randwrite-qd1-paced") > 0.5 * paced_slow
+    assert p50("raid1-wm-wb", "randwrite-qd1-paced") < 0.5 * paced_slow
     backlog = run.results[run.results.metric == "write_behind_max_backlog"].set_index(
         "config")["value"]
     assert backlog["raid1-wm-wb"] > 0
