@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+from collections.abc import Callable
 
 from labs.hosts import get_host
 from labs.journal import Journal, state_dir
@@ -28,7 +29,7 @@ def journaled_hosts() -> list[str]:
     return sorted(names, key=order)
 
 
-def clean_host(name: str, log=print) -> int:
+def clean_host(name: str, log: Callable[[str], None] = print) -> int:
     """Tear down one host's journal; returns how many resources were removed."""
     from labs.vm import machine
 

@@ -264,13 +264,15 @@ class SSHHost(Host):
                                   "key: refusing to connect") from None
         except paramiko.SSHException as error:
             raise HostUnreachable(self.name, command, str(error) or type(error).__name__) from None
-        except OSError as error:
-            raise HostUnreachable(self.name, command, error.strerror or str(error)) from None
+        except (OSError, EOFError) as error:
+            reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
+            raise HostUnreachable(self.name, command, reason) from None
         return connection
 
     def _execute(self, command: str, wrapped: str, *, timeout_s: float,
                  env: dict[str, str]) -> CommandResult:
         import invoke
+        import paramiko
 
         connection = self._open(command)
         try:
@@ -279,7 +281,7 @@ class SSHHost(Host):
         except invoke.exceptions.CommandTimedOut as timed_out:
             raise CommandTimedOut(self.name, command, timeout_s,
                                   timed_out.result.stderr) from None
-        except (EOFError, OSError) as error:
+        except (EOFError, OSError, paramiko.SSHException) as error:
             self.close()
             raise HostUnreachable(self.name, command, f"connection lost: {error}") from None
         return CommandResult(self.name, command, result.exited, result.stdout, result.stderr)

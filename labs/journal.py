@@ -51,6 +51,8 @@ import datetime as dt
 import fcntl
 import json
 import os
+import signal
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -324,10 +326,48 @@ def _teardown_vm(host: Any, entry: JournalEntry) -> None:
     machine.stop_vm_process(entry)
 
 
+def processes_inside(folder: str) -> list[int]:
+    """Processes working in `folder`: named in their command line, or chrooted or cd'ed there.
+
+    A killed image build leaves debootstrap (and the dpkg it runs chrooted in the new tree)
+    behind; they would re-mount /proc in the tree while we delete it.
+    """
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            places = [os.readlink(proc / "root"), os.readlink(proc / "cwd")]
+        except OSError:
+            continue
+        if folder in argv or any(_in_dir(place, folder) for place in places):
+            found.append(int(proc.name))
+    return found
+
+
+def stop_processes_inside(folder: str, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        pids = processes_inside(folder)
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                # Safe: the process works inside the lab's own scratch folder (checked above).
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.2)
+    raise JournalError(f"processes inside {folder} would not stop")
+
+
 @register_teardown("scratch-dir")
 def _teardown_scratch_dir(host: Any, entry: JournalEntry) -> None:
     if "/storage-labs" not in entry.id or not os.path.isabs(entry.id):
         raise JournalError(f"refusing to delete {entry.id}: not a storage-labs folder")
+    if host.is_local:
+        stop_processes_inside(entry.id)
     mounts = host.run("cat /proc/mounts", timeout_s=60).stdout.splitlines()
     points = [line.split()[1] for line in mounts if len(line.split()) > 1]
     for point in sorted((p for p in points if _in_dir(p, entry.id)), reverse=True):
@@ -339,4 +379,5 @@ def _teardown_scratch_dir(host: Any, entry: JournalEntry) -> None:
 
 @register_teardown("file")
 def _teardown_file(host: Any, entry: JournalEntry) -> None:
+    # Safe: a file the lab journaled before creating it.
     host.sudo(["rm", "-f", "--", entry.id], timeout_s=60)

@@ -13,8 +13,9 @@ API (stable; other labs build on it):
         mount_point = ws.mount(md, "data")                        # -> "<work_dir>/mnt/data"
         ws.check_device(path)          # the guard: raises DeviceRefused for foreign devices
         ws.run_container("pg1", "labs-postgres", ["postgres"], docker_args=["--network", "none"])
-        ws.journaled("dm", name, ["dmsetup", "create", name, "--table", table],
-                     device=f"/dev/mapper/{name}")               # any other kind of resource
+        delayed = ws.make_dm("slow", f"0 {sectors} delay {fast} 0 5", devices=[fast])
+        ws.journaled("drbd", "r0", command_that_brings_it_up,      # any other kind of resource
+                     config="/etc/drbd.d/r0.res", device="/dev/drbd0")
     # leaving the block tears down what this workspace created, newest first
 
 Every resource is journaled before it is created (labs.journal), so after a crash or a
@@ -121,6 +122,18 @@ class LabWorkspace:
         for member in members:
             ids.append(loops.get(member, member))
         return ids
+
+    def make_dm(self, name: str, table: str, devices: Sequence[str]) -> str:
+        """A device-mapper device /dev/mapper/<name> from `table`, whose `devices` (every
+        device the table names) must be the lab's own."""
+        _check_name(name)
+        for device in devices:
+            self.check_device(device)
+        # Safe: every device in the table passed the guard.
+        self.journaled("dm", name, ["dmsetup", "create", name, "--table", table],
+                       device=f"/dev/mapper/{name}")
+        self.host.sudo("udevadm settle", timeout_s=120)
+        return f"/dev/mapper/{name}"
 
     def make_filesystem(self, device: str, fs: str = "ext4") -> None:
         if fs not in ("ext4", "xfs"):

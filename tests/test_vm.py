@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shlex
 import shutil
 import signal
 import subprocess
@@ -195,7 +196,7 @@ def test_qemu_throttles_the_slow_data_disk(lab_env):
            "--ioengine=libaio --iodepth=8 --runtime=4 --time_based --output-format=json")
     read_iops = json.loads(host.sudo(fio, timeout_s=120).stdout)["jobs"][0]["read"]["iops"]
     report(f"throttled /dev/vdc (throttling.iops-total={SLOW_IOPS}): {read_iops:.0f} read IOPS")
-    assert 0 < read_iops <= SLOW_IOPS * 1.15
+    assert 0 < read_iops <= SLOW_IOPS * 1.25  # QEMU lets short bursts through
     host.close()
 
 
@@ -214,13 +215,28 @@ def test_clean_in_a_vm_after_a_crash(lab_env):
     ws = LabWorkspace(host, Journal("vm1"), lab="crash")
     first, second = ws.make_loop_device("one", 32), ws.make_loop_device("two", 32)
     ws.make_md_raid1("crash", [first, second])
+    third, fourth = ws.make_loop_device("three", 32), ws.make_loop_device("four", 32)
+    mapped = ws.make_dm("crashdm", f"0 {32 * 2048} linear {third} 0", devices=[third])
+    assert ws.check_device(mapped) == mapped
+    config = "/etc/drbd.d/labs-crash.res"
+    resource = "\n".join(["resource labs-crash {",
+                          f" device /dev/drbd7; disk {fourth}; meta-disk internal;",
+                          " on vm1 { address 10.77.0.1:7790; }",
+                          " on vm2 { address 10.77.0.2:7790; }", "}", ""])
+    ws.journaled("drbd", "labs-crash",
+                 f"printf %s {shlex.quote(resource)} > {config} && "
+                 "drbdadm create-md --force labs-crash </dev/null && drbdadm up labs-crash",
+                 config=config, device="/dev/drbd7")
+    assert ws.check_device("/dev/drbd7") == "/dev/drbd7"
+    assert "labs-crash role:Secondary" in host.sudo("drbdsetup status labs-crash").stdout
     host.close()
     # The lab "dies" here; a new process cleans from the journal alone.
     cleaned = lab_env.cli("clean", "--host", "vm1")
     assert cleaned.returncode == 0, cleaned.stderr
-    assert "removed 3 resource" in cleaned.stdout
-    after = host.run("cat /proc/mdstat; losetup -a").stdout
+    assert "removed 7 resource" in cleaned.stdout
+    after = host.run("cat /proc/mdstat; losetup -a; dmsetup ls; ls /etc/drbd.d").stdout
     assert "crash" not in after and "active" not in after
+    assert host.sudo("drbdsetup status labs-crash", check=False).exit_code != 0
     again = lab_env.cli("clean", "--host", "vm1")
     assert again.returncode == 0 and "removed 0 resource" in again.stdout
     host.close()
@@ -252,8 +268,12 @@ def _run_and_kill(command: list[str], env: dict, kill_after_s: float | None, sig
     (whether set-up was still under way when killed, seconds it ran)."""
     started = time.monotonic()
     with open(log_path, "w") as log:
+        # A shell that started pytest in the background may have set SIGINT to "ignore",
+        # which children inherit; restore the default so Ctrl-C reaches the lab as it would.
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log,
-                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT,
+                                                                    signal.SIG_DFL))
         deadline = started + (kill_after_s if kill_after_s is not None else 600)
         while time.monotonic() < deadline:
             if "setup complete" in log_path.read_text() or process.poll() is not None:
@@ -262,7 +282,7 @@ def _run_and_kill(command: list[str], env: dict, kill_after_s: float | None, sig
         complete = "setup complete" in log_path.read_text()
         process.send_signal(sig)
         try:
-            process.wait(timeout=30)
+            process.wait(timeout=60)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
@@ -294,22 +314,24 @@ def test_fault_injection_kill_during_setup_then_clean_leaks_nothing(lab_env, tmp
         ("vm-up", [sys.executable, "-m", "labs", "vm", "up", "--cpus", "1"], up_env, ["clean"],
          lambda: {"qemu": len(qemu_processes_under(up_state))}, 6),
     ]
+    per_scenario: list[str] = []
     for name, command, env, clean_args, count_leaks, wanted in scenarios:
+        scenario_started, kills_before = time.monotonic(), kills
         # One uncut run shows how long set-up takes, so kills can land anywhere in it.
         if name == "vm-up":
             setup_s = 6.0  # the boot itself; a killed boot is what we want to clean up
         else:
             _, setup_s = _run_and_kill(command, env, None, signal.SIGKILL,
                                        tmp_path / f"{name}-uncut.log")
-        done = 0
-        while done < wanted:
+        done = 0  # kills that landed while set-up was still under way
+        while done < wanted and kills - kills_before < 3 * wanted:
             kill_after_s = rng.uniform(0, setup_s)
             sig = signal.SIGINT if rng.random() < 0.25 else signal.SIGKILL
             mid, _ = _run_and_kill(command, env, kill_after_s, sig,
                                    tmp_path / f"{name}-{kills}.log")
             kills += 1
             kills_mid_setup += mid
-            done += 1
+            done += mid
             cleaned = subprocess.run([sys.executable, "-m", "labs", *clean_args], cwd=ROOT,
                                      env=env, capture_output=True, text=True, timeout=600)
             assert cleaned.returncode == 0, f"clean failed after kill {kills}: {cleaned.stderr}"
@@ -322,9 +344,38 @@ def test_fault_injection_kill_during_setup_then_clean_leaks_nothing(lab_env, tmp
         if name != "vm-up":
             subprocess.run([sys.executable, "-m", "labs", *clean_args], cwd=ROOT, env=env,
                            capture_output=True, text=True, timeout=600, check=True)
+        per_scenario.append(f"{name}: {kills - kills_before} kills (set-up {setup_s:.1f} s) "
+                            f"in {time.monotonic() - scenario_started:.0f} s")
     report(f"fault injection (seed {FAULT_SEED}): {kills} kills, {kills_mid_setup} during "
-           f"set-up, {leaks_found} leaks found")
-    assert kills >= 20 and leaks_found == 0
+           f"set-up, {leaks_found} leaks found; " + "; ".join(per_scenario))
+    assert kills_mid_setup >= 20 and leaks_found == 0
+
+
+def test_a_killed_image_build_is_cleaned_up(tmp_path):
+    """Kill `vm build` while debootstrap runs (it mounts /proc in the new tree); clean must
+    stop what it left running, unmount, and delete the half-built tree."""
+    env = {**os.environ, "LABS_STATE_DIR": str(tmp_path / "state"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    kill_after_s = random.Random(FAULT_SEED).uniform(40, 80)
+    build = subprocess.Popen([sys.executable, "-m", "labs", "vm", "build"], cwd=ROOT, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(kill_after_s)
+    assert build.poll() is None, "the build ended before the kill: nothing was tested"
+    build.kill()
+    build.wait()
+    scratch = list((tmp_path / "cache" / "storage-labs" / "vm").glob(".build-*"))
+    assert len(scratch) == 1
+    cleaned = subprocess.run([sys.executable, "-m", "labs", "clean"], cwd=ROOT, env=env,
+                             capture_output=True, text=True, timeout=600)
+    assert cleaned.returncode == 0, cleaned.stderr
+    from labs.journal import processes_inside
+
+    mounts = [line for line in Path("/proc/mounts").read_text().splitlines()
+              if str(tmp_path) in line]
+    left = {"processes": len(processes_inside(str(scratch[0]))), "mounts": len(mounts),
+            "scratch dirs": len(list(scratch[0].parent.glob(".build-*")))}
+    report(f"killed image build at {kill_after_s:.0f} s; left after clean: {left}")
+    assert left == {"processes": 0, "mounts": 0, "scratch dirs": 0}
 
 
 def test_down_stops_the_vms_and_keeps_their_console_logs(lab_env):
@@ -337,3 +388,18 @@ def test_down_stops_the_vms_and_keeps_their_console_logs(lab_env):
     assert not list((state_dir / "vms" / "ended").glob("*/*.qcow2"))
     status = lab_env.cli("vm", "status")
     assert "running" not in status.stdout
+
+
+def test_qemu_command_line_throttles_forwards_on_loopback_and_links_the_pair(tmp_path):
+    fake = vm_image.Image(tmp_path, tmp_path / "disk.raw", tmp_path / "vmlinuz",
+                          tmp_path / "initrd.img", "0" * 16, {})
+    command = machine.qemu_command("vm2", 2, tmp_path, fake, accel="tcg", memory_mib=512,
+                                   cpus=1, ssh_port=2222, slow_iops=50, slow_bps=1_000_000,
+                                   pair_ports=(4001, 4002))
+    text = " ".join(command)
+    assert "throttling.iops-total=50,throttling.bps-total=1000000" in text
+    assert text.count("throttling.") == 2  # only the slow disk is throttled
+    assert "hostfwd=tcp:127.0.0.1:2222-:22" in text
+    assert "socket,id=net1,udp=127.0.0.1:4002,localaddr=127.0.0.1:4001" in text
+    assert "mac=52:54:00:77:00:02" in text and "systemd.hostname=vm2" in text
+    assert command[command.index("-m") + 1] == "512" and "-daemonize" in command

@@ -30,6 +30,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -139,7 +140,7 @@ def free_udp_port() -> int:
 
 # --- acceleration -------------------------------------------------------------------------
 
-def choose_accel(image: Image, log=print) -> str:
+def choose_accel(image: Image, log: Callable[[str], None] = print) -> str:
     """'kvm' if a probe boot under KVM reaches the kernel within a timeout, else 'tcg'.
 
     LABS_VM_ACCEL=kvm|tcg skips the probe. The answer is cached per host boot, because a
@@ -240,6 +241,7 @@ def _retire_dir(directory: Path) -> None:
     if not directory.exists():
         return
     for disk in directory.glob("*.qcow2"):
+        # Safe: overlays and data disks this VM folder's QEMU used, which has stopped.
         disk.unlink()
     if directory.name == "kvm-probe":
         shutil.rmtree(directory, ignore_errors=True)
@@ -309,7 +311,7 @@ def _wait_for_ssh(state: VMState, directory: Path, deadline: float) -> None:
 
 def up(*, pair: bool = False, memory_mib: int = 1024, cpus: int = 2, data_disk_mib: int = 1024,
        slow_iops: int = 200, slow_bps: int = 0, boot_timeout_s: float | None = None,
-       log=print) -> list[VMState]:
+       log: Callable[[str], None] = print) -> list[VMState]:
     """Boot vm1 (and vm2 with pair=True) from fresh overlays; wait until SSH answers."""
     if not 256 <= memory_mib <= 65536:
         raise UsageError(f"--memory {memory_mib}: use 256..65536 MiB")
@@ -330,6 +332,26 @@ def up(*, pair: bool = False, memory_mib: int = 1024, cpus: int = 2, data_disk_m
     timeout_s = boot_timeout_s or float(os.environ.get("LABS_VM_BOOT_TIMEOUT_S", "600"))
     keys = ensure_keys()
     journal = Journal("local")
+    journaled: list[str] = []
+    try:
+        return _boot(names, journaled, image, accel, keys, journal, memory_mib=memory_mib,
+                     cpus=cpus,
+                     data_disk_mib=data_disk_mib, slow_iops=slow_iops, slow_bps=slow_bps,
+                     timeout_s=timeout_s, log=log)
+    except BaseException:
+        # A failed or interrupted start stops what it started (clean would do it too).
+        for entry in reversed(journal.live_entries()):
+            if entry.kind == "vm" and entry.id in journaled:
+                stop_vm_process(entry)
+                journal.released("vm", entry.id)
+        raise
+
+
+def _boot(names: list[str], journaled: list[str], image: Image, accel: str, keys: Any,
+          journal: Journal, *, memory_mib: int, cpus: int, data_disk_mib: int,
+          slow_iops: int, slow_bps: int, timeout_s: float,
+          log: Callable[[str], None]) -> list[VMState]:
+    pair = len(names) == 2
     udp_ports = (free_udp_port(), free_udp_port()) if pair else None
     states: list[VMState] = []
     started = time.monotonic()
@@ -340,6 +362,7 @@ def up(*, pair: bool = False, memory_mib: int = 1024, cpus: int = 2, data_disk_m
             raise VMError(f"{name}: a QEMU from an earlier start is still running "
                           "(`python -m labs clean` stops it)")
         journal.will_create("vm", name, dir=str(directory))
+        journaled.append(name)
         _retire_dir(directory)
         directory.mkdir(parents=True)
         Journal(name).path.unlink(missing_ok=True)  # a fresh overlay has nothing in it yet
@@ -389,7 +412,7 @@ def up(*, pair: bool = False, memory_mib: int = 1024, cpus: int = 2, data_disk_m
     return states
 
 
-def down(names: list[str] | None = None, log=print) -> list[str]:
+def down(names: list[str] | None = None, log: Callable[[str], None] = print) -> list[str]:
     """Stop the named VMs (default: every VM this state dir journaled)."""
     journal = Journal("local")
     stopped = []
