@@ -1072,3 +1072,84 @@ def lab_panel() -> Any:
         run=run,
         chart=lambda recorded: latency_chart(recorded.results),
     )
+
+
+def _us(value: float) -> str:
+    return f"{value / 1000:.1f} ms" if value >= 1000 else f"{value:.0f} µs"
+
+
+def page_figures(run: Any) -> dict[str, str]:
+    """Every number the lab page quotes, formatted, computed from a recorded run."""
+    results = run.results
+    summary = summary_table(results).set_index("config")
+    latency = latency_table(results)
+    resync = resync_table(results)
+
+    def p(config: str, workload: str, percentile: str = "p50") -> float:
+        row = latency[(latency.config == config) & (latency.workload == workload)
+                      & (latency.percentile == percentile)]
+        if row.empty:
+            raise LabError(f"run {run.run_id}: no {percentile} latency for {config}/{workload}")
+        return float(row.latency_us.iloc[0])
+
+    def iops(config: str, workload: str) -> float:
+        rows = results[(results.config == config) & (results.workload == workload)
+                       & (results.metric == "iops")]
+        return float(rows.value.iloc[0])
+
+    f: dict[str, str] = {}
+    for leg in ("fast", "slow"):
+        for workload in ("randread-qd1", "randwrite-qd1"):
+            for percentile in ("p50", "p99"):
+                f[f"{leg}_{workload}_{percentile}"] = _us(p(f"{leg}-only", workload, percentile))
+        f[f"{leg}_read_qd16_iops"] = f"{iops(f'{leg}-only', 'randread-qd16'):,.0f}"
+    f["slow_iops_cap"] = str(run.meta["host"].get("vm", {}).get("slow_iops", "?"))
+    f["delay_ms"] = str(run.meta["parameters"]["slow_delay_ms"])
+    f["plain_share"] = f"{summary.loc['raid1', 'slow_read_share']:.1%}"
+    f["wm_share"] = f"{summary.loc['raid1-wm', 'slow_read_share']:.2%}"
+    f["fast_read_p50"] = _us(p("fast-only", "randread-qd1"))
+    f["wm_read_p50"] = _us(p("raid1-wm", "randread-qd1"))
+    f["plain_read_qd16_p99"] = _us(p("raid1", "randread-qd16", "p99"))
+    f["wm_read_qd16_p99"] = _us(p("raid1-wm", "randread-qd16", "p99"))
+    f["wm_write_p50"] = _us(p("raid1-wm", "randwrite-qd1"))
+    f["wb_write_p50"] = _us(p("raid1-wm-wb", "randwrite-qd1"))
+    f["wb_paced_p50"] = _us(p("raid1-wm-wb", "randwrite-qd1-paced"))
+    f["wm_paced_p50"] = _us(p("raid1-wm", "randwrite-qd1-paced"))
+    f["wb_qd16_iops"] = f"{iops('raid1-wm-wb', 'randwrite-qd16'):,.0f}"
+    f["slow_qd16_write_iops"] = f"{iops('slow-only', 'randwrite-qd16'):,.0f}"
+    backlog = results[results.metric == "write_behind_max_backlog"].set_index("config")["value"]
+    f["backlog_slot0"] = f"{backlog['raid1-wm-wb']:.0f}"
+    f["backlog_slot1"] = f"{backlog['raid1-wm-wb-slot1']:.0f}"
+    f["slot1_write_p50"] = _us(p("raid1-wm-wb-slot1", "randwrite-qd1"))
+    rate = float(resync.size_mib.sum() / resync.resync_s.sum())
+    stream_rate = implied_rate_mib_s(ARTICLE["stream_node_bytes"], ARTICLE["stream_hours"][0])
+    ceiling_mib_s = 200000 / 1024
+    f["resync_rate"] = f"{rate:.0f} MiB/s"
+    f["resync_sizes"] = ", ".join(f"{s:.0f} MiB in {t:.1f} s" for s, t in
+                                  zip(resync.size_mib, resync.resync_s, strict=True))
+    f["node_resync_h"] = f"{transfer_hours(3.5e12, rate):.0f}"
+    f["stream_rate"] = f"{stream_rate:.0f} MiB/s"
+    ratio = rate / stream_rate
+    f["resync_vs_stream"] = ("faster than" if ratio > 1.2 else
+                             "slower than" if ratio < 0.8 else "about as fast as")
+    f["ceiling_h"] = f"{transfer_hours(3.5e12, ceiling_mib_s):.1f}"
+    f["article_estimate_h"] = (
+        f"{ARTICLE['resync_array_kib'] / ARTICLE['resync_md_speed_kib_s'] / 3600:.1f}")
+    wall = results[results.metric == "wall_time_s"].value.iloc[0]
+    f["wall_min"] = f"{wall / 60:.0f}"
+    readd = results[(results.config == "drill-slow-leg-lost") & (results.metric == "resync_s")]
+    f["readd_s"] = f"{readd.value.iloc[0]:.1f} s"
+    replace = resync[resync.config == "drill-fast-leg-lost"].iloc[0]
+    f["replace_resync"] = f"{replace.size_mib:.0f} MiB in {replace.resync_s:.1f} s"
+    # Exercises.
+    fast_write_iops = iops("fast-only", "randwrite-qd1")
+    slow_write_iops = iops("slow-only", "randwrite-qd16")
+    burst_s = WRITE_BEHIND / max(fast_write_iops - slow_write_iops, 1)
+    f["ex_fast_w"] = f"{fast_write_iops:,.0f}"
+    f["ex_slow_w"] = f"{slow_write_iops:,.0f}"
+    f["ex_burst_ms"] = f"{burst_s * 1000:.0f} ms"
+    f["ex_lost_kib"] = f"{WRITE_BEHIND * 4:,} KiB"
+    f["ex_node_resync_h"] = f"{transfer_hours(3.5e12, rate):.1f}"
+    f["ex_node_stream_h"] = f"{transfer_hours(3.5e12, stream_rate):.1f}"
+    f["ex_ceiling_h"] = f"{transfer_hours(3.5e12, ceiling_mib_s):.1f}"
+    return f
