@@ -273,6 +273,13 @@ class WriteMostlyLab:
             self.run.add_raw(f"mdstat/{raw_name}.txt", text)
         return md.parse_mdstat(text)
 
+    def member_states(self, array: str, raw_name: str) -> dict[str, frozenset[str]]:
+        """Each member's state flags from sysfs (kept under raw/mdstat/ too)."""
+        text = self.host.run(md.member_states_command(self.md_kernel_name(array)),
+                             timeout_s=60).stdout
+        self.run.add_raw(f"mdstat/{raw_name}-member-state.txt", text)
+        return md.parse_member_states(text)
+
     def md_kernel_name(self, array: str) -> str:
         return self.host.run(["readlink", "-f", array], timeout_s=60).stdout.strip().removeprefix(
             "/dev/")
@@ -498,6 +505,11 @@ class WriteMostlyLab:
                                        write_behind=config.write_behind, assume_clean=True)
             if config.write_mostly and config.slow_slot == 0:
                 self.mdadm.set_write_mostly(target, self.legs.slow)
+                slow_name = self.kernel_paths.get(self.legs.slow, self.legs.slow)
+                states = self.member_states(target, config.name)
+                if "write_mostly" not in states.get(slow_name.removeprefix("/dev/"), ()):
+                    raise LabError(f"{config.name}: the slow leg is not write-mostly after "
+                                   f"setting it through sysfs (member states: {states})")
             self.mdstat(f"{config.name}-created")
         else:
             target = getattr(self.legs, config.leg)
@@ -534,6 +546,7 @@ class WriteMostlyLab:
         self.mdadm.fail(array, self.legs.slow)
         self.event(drill, "slow leg failed", t0)
         self.mdstat(f"{drill}-failed")
+        self.member_states(array, f"{drill}-failed")
         self.mdadm.remove(array, self.legs.slow)
         self.event(drill, "slow leg removed", t0)
         state = self.mdstat(f"{drill}-degraded").array(self.md_kernel_name(array))

@@ -117,6 +117,16 @@ def test_every_drill_keeps_the_data_and_the_check_catches_a_moved_block(run):
     assert list(caught.value) == [1]
     degraded = results[(results.config == "drill-slow-leg-lost") & (results.metric == "degraded")]
     assert list(degraded.value) == [1]
+    failed = md.parse_member_states(
+        (run.raw_dir / "mdstat" / "drill-slow-leg-lost-failed-member-state.txt").read_text())
+    assert [name for name, flags in failed.items() if "faulty" in flags] == ["dm-0"]
+    failed_mdstat = md.parse_mdstat(
+        (run.raw_dir / "mdstat" / "drill-slow-leg-lost-failed.txt").read_text())
+    (array,) = failed_mdstat.arrays.values()
+    assert array.member("dm-0").faulty and array.degraded
+    slot0 = md.parse_member_states(
+        (run.raw_dir / "mdstat" / "raid1-wm-wb-member-state.txt").read_text())
+    assert "write_mostly" in slot0["dm-0"] and "write_mostly" not in slot0["vdb"]
 
 
 def test_reads_move_to_the_new_fast_leg_once_in_sync(run):
