@@ -148,7 +148,9 @@ def test_raw_outputs_parse_with_the_project_parsers(run):
     snapshots = sorted(run.raw_dir.glob("mdstat/*.txt"))
     assert snapshots
     for path in snapshots:
-        if "poll" not in path.name:
+        if path.name.endswith("-member-state.txt"):
+            assert md.parse_member_states(path.read_text())
+        elif "poll" not in path.name:
             md.parse_mdstat(path.read_text(), str(path))
     parsed = json.loads(subprocess.run(
         [sys.executable, "-m", "labs", "parse", "fio", str(fio_files[0]), "--json"], cwd=ROOT,
