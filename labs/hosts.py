@@ -44,6 +44,7 @@ import logging
 import os
 import shlex
 import shutil
+import signal
 import time
 import tomllib
 from dataclasses import dataclass, field
@@ -130,10 +131,32 @@ def _as_shell(command: str | list[str]) -> str:
     return command if isinstance(command, str) else shlex.join(command)
 
 
-def _wrapped(command: str) -> str:
-    # ": marker" names the shell process; the trailing "exit" keeps bash from exec'ing the
-    # command in place of itself, so the marker lives exactly as long as the command.
-    return f": {command_marker()}; {command}\nexit $?"
+def _wrapped(command: str, timeout_s: float, marked: bool) -> str:
+    """The command line a host actually runs.
+
+    `exec timeout`: coreutils timeout stops the whole command (its process group), not just
+    the shell, and as the process the transport started it also passes a Ctrl-C on to it.
+    ": marker" names the inner shell; the trailing "exit" keeps bash from exec'ing the
+    command in place of itself, so the marker lives exactly as long as the command.
+    """
+    inner = f": {command_marker()}; {command}\nexit $?" if marked else command
+    return f"exec timeout --kill-after=5 {timeout_s:g} bash -c {shlex.quote(inner)}"
+
+
+def _local_runner() -> type:
+    import invoke
+
+    class InterruptibleLocal(invoke.Local):
+        def send_interrupt(self, interrupt: KeyboardInterrupt) -> None:
+            # invoke would type ^C into the command's stdin and keep waiting; instead stop
+            # the command (timeout hands SIGINT to its process group) and stop the lab too.
+            try:
+                os.kill(self.process.pid, signal.SIGINT)
+            except (ProcessLookupError, AttributeError):
+                pass
+            raise interrupt
+
+    return InterruptibleLocal
 
 
 @dataclass
@@ -154,10 +177,8 @@ class Host:
         `marked=False` leaves out the command marker (only `clean`'s orphan check needs it).
         """
         text = _as_shell(command)
-        # coreutils `timeout` stops the whole command (its process group), not just the shell;
-        # the transport's own timeout, a little later, is the backstop for a hung connection.
-        limited = f"timeout --kill-after=5 {timeout_s:g} bash -c {shlex.quote(text)}"
-        wrapped = _wrapped(limited) if marked else limited
+        # The transport's own timeout, a little later, is the backstop for a hung connection.
+        wrapped = _wrapped(text, timeout_s, marked)
         started = time.monotonic()
         result = self._execute(text, wrapped, timeout_s=timeout_s + 15, env=env or {})
         if result.exit_code in (124, 137) and time.monotonic() - started >= timeout_s:
@@ -203,7 +224,7 @@ class LocalHost(Host):
                  env: dict[str, str]) -> CommandResult:
         import invoke
 
-        context = invoke.Context()
+        context = invoke.Context(invoke.Config(overrides={"runners": {"local": _local_runner()}}))
         try:
             result = context.run(wrapped, hide=True, warn=True, timeout=timeout_s,
                                  in_stream=False, env=env, pty=False)

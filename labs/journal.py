@@ -166,21 +166,39 @@ class Journal:
         return any(e.kind == kind and e.id == resource_id for e in self.live_entries())
 
     def clean(self, host: Any, log: Callable[[str], None] = print) -> list[JournalEntry]:
-        """Tear down every live entry, newest first. Returns what was torn down."""
-        torn_down = []
+        """Tear down every live entry, newest first. Returns what was torn down.
+
+        A teardown that fails does not stop the others; failed ones get a second try at the
+        end (an older entry may have been what kept them busy), then the first error is
+        raised and the entries stay in the journal for the next `clean`.
+        """
+        torn_down: list[JournalEntry] = []
         entries = self.live_entries()
         if entries:
             wait_for_orphaned_commands(host)
-        for entry in reversed(entries):
-            teardown = TEARDOWNS.get(entry.kind)
-            if teardown is None:
+        for entry in entries:
+            if entry.kind not in TEARDOWNS:
                 raise JournalError(
                     f"{self.path}: no teardown known for kind '{entry.kind}' ({entry.id})")
-            log(f"clean {self.host_name}: removing {entry.kind} {entry.id}")
-            teardown(host, entry)
-            self.released(entry.kind, entry.id)
-            torn_down.append(entry)
-        return torn_down
+        pending = list(reversed(entries))
+        for attempt in (1, 2):
+            failed: list[tuple[JournalEntry, LabError]] = []
+            for entry in pending:
+                log(f"clean {self.host_name}: removing {entry.kind} {entry.id}"
+                    + (" (second try)" if attempt == 2 else ""))
+                try:
+                    TEARDOWNS[entry.kind](host, entry)
+                except LabError as error:
+                    failed.append((entry, error))
+                    continue
+                self.released(entry.kind, entry.id)
+                torn_down.append(entry)
+            if not failed:
+                return torn_down
+            pending = [entry for entry, _ in failed]
+        entry, error = failed[0]
+        raise JournalError(f"clean {self.host_name}: {len(failed)} resource(s) could not be "
+                           f"removed; first: {entry.kind} {entry.id}: {error}")
 
 
 def _line_count(path: Path) -> int:
@@ -236,9 +254,16 @@ def _teardown_loop(host: Any, entry: JournalEntry) -> None:
     if not _in_dir(entry.id, work_dir):
         raise JournalError(f"loop {entry.id} is not inside its work dir {work_dir!r}: "
                            "refusing to touch it")
-    for device in loop_devices_by_backing_file(host).get(entry.id, []):
-        # Safe: this loop device is backed by the lab's own file inside its work dir.
-        host.sudo(["losetup", "--detach", device], timeout_s=60, check=False)
+    for _ in range(10):
+        devices = loop_devices_by_backing_file(host).get(entry.id, [])
+        if not devices:
+            break
+        for device in devices:
+            # Safe: this loop device is backed by the lab's own file inside its work dir.
+            host.sudo(["losetup", "--detach", device], timeout_s=60, check=False)
+        time.sleep(0.5)
+    else:
+        raise JournalError(f"loop device over {entry.id} would not detach (still in use?)")
     if entry.details.get("remove_file", True):
         # Safe: a file the lab created inside its own work dir (checked above).
         host.sudo(["rm", "-f", "--", entry.id], timeout_s=60)
@@ -280,14 +305,26 @@ def md_members(host: Any) -> dict[str, list[tuple[str, str]]]:
 @register_teardown("md")
 def _teardown_md(host: Any, entry: JournalEntry) -> None:
     ours = set(entry.details.get("members", []))  # loop backing files or lab devices
-    for md, members in md_members(host).items():
-        if any(backing in ours or f"/dev/{member}" in ours for member, backing in members):
+
+    def our_arrays() -> list[str]:
+        return [md for md, members in md_members(host).items()
+                if any(backing in ours or f"/dev/{member}" in ours
+                       for member, backing in members)]
+
+    why = ""
+    for _ in range(10):
+        arrays = our_arrays()
+        if not arrays:
+            return
+        # udev may still be probing a device that was just created (blkid after mkfs):
+        # let it finish, or the stop fails with "cannot get exclusive access".
+        host.sudo("udevadm settle --timeout=30 || true", timeout_s=60)
+        for md in arrays:
             # Safe: this array is built over the lab's own loop files or lab VM disks.
-            host.sudo(["mdadm", "--stop", f"/dev/{md}"], timeout_s=120, check=False)
-    remaining = md_members(host)
-    for md, members in remaining.items():
-        if any(backing in ours or f"/dev/{member}" in ours for member, backing in members):
-            raise JournalError(f"md array /dev/{md} ({entry.id}) would not stop")
+            stop = host.sudo(["mdadm", "--stop", f"/dev/{md}"], timeout_s=120, check=False)
+            why = stop.stderr.strip().splitlines()[-1] if stop.stderr.strip() else why
+        time.sleep(1)
+    raise JournalError(f"md array ({entry.id}) would not stop: {why}")
 
 
 @register_teardown("dm")

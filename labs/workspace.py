@@ -29,7 +29,7 @@ import shlex
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from labs.errors import UsageError
+from labs.errors import LabError, UsageError
 from labs.guard import check_device
 from labs.hosts import Host, command_marker
 from labs.journal import TEARDOWNS, Journal, JournalEntry
@@ -74,6 +74,10 @@ class LabWorkspace:
     def journaled(self, kind: str, resource_id: str, command: str | Sequence[str],
                   timeout_s: float = 300, **details: Any) -> str:
         """Journal a resource, then run the command that creates it. Returns its stdout."""
+        if self.journal.owns(kind, resource_id):
+            # Re-creating it would reuse (and truncate) what an earlier run may still use.
+            raise LabError(f"host {self.host.name}: {kind} {resource_id} is left from an "
+                           f"earlier run: run `python -m labs clean --host {self.host.name}`")
         self.journal.will_create(kind, resource_id, **details)
         self.created.append((kind, resource_id))
         return self.host.sudo(command, timeout_s=timeout_s).stdout

@@ -25,6 +25,7 @@ CONTAINER_IMAGE = "labs-busybox"
 def main(host_name: str) -> None:
     host = get_host(host_name)
     ws = LabWorkspace(host, Journal(host.name), lab="faults")
+    print("setup starting", flush=True)  # the fault test's kill clock starts here
     first = ws.make_loop_device("leg1", size_mib=64)
     second = ws.make_loop_device("leg2", size_mib=64)
     if host_name == "local":

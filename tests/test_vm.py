@@ -263,10 +263,9 @@ def _local_leaks(work_dir: Path) -> dict[str, int]:
 
 
 def _run_and_kill(command: list[str], env: dict, kill_after_s: float | None, sig: int,
-                  log_path: Path) -> tuple[bool, float]:
-    """Start the set-up; kill it after kill_after_s (None: let it finish). Returns
-    (whether set-up was still under way when killed, seconds it ran)."""
-    started = time.monotonic()
+                  log_path: Path, start_marker: str) -> tuple[bool, float]:
+    """Start the set-up; kill it kill_after_s after it prints start_marker (None: let it
+    finish). Returns (whether set-up was still under way when killed, seconds it ran)."""
     with open(log_path, "w") as log:
         # A shell that started pytest in the background may have set SIGINT to "ignore",
         # which children inherit; restore the default so Ctrl-C reaches the lab as it would.
@@ -274,6 +273,12 @@ def _run_and_kill(command: list[str], env: dict, kill_after_s: float | None, sig
                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                    preexec_fn=lambda: signal.signal(signal.SIGINT,
                                                                     signal.SIG_DFL))
+        # Python's start-up is not the lab's set-up: the clock starts at the lab's first line.
+        give_up = time.monotonic() + 120
+        while (start_marker not in log_path.read_text() and process.poll() is None
+               and time.monotonic() < give_up):
+            time.sleep(0.02)
+        started = time.monotonic()
         deadline = started + (kill_after_s if kill_after_s is not None else 600)
         while time.monotonic() < deadline:
             if "setup complete" in log_path.read_text() or process.poll() is not None:
@@ -306,44 +311,45 @@ def test_fault_injection_kill_during_setup_then_clean_leaks_nothing(lab_env, tmp
     guest_env = {**os.environ, **lab_env.env}
 
     scenarios = [
-        # name, command, env, clean args, leak counter, kills wanted
-        ("local", [sys.executable, "tests/fault_setup.py", "local"], local_env, ["clean"],
-         lambda: _local_leaks(tmp_path / "local-work"), 8),
-        ("vm1", [sys.executable, "tests/fault_setup.py", "vm1"], guest_env,
-         ["clean", "--host", "vm1"], lambda: _guest_leaks(get_host("vm1")), 8),
-        ("vm-up", [sys.executable, "-m", "labs", "vm", "up", "--cpus", "1"], up_env, ["clean"],
-         lambda: {"qemu": len(qemu_processes_under(up_state))}, 6),
+        # name, command, env, line that starts the kill clock, clean args, leaks, kills wanted
+        ("local", [sys.executable, "tests/fault_setup.py", "local"], local_env,
+         "setup starting", ["clean"], lambda: _local_leaks(tmp_path / "local-work"), 10),
+        ("vm1", [sys.executable, "tests/fault_setup.py", "vm1"], guest_env, "setup starting",
+         ["clean", "--host", "vm1"], lambda: _guest_leaks(get_host("vm1")), 6),
+        ("vm-up", [sys.executable, "-m", "labs", "vm", "up", "--cpus", "1"], up_env, "vm up:",
+         ["clean"], lambda: {"qemu": len(qemu_processes_under(up_state))}, 6),
     ]
     per_scenario: list[str] = []
-    for name, command, env, clean_args, count_leaks, wanted in scenarios:
+    for name, command, env, start_marker, clean_args, count_leaks, wanted in scenarios:
         scenario_started, kills_before = time.monotonic(), kills
         # One uncut run shows how long set-up takes, so kills can land anywhere in it.
         if name == "vm-up":
             setup_s = 6.0  # the boot itself; a killed boot is what we want to clean up
         else:
             _, setup_s = _run_and_kill(command, env, None, signal.SIGKILL,
-                                       tmp_path / f"{name}-uncut.log")
+                                       tmp_path / f"{name}-uncut.log", start_marker)
+            subprocess.run([sys.executable, "-m", "labs", *clean_args], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=600, check=True)
         done = 0  # kills that landed while set-up was still under way
         while done < wanted and kills - kills_before < 3 * wanted:
             kill_after_s = rng.uniform(0, setup_s)
             sig = signal.SIGINT if rng.random() < 0.25 else signal.SIGKILL
             mid, _ = _run_and_kill(command, env, kill_after_s, sig,
-                                   tmp_path / f"{name}-{kills}.log")
+                                   tmp_path / f"{name}-{kills}.log", start_marker)
             kills += 1
             kills_mid_setup += mid
             done += mid
             cleaned = subprocess.run([sys.executable, "-m", "labs", *clean_args], cwd=ROOT,
                                      env=env, capture_output=True, text=True, timeout=600)
-            assert cleaned.returncode == 0, f"clean failed after kill {kills}: {cleaned.stderr}"
+            assert cleaned.returncode == 0, (
+                f"clean failed after kill {kills} ({name} at {kill_after_s:.2f} s): "
+                f"{cleaned.stdout} {cleaned.stderr} lab output: "
+                f"{(tmp_path / f'{name}-{kills - 1}.log').read_text()[-1500:]}")
             leaks = count_leaks()
             leaks_found += sum(leaks.values())
             print(f"kill {kills}: {name} {signal.Signals(sig).name} at {kill_after_s:.2f} s "
                   f"(set-up {'under way' if mid else 'finished'}), leaks after clean: {leaks}")
             assert sum(leaks.values()) == 0, f"leak after kill {kills} ({name}): {leaks}"
-        # The uncut run's resources too.
-        if name != "vm-up":
-            subprocess.run([sys.executable, "-m", "labs", *clean_args], cwd=ROOT, env=env,
-                           capture_output=True, text=True, timeout=600, check=True)
         per_scenario.append(f"{name}: {kills - kills_before} kills (set-up {setup_s:.1f} s) "
                             f"in {time.monotonic() - scenario_started:.0f} s")
     report(f"fault injection (seed {FAULT_SEED}): {kills} kills, {kills_mid_setup} during "
