@@ -86,7 +86,10 @@ def owned_reason(host: Any, journal: Journal, canonical: str) -> str:
             return ""
         files = _work_dir_files(host, journal)
         for member, backing in members:
-            if not (backing in files or f"/dev/{member}" in lab_devices):
+            # A member may also be one of the lab's device-mapper devices (dm-delay legs).
+            if not (backing in files or f"/dev/{member}" in lab_devices
+                    or (member.startswith("dm-") and owned_reason(host, journal,
+                                                                   f"/dev/{member}"))):
                 return ""
         return "an md array over the lab's own devices"
     if name.startswith("dm-"):

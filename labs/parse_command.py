@@ -9,7 +9,10 @@ import argparse
 import importlib
 
 # tool name -> module in labs/tools/
-PARSEABLE_TOOLS: dict[str, str] = {}
+PARSEABLE_TOOLS: dict[str, str] = {
+    "fio": "labs.tools.fio",
+    "mdstat": "labs.tools.mdadm",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

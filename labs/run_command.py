@@ -12,6 +12,7 @@ import importlib
 # lab name (as in data/runs/<lab>/) -> module
 RUNNABLE_LABS: dict[str, str] = {
     "quorum-montecarlo": "labs.quorum",
+    "write-mostly": "labs.write_mostly",
 }
 
 
