@@ -21,6 +21,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("labs.run_command", "run a lab and record the run in data/runs/"),
     "parse": ("labs.parse_command", "parse a tool's output file into JSON"),
     "images": ("labs.images", "build, save or load the labs' container images"),
+    "clean": ("labs.clean_command", "tear down what the safety journal lists (after a crash too)"),
+    "vm": ("labs.vm.command", "build, boot, use and stop disposable lab VMs"),
+    "hosts": ("labs.hosts_command", "list the lab hosts (local, inventory, running VMs)"),
+    "check-device": ("labs.guard", "say whether a lab may touch a block device (the guard)"),
 }
 
 

@@ -11,6 +11,8 @@ import importlib
 # tool name -> module in labs/tools/
 PARSEABLE_TOOLS: dict[str, str] = {
     "pgbench": "labs.tools.pgbench",
+    "fio": "labs.tools.fio",
+    "mdstat": "labs.tools.mdadm",
 }
 
 

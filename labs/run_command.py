@@ -13,6 +13,7 @@ import importlib
 RUNNABLE_LABS: dict[str, str] = {
     "quorum-montecarlo": "labs.quorum",
     "torn-pages": "labs.torn_pages",
+    "write-mostly": "labs.write_mostly",
 }
 
 

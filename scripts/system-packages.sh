@@ -21,7 +21,10 @@ test_packages=(
   "util-linux:losetup, mount and findmnt for loop devices the labs create"
   "procps:the leak checks count processes (pgrep)"
   "docker.io:labs run PostgreSQL in containers (dockerd, started by the tests when none runs)"
-  "debootstrap:python -m labs images build makes a Debian root file system for the local image"
+  "debootstrap:python -m labs vm build and images build make Debian root file systems"
+  "qemu-system-x86:lab VMs boot Debian's kernel under QEMU (KVM if it works, else TCG)"
+  "qemu-utils:qemu-img makes the copy-on-write overlays and data disks of lab VMs"
+  "openssh-client:ssh-keygen makes the per-install key that logs into lab VMs"
 )
 
 case "$profile" in

@@ -19,6 +19,7 @@ from labs.containers import (
     new_owner_token,
     start_engine_if_needed,
 )
+from labs.hosts import get_host
 from labs.images import LOCAL_POSTGRES, build_postgres, choose_postgres_image, image_recipe
 from labs.journal import Journal
 
@@ -113,7 +114,7 @@ def test_journal_clean_removes_only_this_labs_containers(lab, client):
     other = client.containers.run(LOCAL_POSTGRES, ["sleep", "300"], detach=True,
                                   name=f"{lab.owner}-other", entrypoint=[])
     try:
-        removed = lab.journal.clean(host=None, log=lambda line: None)
+        removed = lab.journal.clean(host=get_host("local"), log=lambda line: None)
         assert [entry.id for entry in removed] == [f"{lab.owner}-left"]
         assert containers_with_owner(client, lab.owner) == []
         other.reload()

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from labs import localfs
+from labs.hosts import get_host
 from labs.journal import Journal
 
 
@@ -44,7 +45,7 @@ def test_build_use_and_remove(journal, tmp_path):
 def test_journal_clean_after_a_crash(journal, tmp_path):
     fs = localfs.make_loop_filesystem(journal, tmp_path / "work", size_mib=64)
     # The lab "crashed" here: only the journal knows what to remove.
-    removed = journal.clean(host=None, log=lambda line: None)
+    removed = journal.clean(host=get_host("local"), log=lambda line: None)
     assert [e.kind for e in removed] == ["mount", "loop"]
     assert not localfs.is_mount_point(fs.mount_point)
     assert localfs.loop_devices_backed_by(fs.image_path) == []

@@ -1,0 +1,18 @@
+"""`python -m labs hosts`: the lab hosts a lab can name with --host."""
+
+from __future__ import annotations
+
+import argparse
+
+from labs.hosts import host_names, inventory_path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    pass
+
+
+def main(args: argparse.Namespace) -> int:
+    print(f"inventory: {inventory_path()}")
+    for name in host_names():
+        print(name)
+    return 0

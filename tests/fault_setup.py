@@ -1,0 +1,45 @@
+"""A lab's set-up phase, for the fault-injection test to kill at random points.
+
+    python tests/fault_setup.py local   # loop devices, ext4, a mount on this machine
+    python tests/fault_setup.py vm1     # loop devices, md RAID1, ext4, a mount, a container
+
+It prints "setup complete" when everything exists and then waits to be killed. It never
+cleans up by itself on SIGKILL: that is `python -m labs clean`'s job.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from labs.hosts import get_host  # noqa: E402
+from labs.journal import Journal  # noqa: E402
+from labs.workspace import LabWorkspace  # noqa: E402
+
+CONTAINER_IMAGE = "labs-busybox"
+
+
+def main(host_name: str) -> None:
+    host = get_host(host_name)
+    ws = LabWorkspace(host, Journal(host.name), lab="faults")
+    print("setup starting", flush=True)  # the fault test's kill clock starts here
+    first = ws.make_loop_device("leg1", size_mib=64)
+    second = ws.make_loop_device("leg2", size_mib=64)
+    if host_name == "local":
+        ws.make_filesystem(first)
+        ws.mount(first, "data")
+    else:
+        array = ws.make_md_raid1("faults", [first, second], write_mostly=[second])
+        ws.make_filesystem(array)
+        ws.mount(array, "data")
+        ws.run_container("faults-box", CONTAINER_IMAGE, ["/bin/busybox", "sleep", "3600"],
+                         docker_args=["--network", "none"])
+    print("setup complete", flush=True)
+    time.sleep(3600)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,213 @@
+"""labs.hosts, the journal's teardowns and the device guard, on the local machine (real loop
+devices, file systems and mounts; the md/dm parts need a VM and are in test_vm.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from labs.errors import UsageError
+from labs.guard import DeviceRefused, check_device, is_plain_device_path
+from labs.hosts import (
+    CommandFailed,
+    CommandTimedOut,
+    LocalHost,
+    SSHHost,
+    UnknownHost,
+    get_host,
+    load_inventory,
+)
+from labs.journal import Journal
+from labs.workspace import LabWorkspace
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def private_state(tmp_path, monkeypatch):
+    """A private state dir, work dir and inventory, so nothing touches anyone else's."""
+    monkeypatch.setenv("LABS_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("LABS_WORK_DIR", str(tmp_path / "work"))
+    monkeypatch.setenv("LABS_INVENTORY", str(tmp_path / "hosts.toml"))
+    return tmp_path
+
+
+def labs_cli(*args: str, env_dir: Path, timeout_s: float = 300) -> subprocess.CompletedProcess:
+    env = {**os.environ, "LABS_STATE_DIR": str(env_dir / "state"),
+           "LABS_WORK_DIR": str(env_dir / "work"), "LABS_INVENTORY": str(env_dir / "hosts.toml")}
+    return subprocess.run([sys.executable, "-m", "labs", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout_s)
+
+
+def our_loops(work_dir: Path) -> list[str]:
+    """Loop devices over files in this test's work dir, counted by losetup itself."""
+    out = subprocess.run(["losetup", "-a"], capture_output=True, text=True, check=True).stdout
+    return [line for line in out.splitlines() if str(work_dir) in line]
+
+
+def our_mounts(work_dir: Path) -> list[str]:
+    return [line for line in Path("/proc/mounts").read_text().splitlines()
+            if str(work_dir) in line]
+
+
+def test_local_run_sudo_put_get(private_state):
+    host = get_host("local")
+    assert host.is_local and host.name == "local"
+    assert host.run("echo hello; echo oops >&2").stdout == "hello\n"
+    assert host.run(["printf", "%s", "a b"]).stdout == "a b"
+    assert host.sudo("id -u").stdout.strip() == "0"
+    source = private_state / "a.txt"
+    source.write_text("payload")
+    host.put(source, str(private_state / "b.txt"))
+    host.get(str(private_state / "b.txt"), private_state / "c.txt")
+    assert (private_state / "c.txt").read_text() == "payload"
+
+
+def test_failure_names_host_command_exit_code_and_stderr_tail(private_state):
+    host = get_host("local")
+    with pytest.raises(CommandFailed) as caught:
+        host.run("echo first >&2; echo last words >&2; exit 3")
+    message = str(caught.value)
+    assert "host local" in message and "exit 3" in message and "exited with code 3" in message
+    assert "last words" in message and "\n" not in message
+    assert host.run("exit 4", check=False).exit_code == 4
+
+
+def test_every_command_has_a_timeout(private_state):
+    with pytest.raises(CommandTimedOut) as caught:
+        get_host("local").run("sleep 30", timeout_s=1)
+    assert "timed out after 1 s" in str(caught.value)
+
+
+def test_inventory_format_and_errors(private_state):
+    inventory = private_state / "hosts.toml"
+    inventory.write_text('[hosts.cloud1]\naddress = "203.0.113.10"\nuser = "admin"\nport = 2222\n'
+                         'known_hosts = "~/.ssh/known_hosts"\n')
+    assert load_inventory()["cloud1"]["port"] == 2222
+    host = get_host("cloud1")
+    assert isinstance(host, SSHHost) and host.address == "203.0.113.10" and host.port == 2222
+    assert isinstance(get_host("local"), LocalHost)
+    with pytest.raises(UnknownHost, match="unknown host 'nowhere'"):
+        get_host("nowhere")
+    with pytest.raises(UnknownHost, match="vm1 is not running"):
+        get_host("vm1")
+    inventory.write_text('[hosts.local]\naddress = "x"\n')
+    with pytest.raises(UsageError, match="reserved"):
+        load_inventory()
+    inventory.write_text('[hosts.a]\nuser = "x"\n')
+    with pytest.raises(UsageError, match="'address'"):
+        load_inventory()
+    inventory.write_text('[hosts.a]\naddress = "x"\npassword = "no"\n')
+    with pytest.raises(UsageError, match="unknown field 'password'"):
+        load_inventory()
+
+
+def test_unreachable_ssh_host_is_one_clear_error(private_state):
+    # A closed port on loopback: refused at once, no traffic leaves the machine.
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    host = SSHHost("nobody", "127.0.0.1", port=port, user="root", connect_timeout_s=5)
+    with pytest.raises(Exception) as caught:
+        host.run("true")
+    assert "host nobody" in str(caught.value) and "could not reach" in str(caught.value)
+
+
+def test_workspace_creates_journals_and_cleans_loop_fs_mount(private_state):
+    host = get_host("local")
+    journal = Journal("local")
+    work = private_state / "work"
+    with LabWorkspace(host, journal, lab="demo") as ws:
+        device = ws.make_loop_device("disk1", size_mib=32)
+        assert device.startswith("/dev/loop")
+        assert journal.live_entries()[0].details["device"] == device
+        ws.make_filesystem(device, "ext4")
+        point = ws.mount(device, "data")
+        assert len(our_loops(work)) == 1 and len(our_mounts(work)) == 1
+        assert [e.kind for e in journal.live_entries()] == ["loop", "mount"]
+        Path(point, "hello").write_text("x")
+    assert our_loops(work) == [] and our_mounts(work) == []
+    assert journal.live_entries() == []
+
+
+def test_clean_tears_down_exactly_the_journal_newest_first_and_is_idempotent(private_state):
+    host = get_host("local")
+    journal = Journal("local")
+    work = private_state / "work"
+    ws = LabWorkspace(host, journal, lab="crashy")
+    device = ws.make_loop_device("disk1", size_mib=16)
+    ws.make_filesystem(device)
+    ws.mount(device, "m")
+    ws.make_loop_device("disk2", size_mib=16)
+    # A loop device nobody journaled (standing for the reader's own): clean must leave it.
+    foreign_file = private_state / "foreign.img"
+    foreign_file.write_bytes(b"\0" * 1024 * 1024)
+    foreign = subprocess.run(["losetup", "--find", "--show", str(foreign_file)],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        # The lab "crashes" here: nothing was torn down. clean is a separate process.
+        first = labs_cli("clean", env_dir=private_state)
+        assert first.returncode == 0, first.stderr
+        lines = [line for line in first.stdout.splitlines() if "removing" in line]
+        assert [line.split()[3] for line in lines] == ["loop", "mount", "loop"]  # newest first
+        assert our_loops(work) == [] and our_mounts(work) == []
+        second = labs_cli("clean", env_dir=private_state)
+        assert second.returncode == 0 and "removed 0 resource" in second.stdout
+        assert Path(f"/sys/block/{foreign.removeprefix('/dev/')}/loop/backing_file").exists()
+    finally:
+        subprocess.run(["losetup", "--detach", foreign], check=False)
+
+
+def test_guard_refuses_foreign_devices(private_state, tmp_path):
+    host = get_host("local")
+    journal = Journal("local")
+    with LabWorkspace(host, journal, lab="guard") as ws:
+        ours = ws.make_loop_device("ours", size_mib=8)
+        assert check_device(host, journal, ours) == ours
+        # An unjournaled loop device over a file outside the work dir.
+        outside = tmp_path / "outside.img"
+        outside.write_bytes(b"\0" * 1024 * 1024)
+        stray = subprocess.run(["losetup", "--find", "--show", str(outside)],
+                               capture_output=True, text=True, check=True).stdout.strip()
+        # A journaled loop file that is not inside the work dir is not ours either.
+        journal.will_create("loop", str(outside), work_dir=str(tmp_path), remove_file=False)
+        link = Path(f"/dev/storage-labs-test-{os.getpid()}")
+        link.symlink_to(ours)
+        try:
+            refused = ["/dev/vda", "/dev/sda", "/dev/nvme0n1", "/dev/vda1", stray,
+                       f"/dev/../dev/{ours.removeprefix('/dev/')}", "/dev//vda",
+                       f"{ours}/../vda", "/dev/./vda", str(link), str(tmp_path / "x"), "vda",
+                       "/dev/md0", "/dev/md/anything", "/dev/mapper/anything"]
+            for path in refused:
+                with pytest.raises(DeviceRefused) as caught:
+                    check_device(host, journal, path)
+                assert "refusing" in str(caught.value) and "\n" not in str(caught.value)
+            # --allow-device names one exact path, nothing else.
+            assert check_device(host, journal, "/dev/vda", ["/dev/vda"]) == "/dev/vda"
+            for path in ("/dev/../dev/vda", "/dev/vda1", stray):
+                with pytest.raises(DeviceRefused):
+                    check_device(host, journal, path, ["/dev/vda"])
+            with pytest.raises(DeviceRefused):
+                ws.make_filesystem(stray)
+        finally:
+            link.unlink()
+            subprocess.run(["losetup", "--detach", stray], check=False)
+            journal.released("loop", str(outside))
+    assert not is_plain_device_path("/dev/loop0/../sda")
+
+
+def test_check_device_command_exit_codes(private_state):
+    refused = labs_cli("check-device", "/dev/vda", env_dir=private_state)
+    assert refused.returncode == 2
+    assert refused.stderr.count("\n") == 1 and "refusing to use /dev/vda" in refused.stderr
+    allowed = labs_cli("check-device", "/dev/vda", "--allow-device", "/dev/vda",
+                       env_dir=private_state)
+    assert allowed.returncode == 0, allowed.stderr
+    bad = labs_cli("vm", "up", "--cpus", "0", env_dir=private_state)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr

@@ -1,0 +1,411 @@
+"""Lab VMs for real: build the image, boot a pair, and use them as lab hosts.
+
+One pair of VMs is booted for the whole file (session fixture) and shared by every test:
+md RAID1, module loading, the guard, the private link, clean, and fault injection all run
+in it. Figures (build and boot times, kills and leaks) are printed to the terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from labs.guard import DeviceRefused, check_device
+from labs.hosts import HostUnreachable, SSHHost, get_host
+from labs.journal import Journal
+from labs.vm import image as vm_image
+from labs.vm import machine
+from labs.workspace import LabWorkspace
+
+ROOT = Path(__file__).resolve().parents[1]
+GUEST_FAULT_DIR = f"{machine.GUEST_WORK_DIR}/faults"
+SLOW_IOPS = 100
+FAULT_SEED = 20261120
+
+
+_CONFIG: list[pytest.Config] = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _remember_config(request):
+    _CONFIG.append(request.config)
+
+
+def report(message: str) -> None:
+    """A figure for the closing note: straight to the terminal, past pytest's capture."""
+    capture = _CONFIG[0].pluginmanager.getplugin("capturemanager") if _CONFIG else None
+    if capture is None:
+        print(f"[figures] {message}")
+        return
+    with capture.global_and_fixture_disabled():
+        sys.stdout.write(f"\n[figures] {message}\n")
+        sys.stdout.flush()
+
+
+@dataclass
+class LabEnv:
+    base: Path
+    env: dict[str, str]
+
+    def cli(self, *args: str, timeout_s: float = 900, env: dict | None = None):
+        return subprocess.run([sys.executable, "-m", "labs", *args], cwd=ROOT,
+                              env={**os.environ, **self.env, **(env or {})},
+                              capture_output=True, text=True, timeout=timeout_s)
+
+
+def qemu_processes_under(directory: Path) -> list[int]:
+    """QEMU processes whose command line names anything under `directory` (ps, not state)."""
+    out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
+    return [int(line.split()[0]) for line in out.splitlines()
+            if machine.QEMU in line and str(directory) in line]
+
+
+@pytest.fixture(scope="session")
+def lab_env(tmp_path_factory):
+    base = tmp_path_factory.mktemp("vmlab")
+    env = {"LABS_STATE_DIR": str(base / "state"), "LABS_WORK_DIR": str(base / "work"),
+           "LABS_INVENTORY": str(base / "hosts.toml")}
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in env.items():
+            patch.setenv(key, value)
+        lab = LabEnv(base, env)
+        started = time.monotonic()
+        built = lab.cli("vm", "build", timeout_s=1800)
+        assert built.returncode == 0, f"vm build failed: {built.stderr[-2000:]}"
+        report(f"image build: {time.monotonic() - started:.1f} s "
+               f"({built.stdout.strip().splitlines()[-1]})")
+        started = time.monotonic()
+        booted = lab.cli("vm", "up", "--pair", "--memory", "1024", "--cpus", "1",
+                         "--slow-iops", str(SLOW_IOPS), timeout_s=1200)
+        assert booted.returncode == 0, f"vm up --pair failed: {booted.stderr[-2000:]}"
+        for line in booted.stdout.splitlines():
+            if "SSH ready" in line or "KVM probe" in line or "started" in line:
+                report(line)
+        report(f"vm up --pair: {time.monotonic() - started:.1f} s wall (CLI, incl. probe)")
+        try:
+            yield lab
+        finally:
+            lab.cli("vm", "down")
+            lab.cli("clean")
+            leaked = qemu_processes_under(base)
+            for pid in leaked:  # only ours: their command line names our tmp folder
+                os.kill(pid, signal.SIGKILL)
+            assert not leaked, f"QEMU processes left behind: {leaked}"
+
+
+def test_image_is_cached_and_keyed_by_its_recipe(lab_env, monkeypatch):
+    started = time.monotonic()
+    image, built, _ = vm_image.build_image(progress=None)
+    report(f"image build, cached: {time.monotonic() - started:.2f} s")
+    assert not built and image.disk.exists() and image.kernel.exists()
+    keys = vm_image.ensure_keys()
+    assert image.recipe_hash == vm_image.recipe_hash(keys)
+    monkeypatch.setitem(vm_image.PACKAGES, "hello", "a change to the recipe")
+    assert vm_image.recipe_hash(keys) != image.recipe_hash
+    for private in (keys.client_key, keys.host_key):
+        assert private.stat().st_mode & 0o777 == 0o600
+        assert ROOT not in private.resolve().parents, "keys must never be inside the repository"
+
+
+def test_status_run_and_exit_code_pass_through(lab_env):
+    status = lab_env.cli("vm", "status")
+    assert status.returncode == 0
+    assert "vm1: running" in status.stdout and "vm2: running" in status.stdout
+    kernel = lab_env.cli("vm", "run", "vm1", "--", "uname", "-r")
+    assert kernel.returncode == 0
+    assert kernel.stdout.strip() == vm_image.cached_image().build["kernel"]
+    assert lab_env.cli("vm", "run", "vm2", "--", "sh", "-c", "exit 7").returncode == 7
+    assert lab_env.cli("hosts").stdout.split()[-2:] == ["vm1", "vm2"]
+
+
+def test_ssh_listens_on_loopback_only_with_a_pinned_host_key(lab_env, tmp_path):
+    state = machine.read_state("vm1")
+    listening = []
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        local, state_hex = line.split()[1], line.split()[3]
+        if state_hex == "0A" and int(local.split(":")[1], 16) == state.ssh_port:
+            listening.append(local.split(":")[0])
+    assert listening == ["0100007F"], f"SSH forward listens on {listening}, not 127.0.0.1"
+    keys = vm_image.ensure_keys()
+    wrong = tmp_path / "known_hosts"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "k")],
+                   check=True)
+    other_key = " ".join((tmp_path / "k.pub").read_text().split()[:2])
+    for text in (f"[127.0.0.1]:{state.ssh_port} {other_key}\n", ""):
+        wrong.write_text(text)
+        impostor = SSHHost("vm1", "127.0.0.1", user="root", port=state.ssh_port,
+                           key=str(keys.client_key), known_hosts=str(wrong))
+        with pytest.raises(HostUnreachable):
+            impostor.run("true")
+        impostor.close()
+
+
+def test_md_raid1_modules_and_guard_inside_the_vm(lab_env):
+    host = get_host("vm1")
+    journal = Journal("vm1")
+    with LabWorkspace(host, journal, lab="mdtest") as ws:
+        fast, slow = ws.make_loop_device("fast", 64), ws.make_loop_device("slow", 64)
+        array = ws.make_md_raid1("mdtest", [fast, slow], write_mostly=[slow])
+        mdstat = host.run("cat /proc/mdstat").stdout
+        assert "active raid1" in mdstat and "(W)" in mdstat
+        assert check_device(host, journal, array) == array
+        assert check_device(host, journal, "/dev/vdb") == "/dev/vdb"  # a lab data disk
+        loaded = host.sudo("modprobe raid1 && modprobe drbd && modprobe sch_netem && "
+                           "modprobe dm_delay && cat /proc/modules").stdout
+        assert {"drbd", "sch_netem", "dm_delay", "raid1"} <= {
+            line.split()[0] for line in loaded.splitlines()}
+        netem = host.sudo("tc qdisc add dev lo root netem delay 1ms && tc qdisc show dev lo; "
+                          "tc qdisc del dev lo root").stdout
+        assert "netem" in netem and "delay 1ms" in netem
+        # An md array the lab did not assemble (made here by hand, unjournaled) is refused.
+        foreign = host.sudo("truncate -s 64M /root/foreign.img && "
+                            "losetup --find --show /root/foreign.img").stdout.strip()
+        try:
+            host.sudo(f"mdadm --create /dev/md/foreign --run --level=1 --raid-devices=2 "
+                      f"{foreign} missing && udevadm settle")
+            foreign_md = host.run("readlink -f /dev/md/foreign").stdout.strip()
+            for path in ("/dev/md/foreign", foreign_md, foreign, "/dev/vda", "/dev/vda1",
+                         f"/dev/md/../{foreign_md.removeprefix('/dev/')}"):
+                with pytest.raises(DeviceRefused):
+                    check_device(host, journal, path)
+            with pytest.raises(DeviceRefused):
+                ws.make_md_raid1("sneaky", [fast, foreign])
+        finally:
+            host.sudo(f"mdadm --stop /dev/md/foreign; losetup -d {foreign}; "
+                      "rm -f /root/foreign.img", check=False)
+    mdstat = host.run("cat /proc/mdstat").stdout
+    assert not [line for line in mdstat.splitlines() if line.startswith("md")], mdstat
+    assert "mdtest" not in host.run("losetup -a").stdout
+    host.close()
+
+
+def test_qemu_throttles_the_slow_data_disk(lab_env):
+    host = get_host("vm1")
+    fio = ("fio --name=probe --filename=/dev/vdc --rw=randread --bs=4k --direct=1 "
+           "--ioengine=libaio --iodepth=8 --runtime=4 --time_based --output-format=json")
+    read_iops = json.loads(host.sudo(fio, timeout_s=120).stdout)["jobs"][0]["read"]["iops"]
+    report(f"throttled /dev/vdc (throttling.iops-total={SLOW_IOPS}): {read_iops:.0f} read IOPS")
+    assert 0 < read_iops <= SLOW_IOPS * 1.25  # QEMU lets short bursts through
+    host.close()
+
+
+def test_pair_talks_over_the_private_link(lab_env):
+    vm1, vm2 = get_host("vm1"), get_host("vm2")
+    assert "10.77.0.2/24" in vm2.run("ip -4 addr show dev eth1").stdout
+    ping = vm1.run("ping -c 3 -W 5 10.77.0.2", timeout_s=60)
+    assert " 0% packet loss" in ping.stdout
+    assert vm2.run("ping -c 1 -W 5 10.77.0.1", timeout_s=60).ok
+    vm1.close()
+    vm2.close()
+
+
+def test_clean_in_a_vm_after_a_crash(lab_env):
+    host = get_host("vm1")
+    ws = LabWorkspace(host, Journal("vm1"), lab="crash")
+    first, second = ws.make_loop_device("one", 32), ws.make_loop_device("two", 32)
+    ws.make_md_raid1("crash", [first, second])
+    third, fourth = ws.make_loop_device("three", 32), ws.make_loop_device("four", 32)
+    mapped = ws.make_dm("crashdm", f"0 {32 * 2048} linear {third} 0", devices=[third])
+    assert ws.check_device(mapped) == mapped
+    config = "/etc/drbd.d/labs-crash.res"
+    resource = "\n".join(["resource labs-crash {",
+                          f" device /dev/drbd7; disk {fourth}; meta-disk internal;",
+                          " on vm1 { address 10.77.0.1:7790; }",
+                          " on vm2 { address 10.77.0.2:7790; }", "}", ""])
+    ws.journaled("drbd", "labs-crash",
+                 f"printf %s {shlex.quote(resource)} > {config} && "
+                 "drbdadm create-md --force labs-crash </dev/null && drbdadm up labs-crash",
+                 config=config, device="/dev/drbd7")
+    assert ws.check_device("/dev/drbd7") == "/dev/drbd7"
+    assert "labs-crash role:Secondary" in host.sudo("drbdsetup status labs-crash").stdout
+    host.close()
+    # The lab "dies" here; a new process cleans from the journal alone.
+    cleaned = lab_env.cli("clean", "--host", "vm1")
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert "removed 7 resource" in cleaned.stdout
+    after = host.run("cat /proc/mdstat; losetup -a; dmsetup ls; ls /etc/drbd.d").stdout
+    assert "crash" not in after and "active" not in after
+    assert host.sudo("drbdsetup status labs-crash", check=False).exit_code != 0
+    again = lab_env.cli("clean", "--host", "vm1")
+    assert again.returncode == 0 and "removed 0 resource" in again.stdout
+    host.close()
+
+
+# --- fault injection ----------------------------------------------------------------------
+
+def _guest_leaks(host) -> dict[str, int]:
+    out = host.sudo("losetup -a; echo ==; cat /proc/mounts; echo ==; cat /proc/mdstat; "
+                    "echo ==; docker ps -aq --filter label=storage-labs.journal",
+                    timeout_s=300).stdout
+    loops, mounts, mdstat, containers = out.split("==\n")
+    return {"loop": sum(GUEST_FAULT_DIR in line for line in loops.splitlines()),
+            "mount": sum(GUEST_FAULT_DIR in line for line in mounts.splitlines()),
+            "md": sum(line.startswith("md") for line in mdstat.splitlines()),
+            "container": len(containers.split())}
+
+
+def _local_leaks(work_dir: Path) -> dict[str, int]:
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    mounts = Path("/proc/mounts").read_text()
+    return {"loop": sum(str(work_dir) in line for line in loops.splitlines()),
+            "mount": sum(str(work_dir) in line for line in mounts.splitlines())}
+
+
+def _run_and_kill(command: list[str], env: dict, kill_after_s: float | None, sig: int,
+                  log_path: Path, start_marker: str) -> tuple[bool, float]:
+    """Start the set-up; kill it kill_after_s after it prints start_marker (None: let it
+    finish). Returns (whether set-up was still under way when killed, seconds it ran)."""
+    with open(log_path, "w") as log:
+        # A shell that started pytest in the background may have set SIGINT to "ignore",
+        # which children inherit; restore the default so Ctrl-C reaches the lab as it would.
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log,
+                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT,
+                                                                    signal.SIG_DFL))
+        # Python's start-up is not the lab's set-up: the clock starts at the lab's first line.
+        give_up = time.monotonic() + 120
+        while (start_marker not in log_path.read_text() and process.poll() is None
+               and time.monotonic() < give_up):
+            time.sleep(0.02)
+        started = time.monotonic()
+        deadline = started + (kill_after_s if kill_after_s is not None else 600)
+        while time.monotonic() < deadline:
+            if "setup complete" in log_path.read_text() or process.poll() is not None:
+                break
+            time.sleep(0.05)
+        complete = "setup complete" in log_path.read_text()
+        process.send_signal(sig)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    return not complete, time.monotonic() - started
+
+
+def test_fault_injection_kill_during_setup_then_clean_leaks_nothing(lab_env, tmp_path):
+    rng = random.Random(FAULT_SEED)
+    kills, kills_mid_setup, leaks_found = 0, 0, 0
+    guest = get_host("vm1")
+    guest.sudo("mkdir -p /tmp/bb/bin && cp /bin/busybox /tmp/bb/bin/ && "
+               "tar -C /tmp/bb -c . | docker import - labs-busybox >/dev/null", timeout_s=600)
+    guest.close()
+
+    local_env = {**os.environ, "LABS_STATE_DIR": str(tmp_path / "local-state"),
+                 "LABS_WORK_DIR": str(tmp_path / "local-work")}
+    up_state = tmp_path / "up-state"
+    up_state.mkdir()
+    shutil.copy(Path(lab_env.env["LABS_STATE_DIR"]) / "kvm-probe.json", up_state)
+    up_env = {**os.environ, "LABS_STATE_DIR": str(up_state)}
+    guest_env = {**os.environ, **lab_env.env}
+
+    scenarios = [
+        # name, command, env, line that starts the kill clock, clean args, leaks, kills wanted
+        ("local", [sys.executable, "tests/fault_setup.py", "local"], local_env,
+         "setup starting", ["clean"], lambda: _local_leaks(tmp_path / "local-work"), 11),
+        ("vm1", [sys.executable, "tests/fault_setup.py", "vm1"], guest_env, "setup starting",
+         ["clean", "--host", "vm1"], lambda: _guest_leaks(get_host("vm1")), 5),
+        ("vm-up", [sys.executable, "-m", "labs", "vm", "up", "--cpus", "1"], up_env, "vm up:",
+         ["clean"], lambda: {"qemu": len(qemu_processes_under(up_state))}, 6),
+    ]
+    per_scenario: list[str] = []
+    for name, command, env, start_marker, clean_args, count_leaks, wanted in scenarios:
+        scenario_started, kills_before = time.monotonic(), kills
+        # One uncut run shows how long set-up takes, so kills can land anywhere in it.
+        if name == "vm-up":
+            setup_s = 6.0  # the boot itself; a killed boot is what we want to clean up
+        else:
+            _, setup_s = _run_and_kill(command, env, None, signal.SIGKILL,
+                                       tmp_path / f"{name}-uncut.log", start_marker)
+            subprocess.run([sys.executable, "-m", "labs", *clean_args], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=600, check=True)
+        done = 0  # kills that landed while set-up was still under way
+        while done < wanted and kills - kills_before < 3 * wanted:
+            kill_after_s = rng.uniform(0, setup_s)
+            sig = signal.SIGINT if rng.random() < 0.25 else signal.SIGKILL
+            mid, _ = _run_and_kill(command, env, kill_after_s, sig,
+                                   tmp_path / f"{name}-{kills}.log", start_marker)
+            kills += 1
+            kills_mid_setup += mid
+            done += mid
+            cleaned = subprocess.run([sys.executable, "-m", "labs", *clean_args], cwd=ROOT,
+                                     env=env, capture_output=True, text=True, timeout=600)
+            assert cleaned.returncode == 0, (
+                f"clean failed after kill {kills} ({name} at {kill_after_s:.2f} s): "
+                f"{cleaned.stdout} {cleaned.stderr} lab output: "
+                f"{(tmp_path / f'{name}-{kills - 1}.log').read_text()[-1500:]}")
+            leaks = count_leaks()
+            leaks_found += sum(leaks.values())
+            print(f"kill {kills}: {name} {signal.Signals(sig).name} at {kill_after_s:.2f} s "
+                  f"(set-up {'under way' if mid else 'finished'}), leaks after clean: {leaks}")
+            assert sum(leaks.values()) == 0, f"leak after kill {kills} ({name}): {leaks}"
+        per_scenario.append(f"{name}: {kills - kills_before} kills (set-up {setup_s:.1f} s) "
+                            f"in {time.monotonic() - scenario_started:.0f} s")
+    report(f"fault injection (seed {FAULT_SEED}): {kills} kills, {kills_mid_setup} during "
+           f"set-up, {leaks_found} leaks found; " + "; ".join(per_scenario))
+    assert kills_mid_setup >= 20 and leaks_found == 0
+
+
+def test_a_killed_image_build_is_cleaned_up(tmp_path):
+    """Kill `vm build` while debootstrap runs (it mounts /proc in the new tree); clean must
+    stop what it left running, unmount, and delete the half-built tree."""
+    env = {**os.environ, "LABS_STATE_DIR": str(tmp_path / "state"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    kill_after_s = random.Random(FAULT_SEED).uniform(40, 80)
+    build = subprocess.Popen([sys.executable, "-m", "labs", "vm", "build"], cwd=ROOT, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(kill_after_s)
+    assert build.poll() is None, "the build ended before the kill: nothing was tested"
+    build.kill()
+    build.wait()
+    scratch = list((tmp_path / "cache" / "storage-labs" / "vm").glob(".build-*"))
+    assert len(scratch) == 1
+    cleaned = subprocess.run([sys.executable, "-m", "labs", "clean"], cwd=ROOT, env=env,
+                             capture_output=True, text=True, timeout=600)
+    assert cleaned.returncode == 0, cleaned.stderr
+    from labs.journal import processes_inside
+
+    mounts = [line for line in Path("/proc/mounts").read_text().splitlines()
+              if str(tmp_path) in line]
+    left = {"processes": len(processes_inside(str(scratch[0]))), "mounts": len(mounts),
+            "scratch dirs": len(list(scratch[0].parent.glob(".build-*")))}
+    report(f"killed image build at {kill_after_s:.0f} s; left after clean: {left}")
+    assert left == {"processes": 0, "mounts": 0, "scratch dirs": 0}
+
+
+def test_down_stops_the_vms_and_keeps_their_console_logs(lab_env):
+    state_dir = Path(lab_env.env["LABS_STATE_DIR"])
+    stopped = lab_env.cli("vm", "down")
+    assert stopped.returncode == 0, stopped.stderr
+    assert qemu_processes_under(state_dir) == []
+    logs = list((state_dir / "vms" / "ended").glob("vm*/serial.log"))
+    assert len(logs) >= 2 and all("login:" in log.read_text() for log in logs)
+    assert not list((state_dir / "vms" / "ended").glob("*/*.qcow2"))
+    status = lab_env.cli("vm", "status")
+    assert "running" not in status.stdout
+
+
+def test_qemu_command_line_throttles_forwards_on_loopback_and_links_the_pair(tmp_path):
+    fake = vm_image.Image(tmp_path, tmp_path / "disk.raw", tmp_path / "vmlinuz",
+                          tmp_path / "initrd.img", "0" * 16, {})
+    command = machine.qemu_command("vm2", 2, tmp_path, fake, accel="tcg", memory_mib=512,
+                                   cpus=1, ssh_port=2222, slow_iops=50, slow_bps=1_000_000,
+                                   pair_ports=(4001, 4002))
+    text = " ".join(command)
+    assert "throttling.iops-total=50,throttling.bps-total=1000000" in text
+    assert text.count("throttling.") == 2  # only the slow disk is throttled
+    assert "hostfwd=tcp:127.0.0.1:2222-:22" in text
+    assert "socket,id=net1,udp=127.0.0.1:4002,localaddr=127.0.0.1:4001" in text
+    assert "mac=52:54:00:77:00:02" in text and "systemd.hostname=vm2" in text
+    assert command[command.index("-m") + 1] == "512" and "-daemonize" in command
