@@ -22,7 +22,8 @@ from labs.book import build_command
 
 SITE = PROJECT_ROOT / "_build" / "html"
 PAGE_BUDGET_BYTES = 1_500_000
-CHART_PAGES = ["book/quorum/explain.html", "book/quorum/lab.html", "book/write-mostly/lab.html"]
+CHART_PAGES = ["book/quorum/explain.html", "book/quorum/lab.html", "book/write-mostly/lab.html",
+               "book/torn-pages/lab.html"]
 
 
 @pytest.fixture(scope="session")
