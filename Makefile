@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 book: system-book $(STAMP)
-	$(VPY) -m labs.book
+	$(VPY) -m labs.book.build
 
 test: system-test $(STAMP)
 	$(VPY) -m pytest

@@ -10,21 +10,22 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 
 from labs.errors import LabError, UsageError
 
-# command name -> (module, one-line help). Modules are imported when the parser is built.
-COMMANDS: dict[str, tuple[str, str]] = {
-    "list": ("labs.catalog", "list the labs and their recorded runs"),
-    "quorum": ("labs.quorum", "quorum sizing: validity, failure tolerance, availability"),
-    "run": ("labs.run_command", "run a lab and record the run in data/runs/"),
-    "parse": ("labs.parse_command", "parse a tool's output file into JSON"),
-    "images": ("labs.images", "build, save or load the labs' container images"),
-    "clean": ("labs.clean_command", "tear down what the safety journal lists (after a crash too)"),
-    "vm": ("labs.vm.command", "build, boot, use and stop disposable lab VMs"),
-    "hosts": ("labs.hosts_command", "list the lab hosts (local, inventory, running VMs)"),
-    "check-device": ("labs.guard", "say whether a lab may touch a block device (the guard)"),
+# command name -> module in labs/commands/ (each has HELP, add_arguments(parser), main(args)).
+COMMANDS: dict[str, str] = {
+    "list": "labs.commands.list",
+    "run": "labs.commands.run",
+    "quorum": "labs.commands.quorum",
+    "parse": "labs.commands.parse",
+    "images": "labs.commands.images",
+    "vm": "labs.commands.vm",
+    "hosts": "labs.commands.hosts",
+    "clean": "labs.commands.clean",
+    "check-device": "labs.commands.check_device",
 }
 
 
@@ -44,15 +45,21 @@ def build_parser() -> argparse.ArgumentParser:
         dest="command", metavar="COMMAND", parser_class=OneLineErrorParser
     )
     subparsers.required = True
-    for name, (module_name, help_text) in COMMANDS.items():
+    for name, module_name in COMMANDS.items():
         module = importlib.import_module(module_name)
-        sub = subparsers.add_parser(name, help=help_text, description=help_text)
+        sub = subparsers.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(sub)
         sub.set_defaults(handler=module.main)
     return parser
 
 
+def _terminated(signum: int, frame: object) -> None:
+    # SIGTERM (a `kill`, a closing terminal) unwinds like Ctrl-C, so the lab's own cleanup runs.
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         parser = build_parser()
         args = parser.parse_args(argv)

@@ -181,7 +181,9 @@ class RunRecorder:
         self.run_id = self.run_id or new_run_id(self.lab_host, self.started_at)
         self.root = Path(self.root or runs_root())
         suffix = uuid.uuid4().hex[:8]
-        self.staging = self.root / self.lab / f"{STAGING_PREFIX}{self.run_id}-{suffix}"
+        # The pid lets `clean` tell a staging folder whose lab died from one still in use.
+        self.staging = (self.root / self.lab /
+                        f"{STAGING_PREFIX}{self.run_id}-{os.getpid()}-{suffix}")
 
     def __enter__(self) -> RunRecorder:
         (self.staging / "raw").mkdir(parents=True)
@@ -347,13 +349,61 @@ def list_runs(lab: str, root: Path | None = None) -> list[Path]:
                   if p.is_dir() and not p.name.startswith("."))
 
 
+def scan_runs(lab: str, root: Path | None = None) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """(valid run folders, [(refused folder, one-line reason)]), oldest first."""
+    valid, refused = [], []
+    for path in list_runs(lab, root):
+        try:
+            load_run(path)
+        except RecordError as error:
+            refused.append((path, str(error)))
+        else:
+            valid.append(path)
+    return valid, refused
+
+
 def newest_run(lab: str, root: Path | None = None) -> RecordedRun:
-    """The newest valid-looking run of a lab (validated on load)."""
+    """The newest valid run of a lab; malformed runs are never chosen."""
     runs = list_runs(lab, root)
-    if not runs:
-        raise RecordError(
-            f"{display_path(Path(root or runs_root()) / lab)}: no recorded runs of lab '{lab}'")
-    return load_run(runs[-1])
+    for path in reversed(runs):
+        try:
+            return load_run(path)
+        except RecordError:
+            continue
+    where = display_path(Path(root or runs_root()) / lab)
+    if runs:
+        raise RecordError(f"{where}: no valid recorded run of lab '{lab}' "
+                          f"({len(runs)} refused; `python -m labs list` says why)")
+    raise RecordError(f"{where}: no recorded runs of lab '{lab}'")
+
+
+def remove_stale_staging(root: Path | None = None) -> list[Path]:
+    """Delete staging folders whose lab process is gone; returns what was deleted."""
+    root = Path(root or runs_root())
+    removed = []
+    for folder in sorted(root.glob(f"*/{STAGING_PREFIX}*")):
+        pid = _staging_pid(folder.name)
+        if pid is not None and _process_alive(pid):
+            continue  # a lab is writing this run right now
+        # Safe: a hidden staging folder under data/runs/<lab>/, never a recorded run.
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
+def _staging_pid(name: str) -> int | None:
+    parts = name.removeprefix(STAGING_PREFIX).rsplit("-", 2)
+    return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else None
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def labs_with_runs(root: Path | None = None) -> list[str]:

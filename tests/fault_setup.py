@@ -15,16 +15,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from labs.hosts import get_host  # noqa: E402
-from labs.journal import Journal  # noqa: E402
-from labs.workspace import LabWorkspace  # noqa: E402
+from labs.infra.containers import ContainerSpec  # noqa: E402
+from labs.infra.inventory import get_host  # noqa: E402
+from labs.infra.workspace import LabWorkspace  # noqa: E402
+from labs.tools.mdadm import Member  # noqa: E402
 
 CONTAINER_IMAGE = "labs-busybox"
 
 
 def main(host_name: str) -> None:
     host = get_host(host_name)
-    ws = LabWorkspace(host, Journal(host.name), lab="faults")
+    ws = LabWorkspace(host, lab="faults")
     print("setup starting", flush=True)  # the fault test's kill clock starts here
     first = ws.make_loop_device("leg1", size_mib=64)
     second = ws.make_loop_device("leg2", size_mib=64)
@@ -32,11 +33,12 @@ def main(host_name: str) -> None:
         ws.make_filesystem(first)
         ws.mount(first, "data")
     else:
-        array = ws.make_md_raid1("faults", [first, second], write_mostly=[second])
+        array = ws.make_md_raid1("faults", [Member(first), Member(second, write_mostly=True)])
         ws.make_filesystem(array)
         ws.mount(array, "data")
-        ws.run_container("faults-box", CONTAINER_IMAGE, ["/bin/busybox", "sleep", "3600"],
-                         docker_args=["--network", "none"])
+        ws.run_container(ContainerSpec(name="faults-box", image=CONTAINER_IMAGE,
+                                       command=["/bin/busybox", "sleep", "3600"],
+                                       network="none"))
     print("setup complete", flush=True)
     time.sleep(3600)
 

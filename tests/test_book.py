@@ -66,7 +66,7 @@ def test_vega_is_served_locally_at_the_version_altair_emits(built_site):
 def test_static_panel_shows_the_command_not_a_dead_widget(built_site):
     html = (built_site / "book/quorum/lab.html").read_text()
     assert "labs-panel-static" in html
-    assert "python -m labs run quorum-montecarlo --nodes 6" in html
+    assert ".venv/bin/python -m labs run quorum --host local --profile full --seed 2017" in html
     assert "application/vnd.jupyter.widget-view+json" not in html
 
 

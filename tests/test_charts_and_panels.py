@@ -7,9 +7,13 @@ import altair as alt
 import pandas as pd
 import pytest
 
-from labs import charts, quorum, records
-from labs.sphinx_offline import _drop_duplicate_scripts, vegalite_minor_version
-from labs.widgets import IntParameter, LabPanel
+from labs import records
+from labs.book import theme as charts
+from labs.book.panel import LabPanel, command_arguments
+from labs.book.sphinx_offline import _drop_duplicate_scripts, vegalite_minor_version
+from labs.quorum import charts as quorum_charts
+from labs.quorum import page as quorum
+from labs.template.params import Parameters as TemplateParameters
 
 
 def test_importing_charts_enables_the_book_theme_and_renderer():
@@ -47,7 +51,7 @@ def test_oversized_specs_are_refused():
 
 
 def test_chart_controls_are_params_bound_to_inputs():
-    spec = charts.availability_chart(quorum.availability_curves()).to_dict()
+    spec = quorum_charts.availability_chart(quorum.availability_curves()).to_dict()
     bound = {p["name"]: p["bind"]["input"] for p in spec["params"]}
     assert bound == {"N": "range", "W": "range", "R": "range", "Z": "select", "Q": "select"}
 
@@ -56,18 +60,19 @@ def test_bundle_version_matches_altair():
     assert alt.SCHEMA_VERSION.lstrip("v").startswith(vegalite_minor_version())
 
 
-def make_panel(command=lambda values: f"python -m labs run demo --n {values['n']}"):
-    return LabPanel("Demo lab", [IntParameter("n", "n", 3, 1, 9)], command=command,
-                    run=lambda values, progress: None, chart=lambda run: None)
+def make_panel(title="Demo lab"):
+    return LabPanel(TemplateParameters, fields=("profile", "block_kib"), chart=lambda run: None,
+                    title=title, needs_root=True)
 
 
 def test_static_panel_shows_the_command():
     html = make_panel().static_html()
-    assert "python -m labs run demo --n 3" in html and "labs-panel-static" in html
+    assert ("sudo .venv/bin/python -m labs run template --host local --profile full "
+            "--seed 1 --block-kib 64") in html and "labs-panel-static" in html
 
 
 def test_static_panel_escapes_html():
-    html = make_panel(command=lambda values: "<script>alert(1)</script>").static_html()
+    html = make_panel(title="<script>alert(1)</script>").static_html()
     assert "<script>" not in html and "&lt;script&gt;" in html
 
 
@@ -78,14 +83,15 @@ def test_panel_bundle_carries_both_faces():
 
 
 def test_quorum_panel_command_is_the_cli_command():
-    panel = quorum.montecarlo_panel()
-    assert panel.command(panel.default_values()).startswith(
-        "python -m labs run quorum-montecarlo --nodes 6 --write 4 --read 3")
+    panel = quorum.panel()
+    assert panel.command().startswith(".venv/bin/python -m labs run quorum --host local "
+                                      "--profile full --seed 2017 --nodes 6 --write 4 --read 3")
+    assert command_arguments(panel.command())[:2] == ["run", "quorum"]
 
 
 def test_montecarlo_chart_draws_a_recorded_run():
-    run = records.newest_run(quorum.LAB_NAME)
-    spec = charts.montecarlo_chart(run.results).to_dict()
+    run = records.newest_run("quorum")
+    spec = quorum_charts.montecarlo_chart(run.results).to_dict()
     assert len(spec["vconcat"]) == 2
 
 
@@ -107,30 +113,30 @@ def test_chart_data_stays_small():
 
 
 def test_live_panel_runs_records_and_redraws(runs_dir):
-    panel = quorum.montecarlo_panel()
+    panel = quorum.panel()
     box = panel.build()
     controls = {getattr(c, "description", ""): c for c in box.children}
     controls["trials"].value = 200_000
     controls["seed"].value = 11
-    command_text = box.children[len(panel.parameters) + 1]
-    assert "--trials 200000 --seed 11" in command_text.value
+    command_text = box.children[len(panel.fields) + 1]
+    assert "--trials 200000" in command_text.value and "--seed 11" in command_text.value
     button, progress = box.children[-2].children
     button.click()
     assert progress.value == 1.0 and progress.description == "done"
     assert not button.disabled
-    recorded = records.newest_run(quorum.LAB_NAME, runs_dir)
+    recorded = records.newest_run("quorum", runs_dir)
     assert recorded.meta["parameters"]["trials"] == 200_000
     assert recorded.meta["seed"] == 11
 
 
 def test_live_panel_reports_bad_parameters_without_crashing(runs_dir):
-    panel = quorum.montecarlo_panel()
+    panel = quorum.panel()
     box = panel.build()
     controls = {getattr(c, "description", ""): c for c in box.children}
-    controls["write quorum W"].value = 9  # more than 6 copies
-    command_text = box.children[len(panel.parameters) + 1]
+    controls["write"].value = 9  # more than 6 copies
+    command_text = box.children[len(panel.fields) + 1]
     assert "not runnable" in command_text.value and "--write 9" in command_text.value
     button, progress = box.children[-2].children
     button.click()
     assert progress.description == "failed"
-    assert records.list_runs(quorum.LAB_NAME, runs_dir) == []
+    assert records.list_runs("quorum", runs_dir) == []

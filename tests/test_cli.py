@@ -65,8 +65,10 @@ def test_help_works_on_every_level(path):
     (["quorum"], "--nodes is required"),
     (["quorum", "--table", "--max-nodes", "0"], "--max-nodes must be at least 1"),
     (["quorum", "--table", "--nodes", "3"], "--table prints every N"),
-    (["run", "quorum-montecarlo", "--trials", "0"], "--trials must be at least 1"),
-    (["run", "quorum-montecarlo", "--write", "9"], "--write 9 is larger than --nodes 6"),
+    (["run", "quorum", "--trials", "0"], "--trials must be at least 1"),
+    (["run", "quorum", "--write", "9"], "--write 9 is larger than --nodes 6"),
+    (["run", "quorum", "--profile", "huge"], "unknown profile 'huge'"),
+    (["run", "quorum", "--quick", "--profile", "full"], "--quick and --profile disagree"),
     (["run", "no-such-lab"], "invalid choice: 'no-such-lab'"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, fragment):
@@ -109,14 +111,15 @@ def test_quorum_readable_output():
     assert table[0].split() == ["N", "R", "W"] and table[-1].split() == ["3", "2", "2"]
 
 
-def test_run_quorum_montecarlo_records_a_valid_run(runs_dir):
-    result = run_labs("run", "quorum-montecarlo", "--quick", "--seed", "5",
+def test_run_quorum_records_a_valid_run(runs_dir):
+    result = run_labs("run", "quorum", "--quick", "--seed", "5",
                       env={"LABS_RUNS_DIR": str(runs_dir)})
     assert result.returncode == 0, result.stderr
     # It echoes its full parameters first.
     first_line = result.stdout.splitlines()[0]
-    assert first_line.startswith("python -m labs run quorum-montecarlo --nodes 6")
+    assert first_line.startswith("python -m labs run quorum --host local --profile quick "
+                                 "--seed 5 --nodes 6")
     assert "inside the interval" in result.stdout
     listing = json.loads(run_labs("list", "--json", env={"LABS_RUNS_DIR": str(runs_dir)}).stdout)
-    entry = next(row for row in listing if row["lab"] == "quorum-montecarlo")
+    entry = next(row for row in listing if row["lab"] == "quorum")
     assert len(entry["recorded_runs"]) == 1

@@ -1,4 +1,5 @@
-"""labs.containers and labs.images against the real engine (started here if none runs)."""
+"""labs.infra.containers and labs.infra.images against the real engine (started here if none
+runs), through a LabWorkspace on the local host as the labs use them."""
 
 import socket
 import subprocess
@@ -9,19 +10,21 @@ import docker
 import pytest
 
 from labs import PROJECT_ROOT
-from labs.containers import (
-    JOURNAL_LABEL,
+from labs.infra import images
+from labs.infra.containers import (
+    OWNER_LABEL,
     ContainerError,
     ContainerSpec,
-    LabContainers,
     containers_with_owner,
-    engine,
-    new_owner_token,
+    local_engine,
     start_engine_if_needed,
 )
-from labs.hosts import get_host
-from labs.images import LOCAL_POSTGRES, build_postgres, choose_postgres_image, image_recipe
-from labs.journal import Journal
+from labs.infra.inventory import get_host
+from labs.infra.paths import command_marker
+from labs.infra.workspace import LabWorkspace
+from labs.progress import Progress
+
+LOCAL_POSTGRES = images.RECIPES["postgres"].tag
 
 pytestmark = pytest.mark.slow
 
@@ -29,21 +32,22 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def client():
     start_engine_if_needed()
-    client = engine(timeout_s=1800)
+    client = local_engine(timeout_s=1800)
     # Cached by recipe hash: a no-op when the image is already built on this machine.
-    build_postgres(client, log=lambda line: print(line, flush=True))
+    images.build("postgres", client, Progress("image postgres", 3))
     return client
 
 
 @pytest.fixture
 def lab(client, tmp_path, monkeypatch):
     monkeypatch.setenv("LABS_STATE_DIR", str(tmp_path / "state"))
-    journal = Journal("local")
-    containers = LabContainers(journal, "test-containers", new_owner_token("test"), client,
-                               failed_logs_dir=tmp_path / "failed")
-    yield containers
-    containers.remove_all()
-    assert containers_with_owner(client, containers.owner) == []
+    monkeypatch.setenv("LABS_WORK_DIR", str(tmp_path / "work"))
+    ws = LabWorkspace(get_host("local"), lab="test-containers")
+    ws.owner = command_marker()  # this test's state dir: no other test's containers
+    ws.client = client
+    yield ws
+    ws.close()
+    assert containers_with_owner(client, ws.owner) == []
 
 
 def free_port() -> int:
@@ -56,26 +60,26 @@ def test_labeled_healthy_container_with_bind_mount_and_local_port(lab, tmp_path)
     data = tmp_path / "data"
     data.mkdir()
     port = free_port()
-    container = lab.start(ContainerSpec(
-        name=f"{lab.owner}-pg", image=LOCAL_POSTGRES,
+    container = lab.run_container(ContainerSpec(
+        name=f"{lab.run_id[-6:]}-pg", image=LOCAL_POSTGRES,
         environment={"POSTGRES_HOST_AUTH_METHOD": "trust"},
         binds={str(data): "/var/lib/postgresql/data"}, ports={5432: port},
         health_command=["pg_isready", "-q", "-h", "127.0.0.1", "-U", "postgres"]))
     container.reload()
-    assert container.labels[JOURNAL_LABEL] == str(lab.journal.path)
+    assert container.labels[OWNER_LABEL] == lab.owner
     binding = container.attrs["NetworkSettings"]["Ports"]["5432/tcp"]
     assert [(b["HostIp"], int(b["HostPort"])) for b in binding] == [("127.0.0.1", port)]
     assert (data / "PG_VERSION").read_text().strip() == "15"  # initdb wrote to the bind mount
     with socket.create_connection(("127.0.0.1", port), timeout=5):
         pass
     assert lab.journal.owns("container", container.name)
-    lab.remove(container.name)
+    lab.remove("container", container.name)
     assert not lab.journal.owns("container", container.name)
 
 
 def test_failed_container_keeps_its_log(lab):
     with pytest.raises(ContainerError, match="exited with code 3") as error:
-        lab.start(ContainerSpec(name=f"{lab.owner}-bad", image=LOCAL_POSTGRES,
+        lab.run_container(ContainerSpec(name=f"{lab.run_id[-6:]}-bad", image=LOCAL_POSTGRES,
                                 command=["sh", "-c", "echo no-database-here; exit 3"],
                                 health_command=["true"]), health_timeout_s=60)
     log_path = Path(str(error.value).rsplit("its log: ", 1)[1])
@@ -88,34 +92,37 @@ def test_port_taken_is_one_actionable_line(lab):
         holder.listen()
         port = holder.getsockname()[1]
         with pytest.raises(ContainerError, match=f"port 127.0.0.1:{port} is taken"):
-            lab.start(ContainerSpec(name=f"{lab.owner}-port", image=LOCAL_POSTGRES,
-                                    command=["sleep", "30"], ports={5432: port}))
-    assert not lab.journal.owns("container", f"{lab.owner}-port")
+            lab.run_container(ContainerSpec(name=f"{lab.run_id[-6:]}-port",
+                                            image=LOCAL_POSTGRES, command=["sleep", "30"],
+                                            ports={5432: port}))
+    assert not lab.journal.owns("container", f"{lab.run_id[-6:]}-port")
+    assert containers_with_owner(lab.client, lab.owner) == []
 
 
 def test_missing_image_is_one_actionable_line(lab):
-    with pytest.raises(ContainerError, match="python -m labs images build postgres"):
-        lab.start(ContainerSpec(name=f"{lab.owner}-noimage",
-                                image="storage-labs/does-not-exist:1"))
+    with pytest.raises(ContainerError, match="python -m labs images build"):
+        lab.run_container(ContainerSpec(name=f"{lab.run_id[-6:]}-noimage",
+                                        image="storage-labs/does-not-exist:1"))
     with pytest.raises(ContainerError, match="not on this engine"):
-        choose_postgres_image(lab.client, "storage-labs/does-not-exist:1")
+        images.choose_image(lab.client, "postgres", "storage-labs/does-not-exist:1")
 
 
 def test_no_engine_is_one_actionable_line(monkeypatch, tmp_path):
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
     with pytest.raises(ContainerError, match="no container engine answers"):
-        engine()
+        local_engine()
 
 
 def test_journal_clean_removes_only_this_labs_containers(lab, client):
-    lab.start(ContainerSpec(name=f"{lab.owner}-left", image=LOCAL_POSTGRES,
-                            command=["sleep", "300"]))
+    lab.run_container(ContainerSpec(name=f"{lab.run_id[-6:]}-left", image=LOCAL_POSTGRES,
+                                    command=["sleep", "300"]))
     # A container of someone else, same engine: clean must not touch it.
     other = client.containers.run(LOCAL_POSTGRES, ["sleep", "300"], detach=True,
-                                  name=f"{lab.owner}-other", entrypoint=[])
+                                  name=f"{lab.run_id[-6:]}-other", entrypoint=[])
     try:
         removed = lab.journal.clean(host=get_host("local"), log=lambda line: None)
-        assert [entry.id for entry in removed] == [f"{lab.owner}-left"]
+        assert [entry.id for entry in removed if entry.kind == "container"] == [
+            f"{lab.run_id[-6:]}-left"]
         assert containers_with_owner(client, lab.owner) == []
         other.reload()
         assert other.status == "running"
@@ -128,19 +135,17 @@ def test_image_is_cached_by_recipe_and_choice_is_printed(client):
                             cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
     assert "up to date" in result.stdout
-    assert image_recipe(client, LOCAL_POSTGRES)
-    choice = choose_postgres_image(client, None)
+    assert images.image_recipe(client, LOCAL_POSTGRES)
+    choice = images.choose_image(client, "postgres", None)
     assert (choice.tag, choice.source) == (LOCAL_POSTGRES, "local build")
 
 
 def test_save_and_load_round_trip(client, tmp_path):
-    from labs.images import base_recipe_hash, load_image, save_image
-
-    base = f"storage-labs/debian-base:bookworm-{base_recipe_hash()}"
+    base = f"storage-labs/debian-base:bookworm-{images.base_recipe_hash()}"
     image_id = client.images.get(base).id
-    tar = save_image(client, base, tmp_path / "base.tar")
+    tar = images.save_image(client, base, tmp_path / "base.tar")
     assert tar.stat().st_size > 10_000_000
-    assert base in load_image(client, tar)
+    assert base in images.load_image(client, tar)
     assert client.images.get(base).id == image_id
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from labs import rawfiles
 from labs.tools import fio
 
 FIXTURES = Path(__file__).parent / "fixtures" / "fio"
@@ -22,7 +23,7 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.glob("*.json")))
 def test_every_fixture_parses_into_consistent_rows(name):
-    rows = fio.parse_fio_file(FIXTURES / name)
+    rows = rawfiles.parse_fio_file(FIXTURES / name)
     assert rows, name
     for row in rows:
         assert COLUMNS <= set(row)
@@ -36,7 +37,7 @@ def test_every_fixture_parses_into_consistent_rows(name):
 
 
 def test_json_plus_with_three_sequential_jobs():
-    rows = fio.parse_fio_file(FIXTURES / "loop-rand-qd1-qd16.jsonplus.json")
+    rows = rawfiles.parse_fio_file(FIXTURES / "loop-rand-qd1-qd16.jsonplus.json")
     assert [(r["job"], r["op"]) for r in rows] == [
         ("randread-qd16", "read"), ("randwrite-qd1", "write"), ("randwrite-qd16", "write")]
 
@@ -44,7 +45,7 @@ def test_json_plus_with_three_sequential_jobs():
 def test_note_printed_before_the_json_is_skipped():
     text = (FIXTURES / "loop-note-before-json.json").read_text()
     assert not text.startswith("{")  # the fixture really has fio's note first
-    assert [r["job"] for r in fio.parse_fio_file(FIXTURES / "loop-note-before-json.json")] == [
+    assert [r["job"] for r in rawfiles.parse_fio_file(FIXTURES / "loop-note-before-json.json")] == [
         "psync-qd16"]
 
 

@@ -1,5 +1,5 @@
-"""labs.hosts, the journal's teardowns and the device guard, on the local machine (real loop
-devices, file systems and mounts; the md/dm parts need a VM and are in test_vm.py)."""
+"""labs.infra: hosts, the journal's teardowns and the device guard, on the local machine (real
+loop devices, file systems and mounts; the md/dm parts need a VM and are in test_vm.py)."""
 
 from __future__ import annotations
 
@@ -11,18 +11,11 @@ from pathlib import Path
 import pytest
 
 from labs.errors import UsageError
-from labs.guard import DeviceRefused, check_device, is_plain_device_path
-from labs.hosts import (
-    CommandFailed,
-    CommandTimedOut,
-    LocalHost,
-    SSHHost,
-    UnknownHost,
-    get_host,
-    load_inventory,
-)
-from labs.journal import Journal
-from labs.workspace import LabWorkspace
+from labs.infra.guard import DeviceRefused, check_device, is_plain_device_path
+from labs.infra.hosts import CommandFailed, CommandTimedOut, LocalHost, SSHHost, UnknownHost
+from labs.infra.inventory import get_host, load_inventory
+from labs.infra.journal import Journal
+from labs.infra.workspace import LabWorkspace
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,6 +26,7 @@ def private_state(tmp_path, monkeypatch):
     monkeypatch.setenv("LABS_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("LABS_WORK_DIR", str(tmp_path / "work"))
     monkeypatch.setenv("LABS_INVENTORY", str(tmp_path / "hosts.toml"))
+    (tmp_path / "hosts.toml").write_text("")  # an empty inventory: no SSH hosts
     return tmp_path
 
 
@@ -123,14 +117,15 @@ def test_workspace_creates_journals_and_cleans_loop_fs_mount(private_state):
     host = get_host("local")
     journal = Journal("local")
     work = private_state / "work"
-    with LabWorkspace(host, journal, lab="demo") as ws:
+    with LabWorkspace(host, journal=journal, lab="demo") as ws:
         device = ws.make_loop_device("disk1", size_mib=32)
         assert device.startswith("/dev/loop")
-        assert journal.live_entries()[0].details["device"] == device
+        # The run's work folder is journaled first, then each resource in turn.
+        assert journal.live_entries()[1].details["device"] == device
         ws.make_filesystem(device, "ext4")
         point = ws.mount(device, "data")
         assert len(our_loops(work)) == 1 and len(our_mounts(work)) == 1
-        assert [e.kind for e in journal.live_entries()] == ["loop", "mount"]
+        assert [e.kind for e in journal.live_entries()] == ["work-dir", "loop", "mount"]
         Path(point, "hello").write_text("x")
     assert our_loops(work) == [] and our_mounts(work) == []
     assert journal.live_entries() == []
@@ -140,7 +135,7 @@ def test_clean_tears_down_exactly_the_journal_newest_first_and_is_idempotent(pri
     host = get_host("local")
     journal = Journal("local")
     work = private_state / "work"
-    ws = LabWorkspace(host, journal, lab="crashy")
+    ws = LabWorkspace(host, journal=journal, lab="crashy")
     device = ws.make_loop_device("disk1", size_mib=16)
     ws.make_filesystem(device)
     ws.mount(device, "m")
@@ -155,7 +150,8 @@ def test_clean_tears_down_exactly_the_journal_newest_first_and_is_idempotent(pri
         first = labs_cli("clean", env_dir=private_state)
         assert first.returncode == 0, first.stderr
         lines = [line for line in first.stdout.splitlines() if "removing" in line]
-        assert [line.split()[3] for line in lines] == ["loop", "mount", "loop"]  # newest first
+        assert [line.split()[3] for line in lines] == [  # newest first
+            "loop", "mount", "loop", "work-dir"]
         assert our_loops(work) == [] and our_mounts(work) == []
         second = labs_cli("clean", env_dir=private_state)
         assert second.returncode == 0 and "removed 0 resource" in second.stdout
@@ -167,7 +163,7 @@ def test_clean_tears_down_exactly_the_journal_newest_first_and_is_idempotent(pri
 def test_guard_refuses_foreign_devices(private_state, tmp_path):
     host = get_host("local")
     journal = Journal("local")
-    with LabWorkspace(host, journal, lab="guard") as ws:
+    with LabWorkspace(host, journal=journal, lab="guard") as ws:
         ours = ws.make_loop_device("ours", size_mib=8)
         assert check_device(host, journal, ours) == ours
         # An unjournaled loop device over a file outside the work dir.
@@ -200,6 +196,18 @@ def test_guard_refuses_foreign_devices(private_state, tmp_path):
             subprocess.run(["losetup", "--detach", stray], check=False)
             journal.released("loop", str(outside))
     assert not is_plain_device_path("/dev/loop0/../sda")
+
+
+def test_run_guarded_refuses_foreign_devices_before_running_anything(private_state):
+    marker = private_state / "ran"
+    with LabWorkspace(get_host("local"), lab="guarded") as ws:
+        ours = ws.make_loop_device("ours", size_mib=8)
+        for foreign in ("/dev/sda", "/dev/nvme0n1", "/dev/vda"):
+            with pytest.raises(DeviceRefused):
+                ws.run_guarded(["touch", str(marker)], [ours, foreign])
+        assert not marker.exists()
+        ws.run_guarded(["touch", str(marker)], [ours])
+        assert marker.exists()
 
 
 def test_check_device_command_exit_codes(private_state):

@@ -1,31 +1,9 @@
-"""mdadm command lines and the device guard in front of them (no md needed)."""
+"""mdadm command lines (no md needed). The guard in front of them: test_hosts.py."""
 
 import pytest
 
 from labs.errors import UsageError
 from labs.tools import mdadm as md
-
-
-class RecordingHost:
-    name = "fake"
-
-    def __init__(self):
-        self.commands = []
-
-    def sudo(self, argv, **kwargs):
-        self.commands.append(argv)
-
-        class Result:
-            ok, stdout, stderr, exit_code = True, "", "", 0
-        return Result()
-
-
-def guard_allowing(*devices):
-    def check(device):
-        if device not in devices:
-            raise md.NotALabDevice(f"refusing {device}")
-        return device
-    return check
 
 
 def test_create_marks_only_the_devices_after_write_mostly():
@@ -76,43 +54,13 @@ def test_manage_commands():
         md.manage_command("md0", "grow", "/dev/vdc")
 
 
-def test_guard_refuses_foreign_devices_before_running_anything():
-    host = RecordingHost()
-    mdadm = md.Mdadm(host, guard_allowing("/dev/vdb", "/dev/vdc", "/dev/md/wm"))
-    with pytest.raises(md.NotALabDevice, match="/dev/sda"):
-        mdadm.create_argv("/dev/md/wm", [md.Member("/dev/vdb"), md.Member("/dev/sda")])
-    for action in (mdadm.fail, mdadm.remove, mdadm.add):
-        with pytest.raises(md.NotALabDevice):
-            action("/dev/md/wm", "/dev/nvme0n1")
-    with pytest.raises(md.NotALabDevice):
-        mdadm.zero_superblock("/dev/vda")
-    with pytest.raises(md.NotALabDevice):
-        mdadm.stop("/dev/md0")
-    assert host.commands == []
-    mdadm.fail("/dev/md/wm", "/dev/vdc")
-    assert host.commands == [["mdadm", "/dev/md/wm", "--fail", "/dev/vdc"]]
-
-
-def test_missing_needs_no_guard():
-    mdadm = md.Mdadm(RecordingHost(), guard_allowing("/dev/vdc"))
-    argv = mdadm.create_argv("/dev/md/wm", [md.Member("/dev/vdc", write_mostly=True),
-                                            md.Member("missing")])
-    assert argv[-1] == "missing"
-
-
-def test_journal_guard(tmp_path):
-    from labs.journal import Journal
-
-    journal = Journal("fake", tmp_path / "journal.jsonl")
-    check = md.journal_check(journal, lab_devices=("/dev/vdb",))
-    assert check("/dev/vdb") == "/dev/vdb"
-    with pytest.raises(md.NotALabDevice):
-        check("/dev/loop3")
-    journal.will_create("loop", "/work/x/fast.img", device="/dev/loop3")
-    assert check("/dev/loop3") == "/dev/loop3"
-    journal.released("loop", "/work/x/fast.img")
-    with pytest.raises(md.NotALabDevice):
-        check("/dev/loop3")
+def test_size_and_write_mostly_flag_commands():
+    argv = md.create_command("/dev/md/wm", [md.Member("/dev/vdb")], size_kib=65536)
+    assert "--size=65536" in argv
+    with pytest.raises(UsageError):
+        md.create_command("/dev/md/wm", [md.Member("/dev/vdb")], size_kib=8)
+    assert md.set_write_mostly_command("md127", "dm-0") == \
+        "echo writemostly > /sys/block/md127/md/dev-dm-0/state"
 
 
 def test_disk_stats_command_refuses_odd_names():

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from labs import PROJECT_ROOT
+from labs import PROJECT_ROOT, rawfiles
 from labs.errors import UsageError
 from labs.tools import pgbench
 
@@ -51,15 +51,15 @@ def test_progress_lines():
 
 
 def test_older_logs_from_two_threads():
-    files = pgbench.log_files(FIXTURES / "pg13", "pgbench_log")
+    files = rawfiles.pgbench_log_files(FIXTURES / "pg13", "pgbench_log")
     assert len(files) == 2
-    assert pgbench.parse_logs(files).transactions == 600  # 300 lines kept of each file
+    assert rawfiles.parse_pgbench_logs(files).transactions == 600  # 300 lines kept of each file
 
 
 def test_logs_from_two_threads():
-    files = pgbench.log_files(FIXTURES / "pg15", "pgbench_log")
+    files = rawfiles.pgbench_log_files(FIXTURES / "pg15", "pgbench_log")
     assert len(files) == 2  # one file per thread: prefix.PID and prefix.PID.1
-    log = pgbench.parse_logs(files)
+    log = rawfiles.parse_pgbench_logs(files)
     lines = sum(len(f.read_text().splitlines()) for f in files)
     assert log.transactions == lines
     assert log.percentile_ms(50) <= log.percentile_ms(99) <= log.percentile_ms(100)
@@ -72,13 +72,13 @@ def test_skipped_and_failed_lines_are_counted_not_dropped(tmp_path):
                    "0 2 skipped 0 1700000000 200\n"
                    "1 1 failed 0 1700000001 300 0 2\n"
                    "1 2 2500 0 1700000001 400\n")
-    parsed = pgbench.parse_logs([log])
+    parsed = rawfiles.parse_pgbench_logs([log])
     assert (parsed.transactions, parsed.skipped, parsed.failed) == (4, 1, 1)
     assert len(parsed.latencies_us) == 2
 
 
 def test_cli_json_with_logs():
-    logs = pgbench.log_files(FIXTURES / "pg15", "pgbench_log")
+    logs = rawfiles.pgbench_log_files(FIXTURES / "pg15", "pgbench_log")
     result = run_cli("parse", "pgbench", str(FIXTURES / "pg15" / "summary.txt"),
                      *[arg for f in logs for arg in ("--log", str(f))], "--json")
     assert result.returncode == 0, result.stderr
@@ -109,13 +109,14 @@ def test_commands_refuse_scale_below_clients():
 def test_gzip_logs_as_recorded_runs_keep_them(tmp_path):
     import gzip
 
-    plain = pgbench.log_files(FIXTURES / "pg15", "pgbench_log")
+    plain = rawfiles.pgbench_log_files(FIXTURES / "pg15", "pgbench_log")
     for path in plain:
         (tmp_path / (path.name + ".gz")).write_bytes(gzip.compress(path.read_bytes()))
-    packed = pgbench.log_files(tmp_path, "pgbench_log")
+    packed = rawfiles.pgbench_log_files(tmp_path, "pgbench_log")
     assert [p.name for p in packed] == [p.name + ".gz" for p in plain]
-    assert pgbench.parse_logs(packed).transactions == pgbench.parse_logs(plain).transactions
+    packed_log = rawfiles.parse_pgbench_logs(packed)
+    assert packed_log.transactions == rawfiles.parse_pgbench_logs(plain).transactions
     broken = tmp_path / "pgbench_log.1.gz"
     broken.write_bytes(b"not gzip")
     with pytest.raises(UsageError):
-        pgbench.parse_logs([broken])
+        rawfiles.parse_pgbench_logs([broken])

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from labs import pgpage
+from labs.torn_pages import pgpage
 
 FIXTURE = Path(__file__).parent / "fixtures" / "pgpage" / "heap-2-blocks.bin"
 

@@ -21,12 +21,14 @@ from pathlib import Path
 
 import pytest
 
-from labs.guard import DeviceRefused, check_device
-from labs.hosts import HostUnreachable, SSHHost, get_host
-from labs.journal import Journal
-from labs.vm import image as vm_image
-from labs.vm import machine
-from labs.workspace import LabWorkspace
+from labs.infra.guard import DeviceRefused, check_device
+from labs.infra.hosts import HostUnreachable, SSHHost
+from labs.infra.inventory import get_host
+from labs.infra.journal import Journal
+from labs.infra.vm import image as vm_image
+from labs.infra.vm import machine
+from labs.infra.workspace import LabWorkspace
+from labs.tools.mdadm import Member
 
 ROOT = Path(__file__).resolve().parents[1]
 GUEST_FAULT_DIR = f"{machine.GUEST_WORK_DIR}/faults"
@@ -154,9 +156,9 @@ def test_ssh_listens_on_loopback_only_with_a_pinned_host_key(lab_env, tmp_path):
 def test_md_raid1_modules_and_guard_inside_the_vm(lab_env):
     host = get_host("vm1")
     journal = Journal("vm1")
-    with LabWorkspace(host, journal, lab="mdtest") as ws:
+    with LabWorkspace(host, journal=journal, lab="mdtest") as ws:
         fast, slow = ws.make_loop_device("fast", 64), ws.make_loop_device("slow", 64)
-        array = ws.make_md_raid1("mdtest", [fast, slow], write_mostly=[slow])
+        array = ws.make_md_raid1("mdtest", [Member(fast), Member(slow, write_mostly=True)])
         mdstat = host.run("cat /proc/mdstat").stdout
         assert "active raid1" in mdstat and "(W)" in mdstat
         assert check_device(host, journal, array) == array
@@ -180,7 +182,7 @@ def test_md_raid1_modules_and_guard_inside_the_vm(lab_env):
                 with pytest.raises(DeviceRefused):
                     check_device(host, journal, path)
             with pytest.raises(DeviceRefused):
-                ws.make_md_raid1("sneaky", [fast, foreign])
+                ws.make_md_raid1("sneaky", [Member(fast), Member(foreign)])
         finally:
             host.sudo(f"mdadm --stop /dev/md/foreign; losetup -d {foreign}; "
                       "rm -f /root/foreign.img", check=False)
@@ -212,9 +214,9 @@ def test_pair_talks_over_the_private_link(lab_env):
 
 def test_clean_in_a_vm_after_a_crash(lab_env):
     host = get_host("vm1")
-    ws = LabWorkspace(host, Journal("vm1"), lab="crash")
+    ws = LabWorkspace(host, journal=Journal("vm1"), lab="crash")
     first, second = ws.make_loop_device("one", 32), ws.make_loop_device("two", 32)
-    ws.make_md_raid1("crash", [first, second])
+    ws.make_md_raid1("crash", [Member(first), Member(second)])
     third, fourth = ws.make_loop_device("three", 32), ws.make_loop_device("four", 32)
     mapped = ws.make_dm("crashdm", f"0 {32 * 2048} linear {third} 0", devices=[third])
     assert ws.check_device(mapped) == mapped
@@ -233,7 +235,7 @@ def test_clean_in_a_vm_after_a_crash(lab_env):
     # The lab "dies" here; a new process cleans from the journal alone.
     cleaned = lab_env.cli("clean", "--host", "vm1")
     assert cleaned.returncode == 0, cleaned.stderr
-    assert "removed 7 resource" in cleaned.stdout
+    assert "removed 8 resource" in cleaned.stdout  # 7 and the run's work folder
     after = host.run("cat /proc/mdstat; losetup -a; dmsetup ls; ls /etc/drbd.d").stdout
     assert "crash" not in after and "active" not in after
     assert host.sudo("drbdsetup status labs-crash", check=False).exit_code != 0
@@ -246,7 +248,7 @@ def test_clean_in_a_vm_after_a_crash(lab_env):
 
 def _guest_leaks(host) -> dict[str, int]:
     out = host.sudo("losetup -a; echo ==; cat /proc/mounts; echo ==; cat /proc/mdstat; "
-                    "echo ==; docker ps -aq --filter label=storage-labs.journal",
+                    "echo ==; docker ps -aq --filter label=storage-labs.owner",
                     timeout_s=300).stdout
     loops, mounts, mdstat, containers = out.split("==\n")
     return {"loop": sum(GUEST_FAULT_DIR in line for line in loops.splitlines()),
@@ -374,7 +376,7 @@ def test_a_killed_image_build_is_cleaned_up(tmp_path):
     cleaned = subprocess.run([sys.executable, "-m", "labs", "clean"], cwd=ROOT, env=env,
                              capture_output=True, text=True, timeout=600)
     assert cleaned.returncode == 0, cleaned.stderr
-    from labs.journal import processes_inside
+    from labs.infra.scratch import processes_inside
 
     mounts = [line for line in Path("/proc/mounts").read_text().splitlines()
               if str(tmp_path) in line]

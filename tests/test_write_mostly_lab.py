@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from labs import rawfiles
+from labs.infra.journal import Journal
 from labs.records import list_runs, load_run
-from labs.tools import fio as fio_tool
 from labs.tools import mdadm as md
-from labs.write_mostly import latency_table, leg_table, summary_table
+from labs.write_mostly.page import latency_table, leg_table, summary_table
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,6 +37,7 @@ def quick_run(tmp_path_factory):
     base = tmp_path_factory.mktemp("write-mostly")
     env = {"LABS_STATE_DIR": str(base / "state"), "LABS_WORK_DIR": str(base / "work"),
            "LABS_INVENTORY": str(base / "hosts.toml"), "LABS_RUNS_DIR": str(base / "runs")}
+    (base / "hosts.toml").write_text("")  # an empty inventory
     built = cli(env, "vm", "build", timeout_s=1800)
     assert built.returncode == 0, f"vm build failed: {built.stderr[-2000:]}"
     started = time.monotonic()
@@ -66,8 +68,9 @@ def run(quick_run):
 
 def test_command_line_echoes_its_parameters_first(quick_run, run):
     first = quick_run["stdout"].splitlines()[0]
-    assert first.startswith("# python -m labs run write-mostly --host vm1 --seed 42")
-    assert "--quick" in first and run.meta["parameters"]["command_line"] in first
+    assert first.startswith("python -m labs run write-mostly --host vm1 --profile quick "
+                            "--seed 42")
+    assert run.meta["parameters"]["command_line"] == first
     assert "[write-mostly" in quick_run["stderr"]  # progress lines name the step
 
 
@@ -144,7 +147,7 @@ def test_raw_outputs_parse_with_the_project_parsers(run):
     fio_files = sorted(run.raw_dir.glob("fio/**/*.json"))
     assert len(fio_files) >= 20
     for path in fio_files:
-        fio_tool.parse_fio_file(path)
+        rawfiles.parse_fio_file(path)
     snapshots = sorted(run.raw_dir.glob("mdstat/*.txt"))
     assert snapshots
     for path in snapshots:
@@ -165,7 +168,6 @@ def test_nothing_is_left_behind_in_the_vm(quick_run):
     assert mdstat.arrays == {}
     assert "wm-slow" not in leftovers.stdout
     journal = Path(quick_run["env"]["LABS_STATE_DIR"]) / "journal-vm1.jsonl"
-    from labs.journal import Journal
     assert Journal("vm1", journal).live_entries() == []
 
 
@@ -177,6 +179,7 @@ def test_nothing_is_left_behind_in_the_vm(quick_run):
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
     env = {"LABS_STATE_DIR": str(tmp_path / "state"), "LABS_INVENTORY": str(tmp_path / "h.toml"),
            "LABS_RUNS_DIR": str(tmp_path / "runs")}
+    (tmp_path / "h.toml").write_text("")  # an empty inventory
     result = cli(env, "run", "write-mostly", *args, timeout_s=120)
     assert result.returncode == 2, result.stderr
     assert message in result.stderr and result.stderr.count("\n") == 1

@@ -6,14 +6,16 @@ import re
 import pytest
 from conftest import PROJECT_ROOT
 
-from labs import records
-from labs import write_mostly as lab
-from labs.tools import fio as fio_tool
+from labs import rawfiles, records
+from labs.errors import UsageError
+from labs.write_mostly import charts, model
+from labs.write_mostly import page as lab
+from labs.write_mostly.params import WORKLOADS
 
 
 @pytest.fixture(scope="module")
 def run():
-    return records.newest_run(lab.LAB, PROJECT_ROOT / "data" / "runs")
+    return records.newest_run("write-mostly", PROJECT_ROOT / "data" / "runs")
 
 
 def test_recorded_by_the_project_command_on_a_lab_vm(run):
@@ -28,14 +30,14 @@ def test_results_re_derive_from_the_raw_fio_files(run):
     results = run.results
     checked = 0
     for config in lab.CONFIG_ORDER:
-        for workload in lab.WORKLOADS:
+        for workload in WORKLOADS:
             path = run.raw_dir / "fio" / config / f"{workload}.json"
-            (row,) = fio_tool.parse_fio_file(path)
+            (row,) = rawfiles.parse_fio_file(path)
             recorded = results[(results.config == config) & (results.workload == workload)
                                & (results.metric == "clat_p99_us")].value
             assert float(recorded.iloc[0]) == pytest.approx(row["clat_p99_us"])
             checked += 1
-    assert checked == len(lab.CONFIG_ORDER) * len(lab.WORKLOADS)
+    assert checked == len(lab.CONFIG_ORDER) * len(WORKLOADS)
 
 
 def test_the_chapter_claims_hold_in_the_recorded_run(run):
@@ -57,23 +59,24 @@ def test_the_chapter_claims_hold_in_the_recorded_run(run):
 def test_every_number_on_the_lab_page_is_computed(run):
     page = (PROJECT_ROOT / "book" / "write-mostly" / "lab.md").read_text()
     used = set(re.findall(r"\{glue:text\}`([A-Za-z0-9_\-]+)`", page))
-    figures = lab.page_figures(run)
+    figures = lab.figures(run)
     assert used and used <= set(figures), used - set(figures)
 
 
 def test_charts_build_from_the_run_and_stay_small(run):
     import json
 
-    for build in (lab.latency_chart, lab.legs_chart, lab.drills_chart, lab.resync_chart):
+    for build in (charts.latency_chart, charts.legs_chart, charts.drills_chart,
+                  charts.resync_chart):
         spec = build(run.results).to_dict()
         assert len(json.dumps(spec)) < 100_000, build.__name__
-    params = lab.latency_chart(run.results).to_dict()["params"]
+    params = charts.latency_chart(run.results).to_dict()["params"]
     assert {p["name"] for p in params} == {"WORKLOAD", "PCT"}
     assert all("bind" in p for p in params)  # controls that work on the static page
 
 
 def test_transfer_model():
-    assert lab.transfer_hours(3600 * 1024 * 1024, 1) == pytest.approx(1.0)
-    assert lab.implied_rate_mib_s(3600 * 1024 * 1024, 1) == pytest.approx(1.0)
-    with pytest.raises(lab.UsageError):
-        lab.transfer_hours(1, 0)
+    assert model.transfer_hours(3600 * 1024 * 1024, 1) == pytest.approx(1.0)
+    assert model.implied_rate_mib_s(3600 * 1024 * 1024, 1) == pytest.approx(1.0)
+    with pytest.raises(UsageError):
+        model.transfer_hours(1, 0)

@@ -12,16 +12,13 @@ of a read-only job, has no row.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from labs.errors import LabError, UsageError
 
-PARSE_HELP = "fio JSON or JSON+ output -> one row per job and direction that did I/O"
 DIRECTIONS = ("read", "write")
 # fio's percentile keys, as printed with its default percentile_list.
 PERCENTILE_KEYS = {"clat_p50_us": "50.000000", "clat_p99_us": "99.000000",
@@ -152,34 +149,14 @@ def job_errors(document: dict[str, Any]) -> dict[str, int]:
             if int(job.get("error", 0)) != 0}
 
 
-def parse_fio_file(path: str | Path) -> list[dict[str, Any]]:
-    path = Path(path)
-    try:
-        text = path.read_text(errors="replace")
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise UsageError(f"{path}: is a directory, not a fio output file") from None
-    except OSError as error:
-        raise UsageError(f"{path}: cannot read ({error.strerror})") from None
-    return fio_rows(load_fio_json(text, str(path)), str(path))
-
-
-def add_parse_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="fio output (--output-format=json or json+)")
-    parser.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
-
-
-def parse_from_args(args: argparse.Namespace) -> int:
-    rows = parse_fio_file(args.file)
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
-    print(f"{'job':<24} {'op':<5} {'ios':>9} {'iops':>10} {'KiB/s':>10} "
-          f"{'p50 us':>9} {'p99 us':>9} {'p99.9 us':>9}")
+def format_rows(rows: list[dict[str, Any]]) -> str:
+    """fio rows as a small table (what `python -m labs parse fio FILE` prints)."""
+    lines = [f"{'job':<24} {'op':<5} {'ios':>9} {'iops':>10} {'KiB/s':>10} "
+             f"{'p50 us':>9} {'p99 us':>9} {'p99.9 us':>9}"]
     for row in rows:
         cells = [row[c] if row[c] is not None else float("nan")
                  for c in ("clat_p50_us", "clat_p99_us", "clat_p999_us")]
-        print(f"{row['job']:<24} {row['op']:<5} {row['total_ios']:>9} {row['iops']:>10.0f} "
-              f"{row['bw_kib_s']:>10.0f} {cells[0]:>9.1f} {cells[1]:>9.1f} {cells[2]:>9.1f}")
-    return 0
+        lines.append(f"{row['job']:<24} {row['op']:<5} {row['total_ios']:>9} "
+                     f"{row['iops']:>10.0f} {row['bw_kib_s']:>10.0f} {cells[0]:>9.1f} "
+                     f"{cells[1]:>9.1f} {cells[2]:>9.1f}")
+    return "\n".join(lines)

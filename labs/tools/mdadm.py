@@ -1,8 +1,9 @@
 """mdadm and Linux md: build the commands a lab needs, and read md's state back.
 
-Commands: create, assemble, fail, remove, add, stop, zero-superblock. Each one refuses a
-member device the project did not make for this lab (the guard, labs.guard), so a typo can
-never put the reader's own disk into an array.
+Commands (argv lists, nothing run here): create, assemble, fail, remove, add, stop,
+zero-superblock, and the sysfs write that flips write-mostly. A lab runs them through
+LabWorkspace.run_guarded (labs.infra.workspace), which first checks every device with the
+guard, so a typo can never put the reader's own disk into an array.
 
 Readers:
 - `/proc/mdstat`: arrays, members with their role number and flags ((W) write-mostly,
@@ -20,8 +21,8 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from labs.errors import LabError, UsageError
@@ -35,28 +36,6 @@ class MdError(LabError):
 
 class NotALabDevice(UsageError):
     """A command named a block device this lab did not create."""
-
-
-# --- the guard ------------------------------------------------------------------------------
-
-# check(device) returns the device if the lab may touch it and raises otherwise; the labs pass
-# LabWorkspace.check_device (labs.guard): a lab VM's own data disk, or a device the journal
-# says this lab created.
-DeviceCheck = Callable[[str], str]
-
-
-def journal_check(journal: Any, lab_devices: Iterable[str] = ()) -> DeviceCheck:
-    """A guard from the journal alone: the device is a lab device or a live entry names it."""
-    allowed = tuple(lab_devices)
-
-    def check(device: str) -> str:
-        if device in allowed or any(
-                entry.id == device or entry.details.get("device") == device
-                for entry in journal.live_entries()):
-            return device
-        raise NotALabDevice(f"refusing {device}: it is not a device this lab created")
-
-    return check
 
 
 def md_path(array: str) -> str:
@@ -81,7 +60,7 @@ class Member:
 
 def create_command(array: str, members: list[Member], *, level: int = 1,
                    bitmap: str = "none", write_behind: int | None = None,
-                   assume_clean: bool = False) -> list[str]:
+                   assume_clean: bool = False, size_kib: int | None = None) -> list[str]:
     """`mdadm --create` for a RAID1 (or other level); members in role order.
 
     --write-behind applies to write-mostly members; they may also be marked after creation
@@ -95,6 +74,10 @@ def create_command(array: str, members: list[Member], *, level: int = 1,
         argv.append(f"--write-behind={write_behind}")
     if assume_clean:
         argv.append("--assume-clean")
+    if size_kib is not None:
+        if size_kib < 64:
+            raise UsageError(f"mdadm --size={size_kib}: use at least 64 KiB")
+        argv.append(f"--size={size_kib}")  # per member, in KiB
     # --write-mostly is a switch for every device after it, and create mode has no switch
     # back (--readwrite is refused), so write-mostly members come last; "missing" may follow.
     marked = False
@@ -133,77 +116,13 @@ def zero_superblock_command(*devices: str) -> list[str]:
     return ["mdadm", "--zero-superblock", "--force", *devices]
 
 
-class Mdadm:
-    """mdadm on one lab host; every device passes the guard before any command runs."""
+def set_write_mostly_command(md_name: str, member_name: str, on: bool = True) -> str:
+    """Flip a member's write-mostly flag at run time through sysfs (md.rst).
 
-    def __init__(self, host: Any, check: DeviceCheck, log: Callable[[str], None] | None = None):
-        self.host = host
-        self.check = check
-        self.commands: list[str] = []  # every command run, for run.json
-        self.log = log
-
-    def _guard(self, devices: Iterable[str]) -> None:
-        for device in devices:
-            if device != "missing":
-                self.check(device)
-
-    def _sudo(self, argv: list[str], timeout_s: float = 120, check: bool = True) -> Any:
-        self.commands.append(shlex.join(argv))
-        if self.log:
-            self.log(shlex.join(argv))
-        return self.host.sudo(argv, timeout_s=timeout_s, check=check)
-
-    def create_argv(self, array: str, members: list[Member], **options: Any) -> list[str]:
-        """The guarded create command (the caller journals the array, then runs it)."""
-        self._guard(m.device for m in members)
-        argv = create_command(array, members, **options)
-        self.commands.append(shlex.join(argv))
-        return argv
-
-    def assemble(self, array: str, devices: list[str]) -> None:
-        self._guard(devices)
-        self._sudo(assemble_command(array, devices))
-
-    def fail(self, array: str, device: str) -> None:
-        self._guard([array, device])
-        # Safe: marks a guarded member of the lab's own array faulty; no data is written.
-        self._sudo(manage_command(array, "fail", device))
-
-    def remove(self, array: str, device: str) -> None:
-        self._guard([array, device])
-        # Safe: takes a guarded member out of the lab's own array.
-        self._sudo(manage_command(array, "remove", device))
-
-    def add(self, array: str, device: str, *, write_mostly: bool = False) -> None:
-        self._guard([array, device])
-        # Safe: the guard allowed the device; md overwrites it with the array's data.
-        self._sudo(manage_command(array, "add", device, write_mostly=write_mostly))
-
-    def stop(self, array: str) -> None:
-        self._guard([array])
-        # Safe: the guard allowed the array (built by this lab over its own devices).
-        self._sudo(stop_command(array))
-
-    def set_write_mostly(self, array: str, member: str, on: bool = True) -> None:
-        """Flip a member's write-mostly flag at run time through sysfs (md.rst)."""
-        self._guard([array, member])
-        kernel = self.host.run(["readlink", "-f", md_path(array), member], timeout_s=60
-                               ).stdout.split()
-        md_name, member_name = (k.removeprefix("/dev/") for k in kernel)
-        state = f"/sys/block/{md_name}/md/dev-{member_name}/state"
-        flag = "writemostly" if on else "-writemostly"
-        self.commands.append(f"echo {flag} > {state}")
-        # Safe: a flag on a guarded member of the lab's own array; no data is touched.
-        self.host.sudo(f"echo {flag} > {shlex.quote(state)}", timeout_s=60)
-
-    def zero_superblock(self, *devices: str) -> None:
-        self._guard(devices)
-        # Safe: only guarded lab devices lose their md superblock.
-        result = self._sudo(zero_superblock_command(*devices), check=False)
-        # A device without a superblock is already what we want.
-        if not result.ok and "Unrecognised md component" not in result.stderr:
-            raise MdError(f"host {self.host.name}: mdadm --zero-superblock failed: "
-                          f"{result.stderr.strip().splitlines()[-1:] or result.exit_code}")
+    Takes kernel names (`md127`, `dm-0`), as sysfs names them.
+    """
+    state = f"/sys/block/{md_name}/md/dev-{member_name}/state"
+    return f"echo {'writemostly' if on else '-writemostly'} > {shlex.quote(state)}"
 
 
 # --- /proc/mdstat ---------------------------------------------------------------------------
@@ -440,36 +359,14 @@ def parse_disk_stats(text: str) -> dict[str, DiskStat]:
 
 # --- `python -m labs parse mdstat FILE` -----------------------------------------------------
 
-PARSE_HELP = "/proc/mdstat text -> arrays, members (roles, write-mostly, faulty) and sync progress"
-
-
 def mdstat_as_dict(mdstat: MdStat) -> dict[str, Any]:
-    from dataclasses import asdict
-
     return {"personalities": mdstat.personalities,
             "arrays": {name: asdict(array) for name, array in mdstat.arrays.items()}}
 
 
-def add_parse_arguments(parser: Any) -> None:
-    parser.add_argument("file", metavar="FILE", help="a saved copy of /proc/mdstat")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a summary")
-
-
-def parse_from_args(args: Any) -> int:
-    import json
-    from pathlib import Path
-
-    path = Path(args.file)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise UsageError(f"{path}: cannot read ({error})") from None
-    mdstat = parse_mdstat(text, str(path))
-    if args.json:
-        print(json.dumps(mdstat_as_dict(mdstat), indent=2))
-        return 0
+def format_mdstat(mdstat: MdStat) -> str:
+    """A short summary of /proc/mdstat (what `python -m labs parse mdstat FILE` prints)."""
+    out = []
     for name, array in mdstat.arrays.items():
         members = " ".join(
             f"{m.device}[{m.role}]" + "".join(f"({flag})" for flag, attr in FLAG_NAMES.items()
@@ -478,6 +375,6 @@ def parse_from_args(args: Any) -> int:
         if array.sync:
             sync = (f" {array.sync.action} {array.sync.percent}% at {array.sync.speed_kib_s} KiB/s"
                     if array.sync.waiting is None else f" {array.sync.action} {array.sync.waiting}")
-        print(f"{name}: {'active' if array.active else 'inactive'} {array.level or '-'} "
-              f"[{array.health or '-'}] {members}{sync}")
-    return 0
+        out.append(f"{name}: {'active' if array.active else 'inactive'} {array.level or '-'} "
+                   f"[{array.health or '-'}] {members}{sync}")
+    return "\n".join(out)

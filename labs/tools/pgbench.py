@@ -18,18 +18,12 @@ Source of the formats: the pgbench pages of the PostgreSQL documentation (13, 14
 
 from __future__ import annotations
 
-import argparse
-import gzip
-import json
 import re
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import numpy as np
 
 from labs.errors import LabError, UsageError
-
-PARSE_HELP = "parse a pgbench summary (stdout), progress lines and -l logs"
 
 
 class PgbenchParseError(LabError):
@@ -200,23 +194,15 @@ class TransactionLog:
         return [{"second": int(s), "transactions": int(c)} for s, c in enumerate(counts)]
 
 
-def parse_logs(paths: list[Path]) -> TransactionLog:
-    """Read the -l files of one run (one per thread)."""
-    if not paths:
+def parse_log_texts(logs: list[tuple[str, str]]) -> TransactionLog:
+    """The -l logs of one run (one per thread), as (name, text) pairs."""
+    if not logs:
         raise UsageError("no pgbench log files given")
-    result = TransactionLog(files=[str(p) for p in paths])
+    result = TransactionLog(files=[name for name, _ in logs])
     latencies: list[int] = []
     epochs: list[float] = []
-    for path in paths:
-        try:
-            raw = Path(path).read_bytes()
-            if str(path).endswith(".gz"):
-                raw = gzip.decompress(raw)
-            lines = raw.decode().splitlines()
-        except OSError as error:
-            raise UsageError(f"{path}: cannot read ({error.strerror or error})") from None
-        except (UnicodeDecodeError, EOFError):
-            raise UsageError(f"{path}: not a pgbench log (not text, or a broken .gz)") from None
+    for path, text in logs:
+        lines = text.splitlines()
         for number, line in enumerate(lines, start=1):
             parts = line.split()
             if not parts:
@@ -245,11 +231,12 @@ def parse_logs(paths: list[Path]) -> TransactionLog:
     return result
 
 
-def log_files(folder: Path, prefix: str) -> list[Path]:
-    """The -l files of one run: `prefix.PID` and `prefix.PID.N` (thread N), maybe `.gz`."""
+def log_file_names(names: list[str], prefix: str) -> list[str]:
+    """The -l files of one run among `names`: `prefix.PID` and `prefix.PID.N` (thread N),
+    maybe `.gz`, in thread order."""
     pattern = re.compile(rf"^{re.escape(prefix)}\.\d+(\.\d+)?(\.gz)?$")
-    return sorted((p for p in Path(folder).iterdir() if pattern.match(p.name)),
-                  key=lambda p: [int(x) for x in p.name[len(prefix) + 1:]
+    return sorted((n for n in names if pattern.match(n)),
+                  key=lambda n: [int(x) for x in n[len(prefix) + 1:]
                                  .removesuffix(".gz").split(".")])
 
 
@@ -265,31 +252,3 @@ def summarize(summary: PgbenchSummary, log: TransactionLog | None = None) -> dic
             "latency_max_ms": log.percentile_ms(100),
         })
     return record
-
-
-# ---- `python -m labs parse pgbench` -----------------------------------------------------
-
-def add_parse_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("summary_file", type=Path, help="pgbench's stdout, saved to a file")
-    parser.add_argument("--log", type=Path, action="append", default=[], metavar="FILE",
-                        help="a per-transaction log written by -l, plain or .gz "
-                        "(repeat for each thread)")
-    parser.add_argument("--json", action="store_true", help="print JSON")
-
-
-def parse_from_args(args: argparse.Namespace) -> int:
-    try:
-        text = args.summary_file.read_text()
-    except OSError as error:
-        raise UsageError(f"{args.summary_file}: cannot read ({error.strerror})") from None
-    except UnicodeDecodeError:
-        raise UsageError(f"{args.summary_file}: not a text file") from None
-    summary = parse_summary(text, str(args.summary_file))
-    log = parse_logs(args.log) if args.log else None
-    record = summarize(summary, log)
-    if args.json:
-        print(json.dumps(record, indent=2))
-    else:
-        for key, value in record.items():
-            print(f"{key:<28} {value}")
-    return 0

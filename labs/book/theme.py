@@ -1,0 +1,109 @@
+"""One Altair theme for the whole book, an offline renderer, and the controls.
+
+Importing this module:
+
+- registers and enables the "storage-book" theme (fonts, sizes, a colour-blind-safe palette);
+- registers and enables the "storage-book" renderer. Its HTML output calls `vegaEmbed`
+  from the bundle the site serves from its own `_static/` (labs/book/sphinx_offline.py), so
+  charts render offline on the static site. In a live notebook the same output also
+  carries the Vega-Lite JSON, which JupyterLab renders natively.
+
+Every control a reader touches on the static site is an Altair parameter bound to an input
+(`alt.binding_range`, `alt.binding_select`), evaluated in the browser: no kernel needed.
+Aggregate in pandas first; the renderer refuses to embed a spec over SPEC_LIMIT_BYTES.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import uuid
+
+import altair as alt
+
+THEME_NAME = "storage-book"
+RENDERER_NAME = "storage-book"
+# A page budget: the largest page should stay well under 1.5 MB with its charts.
+SPEC_LIMIT_BYTES = 600_000
+
+# Okabe-Ito: distinguishable with the common colour-vision deficiencies.
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442",
+           "#000000"]
+FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
+
+
+@alt.theme.register(THEME_NAME, enable=True)
+def storage_book_theme() -> alt.theme.ThemeConfig:
+    return {
+        "config": {
+            "font": FONT,
+            "view": {"continuousWidth": 460, "continuousHeight": 300, "stroke": None},
+            "range": {"category": PALETTE},
+            "axis": {"labelFontSize": 12, "titleFontSize": 13, "gridColor": "#e6e6e6",
+                     "titleFontWeight": "normal"},
+            "legend": {"labelFontSize": 12, "titleFontSize": 13, "orient": "bottom",
+                       "direction": "vertical"},
+            "title": {"fontSize": 15, "anchor": "start", "fontWeight": "normal"},
+            "line": {"strokeWidth": 2.5},
+            "point": {"size": 60, "filled": True},
+        }
+    }
+
+
+def chart_html(spec: dict) -> str:
+    """HTML that draws `spec` with the site's own vega-embed once the bundle has loaded."""
+    element_id = f"labs-chart-{uuid.uuid4().hex[:12]}"
+    # Escape "</" so a string in the data can never close the script element.
+    spec_json = json.dumps(spec, separators=(",", ":")).replace("</", "<\\/")
+    return (
+        f'<div class="labs-chart" id="{element_id}" data-chart-title="'
+        f'{html.escape(str(spec.get("title", "")), quote=True)}"></div>\n'
+        "<script>\n(function () {\n"
+        f"  var spec = {spec_json};\n"
+        "  function draw() {\n"
+        f"    window.vegaEmbed('#{element_id}', spec, {{actions: false, renderer: 'svg'}})\n"
+        "      .then(function () {\n"
+        f"        document.getElementById('{element_id}').setAttribute('data-rendered', 'yes');\n"
+        "      })\n"
+        "      .catch(function (error) { console.error('chart failed: ' + error); });\n"
+        "  }\n"
+        "  if (window.vegaEmbed) { draw(); }\n"
+        "  else { window.addEventListener('labs-vega-ready', draw, {once: true}); }\n"
+        "})();\n</script>"
+    )
+
+
+def storage_book_renderer(spec: dict, **metadata) -> dict:
+    size = len(json.dumps(spec))
+    if size > SPEC_LIMIT_BYTES:
+        raise ValueError(f"chart spec is {size:,} bytes (limit {SPEC_LIMIT_BYTES:,}): "
+                         "aggregate in pandas before charting")
+    return {
+        "text/html": chart_html(spec),
+        f"application/vnd.vegalite.v{alt.SCHEMA_VERSION.lstrip('v').split('.')[0]}+json": spec,
+        "text/plain": f"<{spec.get('title', 'chart')}>",
+    }
+
+
+alt.renderers.register(RENDERER_NAME, storage_book_renderer)
+alt.renderers.enable(RENDERER_NAME)
+
+
+# ----------------------------------------------------------------------------------------
+# Controls: parameters bound to inputs, evaluated in the browser
+# ----------------------------------------------------------------------------------------
+
+
+def slider(name: str, value: float, minimum: float, maximum: float, step: float = 1,
+           label: str | None = None) -> alt.Parameter:
+    return alt.param(name=name, value=value,
+                     bind=alt.binding_range(min=minimum, max=maximum, step=step,
+                                            name=(label or name) + " "))
+
+
+def dropdown(name: str, value, options: list, labels: list[str] | None = None,
+             label: str | None = None) -> alt.Parameter:
+    return alt.param(name=name, value=value,
+                     bind=alt.binding_select(options=options,
+                                             labels=labels or [str(o) for o in options],
+                                             name=(label or name) + " "))

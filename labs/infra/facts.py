@@ -1,0 +1,44 @@
+"""One way to describe a lab host for run.json: what it is, as the host itself reports.
+
+    facts = host_facts(host)    # {"name", "kernel", "machine", "cpu_count", "memory_bytes",
+                                #  "virtualization", "lab_vm", "vm" (lab VMs), "controller"}
+
+Read on the lab host with one command, so a run on vm1 records vm1's kernel and CPUs, not
+the machine that drove it. The controller (the machine running `python -m labs`) is
+recorded too, under "controller", because it is where the Python side of the lab ran.
+"""
+
+from __future__ import annotations
+
+import platform
+from typing import Any
+
+from labs.infra.hosts import Host
+from labs.infra.vm import machine
+from labs.records import local_host_facts
+
+FACTS_SCRIPT = ("uname -r; uname -m; nproc; awk '/^MemTotal:/ {print $2 * 1024}' /proc/meminfo; "
+                "hostname; systemd-detect-virt 2>/dev/null || echo unknown")
+
+
+def host_facts(host: Host) -> dict[str, Any]:
+    kernel, arch, cpus, memory, name, virt = (
+        host.run(FACTS_SCRIPT, timeout_s=60, check=False).stdout.splitlines() + [""] * 6)[:6]
+    facts: dict[str, Any] = {
+        "name": host.name if not host.is_local else name.strip() or platform.node(),
+        "lab_host": host.name,
+        "kernel": kernel.strip(),
+        "machine": arch.strip(),
+        "cpu_count": int(cpus) if cpus.strip().isdigit() else None,
+        "memory_bytes": int(float(memory)) if memory.strip() else None,
+        "virtualization": virt.strip() or "unknown",
+        "python": platform.python_version(),
+        "lab_vm": machine.is_vm_name(host.name) and not host.is_local,
+    }
+    if facts["lab_vm"]:
+        state = machine.read_state(host.name)
+        if state is not None:
+            facts["vm"] = {key: getattr(state, key) for key in (
+                "accel", "cpus", "memory_mib", "slow_iops", "slow_bps", "image_hash")}
+    facts["controller"] = local_host_facts()
+    return facts

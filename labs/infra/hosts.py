@@ -1,0 +1,297 @@
+"""Where lab commands run: the local machine or an SSH host (a lab VM is an SSH host).
+
+API (stable; other labs build on it):
+
+    from labs.infra.inventory import get_host
+    host = get_host("vm1")            # "local", a name from the inventory, or a booted VM
+    result = host.run("uname -r", timeout_s=30)          # -> CommandResult
+    host.sudo(["mdadm", "--detail", "/dev/md/fast"])     # as root (sudo -n unless already root)
+    host.put("local/file", "/remote/file"); host.get("/remote/file", "local/file")
+    result.stdout, result.stderr, result.exit_code, result.ok
+    host.run("false", check=False)    # returns the failed result instead of raising
+    host.name, host.work_dir (where labs keep loop-device files), host.is_local,
+    host.lab_devices (block devices the project created for this host, e.g. a VM's data disks)
+
+Commands are strings (run by bash) or lists of arguments (quoted for you). Every command
+has a timeout (`timeout_s`, default DEFAULT_TIMEOUT_S) and carries the command marker
+(labs.infra.paths.command_marker), so `clean` can wait for what a killed lab left running.
+Failures raise:
+
+    CommandFailed   non-zero exit; message names host, command, exit code, stderr tail
+    CommandTimedOut the timeout passed; the command was stopped
+    HostUnreachable the SSH connection could not be made
+    UnknownHost     (a UsageError) no host of that name
+
+All are LabError subclasses (one line, exit code 1; UnknownHost exits 2). Which names exist
+(local, the inventory, running VMs) is labs.infra.inventory's business.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import shutil
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from labs.errors import LabError, UsageError
+from labs.infra.paths import command_marker, state_dir
+
+DEFAULT_TIMEOUT_S = 300
+
+# Paramiko logs a traceback for every refused connection while a VM boots; our own errors
+# (HostUnreachable) already say what happened, in one line.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
+logging.getLogger("paramiko").propagate = False
+STDERR_TAIL_LINES = 3
+
+
+class HostError(LabError):
+    """A command on a lab host did not succeed."""
+
+    def __init__(self, host: str, command: str, exit_code: int | None, stderr: str, why: str):
+        self.host, self.command, self.exit_code, self.stderr = host, command, exit_code, stderr
+        tail = " | ".join(line.strip() for line in stderr.strip().splitlines()[-STDERR_TAIL_LINES:])
+        shown = command if len(command) <= 160 else command[:157] + "..."
+        message = f"host {host}: `{shown}` {why}"
+        if tail:
+            message += f": {tail}"
+        super().__init__(message)
+
+
+class CommandFailed(HostError):
+    def __init__(self, host: str, command: str, exit_code: int, stderr: str):
+        super().__init__(host, command, exit_code, stderr, f"exited with code {exit_code}")
+
+
+class CommandTimedOut(HostError):
+    def __init__(self, host: str, command: str, timeout_s: float, stderr: str):
+        super().__init__(host, command, None, stderr, f"timed out after {timeout_s:g} s")
+
+
+class HostUnreachable(HostError):
+    def __init__(self, host: str, command: str, reason: str):
+        super().__init__(host, command, None, "", f"could not reach the host ({reason})")
+
+
+class UnknownHost(UsageError):
+    """No host of that name."""
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    host: str
+    command: str
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+
+
+
+
+
+
+
+def _as_shell(command: str | list[str]) -> str:
+    return command if isinstance(command, str) else shlex.join(command)
+
+
+def _wrapped(command: str, timeout_s: float, marked: bool) -> str:
+    """The command line a host actually runs.
+
+    `exec timeout`: coreutils timeout stops the whole command (its process group), not just
+    the shell, and as the process the transport started it also passes a Ctrl-C on to it.
+    ": marker" names the inner shell; the trailing "exit" keeps bash from exec'ing the
+    command in place of itself, so the marker lives exactly as long as the command.
+    """
+    inner = f": {command_marker()}; {command}\nexit $?" if marked else command
+    return f"exec timeout --kill-after=5 {timeout_s:g} bash -c {shlex.quote(inner)}"
+
+
+def _local_runner() -> type:
+    import invoke
+
+    class InterruptibleLocal(invoke.Local):
+        def send_interrupt(self, interrupt: KeyboardInterrupt) -> None:
+            # invoke would type ^C into the command's stdin and keep waiting; instead stop
+            # the command (timeout hands SIGINT to its process group) and stop the lab too.
+            try:
+                os.kill(self.process.pid, signal.SIGINT)
+            except (ProcessLookupError, AttributeError):
+                pass
+            raise interrupt
+
+    return InterruptibleLocal
+
+
+@dataclass
+class Host:
+    """Common part of every host; subclasses provide _execute, put and get."""
+
+    name: str
+    work_dir: str = ""
+    lab_devices: tuple[str, ...] = ()
+    is_local: bool = False
+    _is_root: bool | None = field(default=None, repr=False)
+
+    def run(self, command: str | list[str], *, timeout_s: float = DEFAULT_TIMEOUT_S,
+            check: bool = True, env: dict[str, str] | None = None,
+            marked: bool = True) -> CommandResult:
+        """Run a command; raise CommandFailed on a non-zero exit unless check=False.
+
+        `marked=False` leaves out the command marker (only `clean`'s orphan check needs it).
+        """
+        text = _as_shell(command)
+        # The transport's own timeout, a little later, is the backstop for a hung connection.
+        wrapped = _wrapped(text, timeout_s, marked)
+        started = time.monotonic()
+        result = self._execute(text, wrapped, timeout_s=timeout_s + 15, env=env or {})
+        if result.exit_code in (124, 137) and time.monotonic() - started >= timeout_s:
+            raise CommandTimedOut(self.name, text, timeout_s, result.stderr)
+        if check and not result.ok:
+            raise CommandFailed(self.name, text, result.exit_code, result.stderr)
+        return result
+
+    def sudo(self, command: str | list[str], **kwargs: Any) -> CommandResult:
+        """Run a command as root: directly if we are root, else through `sudo -n`."""
+        text = _as_shell(command)
+        if not self.is_root():
+            text = "sudo -n bash -c " + shlex.quote(text)
+        return self.run(text, **kwargs)
+
+    def is_root(self) -> bool:
+        if self._is_root is None:
+            self._is_root = self.run("id -u", timeout_s=60).stdout.strip() == "0"
+        return self._is_root
+
+    def _execute(self, command: str, wrapped: str, *, timeout_s: float,
+                 env: dict[str, str]) -> CommandResult:
+        raise NotImplementedError
+
+    def put(self, local_path: str | Path, remote_path: str) -> None:
+        raise NotImplementedError
+
+    def get(self, remote_path: str, local_path: str | Path) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release connections (a no-op for the local host)."""
+
+
+class LocalHost(Host):
+    """The machine running `python -m labs`, through invoke."""
+
+    def __init__(self, work_dir: str | None = None):
+        default_work = os.environ.get("LABS_WORK_DIR") or str(state_dir() / "work")
+        super().__init__(name="local", work_dir=work_dir or default_work, is_local=True)
+
+    def _execute(self, command: str, wrapped: str, *, timeout_s: float,
+                 env: dict[str, str]) -> CommandResult:
+        import invoke
+
+        context = invoke.Context(invoke.Config(overrides={"runners": {"local": _local_runner()}}))
+        try:
+            result = context.run(wrapped, hide=True, warn=True, timeout=timeout_s,
+                                 in_stream=False, env=env, pty=False)
+        except invoke.exceptions.CommandTimedOut as timed_out:
+            raise CommandTimedOut(self.name, command, timeout_s,
+                                  timed_out.result.stderr) from None
+        return CommandResult(self.name, command, result.exited, result.stdout, result.stderr)
+
+    def put(self, local_path: str | Path, remote_path: str) -> None:
+        shutil.copyfile(local_path, remote_path)
+
+    def get(self, remote_path: str, local_path: str | Path) -> None:
+        shutil.copyfile(remote_path, local_path)
+
+
+class SSHHost(Host):
+    """A host reached over SSH with Fabric. Host keys are checked, never learned silently."""
+
+    def __init__(self, name: str, address: str, *, user: str | None = None, port: int = 22,
+                 key: str | None = None, known_hosts: str | None = None,
+                 work_dir: str = "/var/tmp/storage-labs", lab_devices: tuple[str, ...] = (),
+                 connect_timeout_s: float = 20):
+        super().__init__(name=name, work_dir=work_dir, lab_devices=lab_devices)
+        self.address, self.user, self.port = address, user, port
+        self.key, self.known_hosts = key, known_hosts
+        self.connect_timeout_s = connect_timeout_s
+        self._connection: Any = None
+
+    def connection(self) -> Any:
+        if self._connection is None:
+            import fabric
+            import paramiko
+
+            connect_kwargs: dict[str, Any] = {"banner_timeout": self.connect_timeout_s,
+                                              "auth_timeout": self.connect_timeout_s}
+            if self.key:
+                connect_kwargs.update(key_filename=os.path.expanduser(self.key),
+                                      look_for_keys=False, allow_agent=False)
+            connection = fabric.Connection(self.address, user=self.user, port=self.port,
+                                           connect_timeout=self.connect_timeout_s,
+                                           connect_kwargs=connect_kwargs)
+            # Pin host keys: an unknown or changed key is refused, never added.
+            connection.client.set_missing_host_key_policy(paramiko.RejectPolicy())
+            known_hosts = os.path.expanduser(self.known_hosts or "~/.ssh/known_hosts")
+            if os.path.exists(known_hosts):
+                connection.client.load_host_keys(known_hosts)
+            self._connection = connection
+        return self._connection
+
+    def _open(self, command: str) -> Any:
+        import paramiko
+
+        connection = self.connection()
+        try:
+            connection.open()
+        except paramiko.BadHostKeyException:
+            raise HostUnreachable(self.name, command, "its host key does not match the pinned "
+                                  "key: refusing to connect") from None
+        except paramiko.SSHException as error:
+            raise HostUnreachable(self.name, command, str(error) or type(error).__name__) from None
+        except (OSError, EOFError) as error:
+            reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
+            raise HostUnreachable(self.name, command, reason) from None
+        return connection
+
+    def _execute(self, command: str, wrapped: str, *, timeout_s: float,
+                 env: dict[str, str]) -> CommandResult:
+        import invoke
+        import paramiko
+
+        connection = self._open(command)
+        try:
+            result = connection.run(wrapped, hide=True, warn=True, timeout=timeout_s,
+                                    in_stream=False, env=env, pty=False)
+        except invoke.exceptions.CommandTimedOut as timed_out:
+            raise CommandTimedOut(self.name, command, timeout_s,
+                                  timed_out.result.stderr) from None
+        except (EOFError, OSError, paramiko.SSHException) as error:
+            self.close()
+            raise HostUnreachable(self.name, command, f"connection lost: {error}") from None
+        return CommandResult(self.name, command, result.exited, result.stdout, result.stderr)
+
+    def put(self, local_path: str | Path, remote_path: str) -> None:
+        self._open(f"put {remote_path}").put(str(local_path), remote_path)
+
+    def ssh_client(self) -> Any:
+        """The open paramiko client of this host's connection (the docker SDK rides on it)."""
+        return self._open("connect").client
+
+    def get(self, remote_path: str, local_path: str | Path) -> None:
+        self._open(f"get {remote_path}").get(remote_path, str(local_path))
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None

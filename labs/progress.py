@@ -1,0 +1,110 @@
+"""One progress reporter for every long job: which step, step k of n, elapsed time.
+
+    progress = Progress("torn-pages", total_steps=17)
+    progress.step("pgbench -i at scale 16")      # counts: "step 3/17: pgbench -i ..."
+    progress.detail("resync 41.0 % at 48 MiB/s") # a sub-step: shown, not counted
+    progress.close()
+
+In a terminal it draws a tqdm bar on stderr (`tqdm.auto` draws a notebook bar in
+JupyterLab); anywhere else (a log file, CI, a pipe read by the live panel) it prints one
+plain line per step on stderr, `[torn-pages    12 s] step 3/17: ...`, which is easy to read
+and to parse. Progress never goes to stdout: stdout carries the lab's command line and its
+result, so a reader can pipe them.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from collections.abc import Callable
+from typing import IO
+
+from tqdm.auto import tqdm
+
+STEP_LINE = re.compile(r"^\[(?P<name>\S+)\s+(?P<elapsed>\d+) s\] step (?P<step>\d+)/(?P<total>\d+)"
+                       r": (?P<text>.*)$")
+QUIET_DETAIL_S = 20.0  # without a terminal, transient details are printed this often at most
+
+
+class Progress:
+    def __init__(self, name: str, total_steps: int, *, stream: IO[str] | None = None,
+                 callback: Callable[[float, str], None] | None = None,
+                 interactive: bool | None = None):
+        self.name = name
+        self.total = max(int(total_steps), 1)
+        self.stream = stream or sys.stderr
+        self.callback = callback  # (fraction done, step text), for widgets
+        self.done = 0
+        self.started = time.monotonic()
+        self._last_detail = 0.0
+        if interactive is None:
+            interactive = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.bar = None
+        if interactive:
+            self.bar = tqdm(total=self.total, desc=name, unit="step", file=self.stream,
+                            bar_format="{desc}: step {n_fmt}/{total_fmt} {bar} [{elapsed}] "
+                                       "{postfix}", leave=True, dynamic_ncols=True)
+
+    def expect(self, total_steps: int) -> None:
+        """Set how many steps the job takes, once it knows (a lab knows after validating)."""
+        self.total = max(int(total_steps), self.done, 1)
+        if self.bar is not None:
+            self.bar.total = self.total
+            self.bar.refresh()
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self.started
+
+    def step(self, text: str) -> None:
+        """A new step starts (steps beyond the total stretch the total)."""
+        self.done += 1
+        if self.done > self.total:
+            self.total = self.done
+        if self.bar is not None:
+            self.bar.total = self.total
+            self.bar.n = self.done
+            self.bar.set_postfix_str(text[:80], refresh=True)
+        else:
+            self._line(f"step {self.done}/{self.total}: {text}")
+        if self.callback:
+            self.callback((self.done - 1) / self.total, text)
+
+    def detail(self, text: str, transient: bool = False) -> None:
+        """Something inside the current step. Transient details (a percentage that keeps
+        changing) are rate-limited without a terminal."""
+        if self.bar is not None:
+            if transient:
+                self.bar.set_postfix_str(text[:80], refresh=True)
+            else:
+                self.bar.write(f"  {text}", file=self.stream)
+            return
+        now = time.monotonic()
+        if transient and now - self._last_detail < QUIET_DETAIL_S:
+            return
+        self._last_detail = now
+        self._line(f"  {text}")
+
+    def say(self, text: str) -> None:
+        """A fact the reader should find in the output (an image chosen, a host used): stdout."""
+        if self.bar is not None:
+            self.bar.write(text, file=sys.stdout)
+        else:
+            print(text, flush=True)
+
+    def _line(self, text: str) -> None:
+        print(f"[{self.name} {self.elapsed_s:6.0f} s] {text}", file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+        if self.callback:
+            self.callback(1.0, "done")
+
+
+def parse_step_line(line: str) -> dict[str, str] | None:
+    """The parts of a plain step line (for the live panel), or None for other lines."""
+    match = STEP_LINE.match(line.strip())
+    return match.groupdict() if match else None

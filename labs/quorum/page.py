@@ -1,0 +1,147 @@
+"""What the Quorums chapter's pages show: the model's tables, the recorded run, the panel.
+
+Pure page code: models, records and the book's plumbing; never the host or VM code.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from labs.book.panel import LabPanel
+from labs.models import quorum as model
+from labs.quorum import charts
+from labs.quorum.params import Parameters
+from labs.records import RecordedRun, run_summary
+
+P_NODE_GRID = np.logspace(-4, math.log10(0.5), 19)
+P_AZ_CHOICES = (0.0, 0.001, 0.01)
+
+
+def tolerance_grid(max_nodes: int = 9) -> pd.DataFrame:
+    """Every (N, W, R) up to max_nodes: validity, broken rule, tolerated failures."""
+    rows = []
+    for nodes in range(1, max_nodes + 1):
+        for write in range(1, nodes + 1):
+            for read in range(1, nodes + 1):
+                overlap = model.read_write_overlap(nodes, write, read)
+                majority = model.write_majority(nodes, write)
+                verdict = ("valid" if overlap and majority else
+                           "reads can miss the latest write" if not overlap else
+                           "two writes can both win")
+                rows.append({"n": nodes, "w": write, "r": read, "verdict": verdict,
+                             "write_tolerates": nodes - write, "read_tolerates": nodes - read})
+    return pd.DataFrame(rows)
+
+
+def availability_curves(max_nodes: int = 7, max_azs: int = 3) -> pd.DataFrame:
+    """P(fewer than k nodes up) for every N, k, Z <= max_azs, p(AZ) choice and p(node).
+
+    The chart picks k = W for writes and k = R for reads, so one table serves every (W, R).
+    """
+    rows = []
+    for nodes in range(1, max_nodes + 1):
+        for azs in range(1, min(max_azs, nodes) + 1):
+            for p_az in P_AZ_CHOICES:
+                for needed in range(1, nodes + 1):
+                    for p_node in P_NODE_GRID:
+                        unavailable = model.p_fewer_than_up(nodes, needed, p_node, azs, p_az)
+                        rows.append({
+                            "n": nodes, "z": azs, "q": p_az, "k": needed,
+                            "p": float(f"{p_node:.4g}"),
+                            "unavailable": float(f"{unavailable:.4g}"),
+                        })
+    return pd.DataFrame(rows)
+
+
+DEFAULT_AZ_RTTS_MS = (0.5, 0.8, 4.0)
+
+
+def kth_ack_distribution(nodes: int = 6, az_rtts_ms=DEFAULT_AZ_RTTS_MS,
+                         max_ms: float = 8.0, points: int = 161) -> pd.DataFrame:
+    """Density of the k-th fastest acknowledgement for k = 1..N (exact, from the CDF)."""
+    replicas = model.replicas_over_azs(nodes, list(az_rtts_ms))
+    grid_ms = np.linspace(0.0, max_ms, points)
+    step_ms = grid_ms[1] - grid_ms[0]
+    frames = []
+    for k in range(1, nodes + 1):
+        cdf = model.kth_ack_cdf(replicas, k, grid_ms)
+        density = np.gradient(cdf, step_ms)
+        frames.append(pd.DataFrame({
+            "k": k, "latency_ms": grid_ms.round(3), "density": density.round(4),
+            "p50_ms": round(model.kth_ack_quantile(replicas, k, 0.5), 3),
+            "p99_ms": round(model.kth_ack_quantile(replicas, k, 0.99), 3),
+        }))
+    return pd.concat(frames, ignore_index=True)
+
+
+HOURS_PER_YEAR = 24 * 365
+MTTR_GRID_HOURS = np.logspace(math.log10(10 / 3600), math.log10(24 * 14), 17)
+MTBF_CHOICES_DAYS = (30, 365, 1825)
+DURABILITY_LAYOUTS = (("3 copies, W = 2", 3, 2), ("6 copies, W = 4 (Aurora)", 6, 4))
+
+
+def durability_curves() -> pd.DataFrame:
+    """Chance per year of losing write quorum / possibly losing data, vs repair time.
+
+    The chance comes from the exact mean time to the event, as 1 - exp(-1 year / mean):
+    for events this rare the waiting time is very nearly exponential, and unlike the
+    transient solution it does not underflow to zero for second-long repairs.
+    """
+    rows = []
+    for layout, nodes, write in DURABILITY_LAYOUTS:
+        for mtbf_days in MTBF_CHOICES_DAYS:
+            for mttr_hours in MTTR_GRID_HOURS:
+                risk = model.durability_risk(nodes, write, 1 / (24 * mtbf_days), mttr_hours,
+                                             HOURS_PER_YEAR)
+                for event in ("write_quorum_lost", "data_possibly_lost"):
+                    mean_hours = risk[f"mean_hours_to_{event}"]
+                    rows.append({
+                        "layout": layout, "mtbf_days": mtbf_days,
+                        "mttr_hours": float(f"{mttr_hours:.4g}"),
+                        "event": event.replace("_", " "),
+                        "mean_years": float(f"{mean_hours / HOURS_PER_YEAR:.4g}"),
+                        "p_per_year": float(f"{-math.expm1(-HOURS_PER_YEAR / mean_hours):.4g}"),
+                    })
+    return pd.DataFrame(rows)
+
+
+
+# ----------------------------------------------------------------------------------------
+# The recorded run
+# ----------------------------------------------------------------------------------------
+
+
+def estimate_table(run: RecordedRun) -> pd.DataFrame:
+    """One row per operation: estimate, 95 % interval, exact value."""
+    return run.results[run.results["metric"] != "throughput"].pivot_table(
+        index="op", columns="metric", values="value")
+
+
+def figures(run: RecordedRun) -> dict[str, str]:
+    """Every number the lab page quotes about its recorded run, formatted."""
+    wide = estimate_table(run)
+    inside = all(wide.loc[op, "ci95_low"] <= wide.loc[op, "exact"] <= wide.loc[op, "ci95_high"]
+                 for op in wide.index)
+    throughput = run.results.query("metric == 'throughput'")["value"].iloc[0]
+    return {
+        "mc_trials": f"{run.meta['parameters']['trials']:,}",
+        "mc_inside": "inside" if inside else "NOT inside",
+        "mc_write_estimate": f"{wide.loc['write', 'estimate']:.3e}",
+        "mc_write_exact": f"{wide.loc['write', 'exact']:.3e}",
+        "mc_throughput": f"{throughput / 1e6:.0f} million",
+    }
+
+
+def provenance(run: RecordedRun) -> pd.DataFrame:
+    return run_summary(run)
+
+
+def panel() -> LabPanel:
+    """The live panel of the lab page: run the Monte Carlo, record it, redraw."""
+    return LabPanel(Parameters, fields=("profile", "nodes", "write", "read", "azs", "p_node",
+                                        "p_az", "trials", "seed"),
+                    chart=lambda recorded: charts.montecarlo_chart(recorded.results),
+                    title="Monte Carlo of quorum availability")

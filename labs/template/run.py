@@ -1,0 +1,43 @@
+"""Run the template lab on a lab host, through a workspace, and record the run."""
+
+from __future__ import annotations
+
+import shlex
+import time
+
+from labs.infra.facts import host_facts
+from labs.infra.hosts import Host
+from labs.infra.workspace import LabWorkspace
+from labs.progress import Progress
+from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
+from labs.template.params import Parameters
+
+
+def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
+    progress.expect(len(params.blocks) + 1)
+    run_id = new_run_id(host.name)
+    recorder = RunRecorder(params.LAB, params.as_record(), seed=params.seed, run_id=run_id,
+                           lab_host=host.name, host=host_facts(host))
+    # The workspace journals its folder first: after a crash `python -m labs clean` removes it.
+    with recorder as rec, LabWorkspace(host, lab=params.LAB, run_id=run_id) as ws:
+        rec.add_command(params.command_line())
+        ws.prepare()
+        for count in params.blocks:
+            progress.step(f"dd {count} x {params.block_kib} KiB")
+            target = f"{ws.work_dir}/file-{count}"
+            dd = ["dd", "if=/dev/zero", f"of={target}", f"bs={params.block_kib}K",
+                  f"count={count}", "conv=fdatasync", "status=none"]
+            rec.add_command(f"[{host.name}] {shlex.join(dd)}")
+            started = time.monotonic()
+            host.sudo(dd, timeout_s=120)
+            seconds = time.monotonic() - started
+            size = int(host.run(["stat", "--format=%s", target], timeout_s=60).stdout)
+            dims = {"blocks": count, "block_kib": params.block_kib}
+            rec.add_result(config=f"blocks-{count}", workload="dd", metric="file_bytes",
+                           value=size, unit="bytes", **dims)
+            rec.add_result(config=f"blocks-{count}", workload="dd", metric="model_bytes",
+                           value=count * params.block_kib * 1024, unit="bytes", **dims)
+            rec.add_result(config=f"blocks-{count}", workload="dd", metric="seconds",
+                           value=seconds, unit="s", **dims)
+        progress.step("writing the recorded run")
+    return load_run(recorder.final_path)
