@@ -1,14 +1,30 @@
-"""Shared fixtures. Nothing here skips: a missing precondition is a failure."""
+"""Shared fixtures. Nothing here skips: a missing precondition is a failure.
+
+The expensive things are made once per test session and shared by every test that needs
+them (CI's time budget depends on it):
+
+- `lab_vms`: one pair of lab VMs (vm1, vm2 on a private link), booted once;
+- `docker_engine`: the local container engine, started if none runs, with the project's
+  images built (cached by recipe hash, so a no-op when they exist).
+
+Tests marked `last` run after all others (they stop what the session shares).
+"""
+
+from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+VM_PAIR_ARGS = ("--pair", "--memory", "1536", "--cpus", "2", "--slow-iops", "200")
 
 
 def run_labs(*args: str, env: dict | None = None, timeout: float = 120):
@@ -36,3 +52,104 @@ def toc_files() -> list[str]:
             files.append(chapter["file"])
             files += [section["file"] for section in chapter.get("sections", [])]
     return files
+
+
+def report(config: pytest.Config | None, message: str) -> None:
+    """A figure for the closing note: straight to the terminal, past pytest's capture."""
+    capture = config.pluginmanager.getplugin("capturemanager") if config else None
+    if capture is None:
+        print(f"[figures] {message}")
+        return
+    with capture.global_and_fixture_disabled():
+        sys.stdout.write(f"\n[figures] {message}\n")
+        sys.stdout.flush()
+
+
+@pytest.fixture
+def figures(request):
+    """report(message) for the closing note's figures."""
+    return lambda message: report(request.config, message)
+
+
+# --- the shared lab VM pair ------------------------------------------------------------------
+
+@dataclass
+class LabEnv:
+    """A private state dir, work dir, inventory and runs dir, and the CLI run inside them."""
+
+    base: Path
+    env: dict[str, str]
+
+    def cli(self, *args: str, timeout_s: float = 900, env: dict | None = None):
+        return subprocess.run([sys.executable, "-m", "labs", *args], cwd=PROJECT_ROOT,
+                              env={**os.environ, **self.env, **(env or {})},
+                              capture_output=True, text=True, timeout=timeout_s)
+
+
+def qemu_processes_under(directory: Path) -> list[int]:
+    """QEMU processes whose command line names anything under `directory` (ps, not state)."""
+    out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
+    return [int(line.split()[0]) for line in out.splitlines()
+            if "qemu-system" in line and str(directory) in line]
+
+
+@pytest.fixture(scope="session")
+def lab_vms(request, tmp_path_factory):
+    """vm1 and vm2, booted once for the whole session, in their own state dir."""
+    base = tmp_path_factory.mktemp("vmlab")
+    env = {"LABS_STATE_DIR": str(base / "state"), "LABS_WORK_DIR": str(base / "work"),
+           "LABS_INVENTORY": str(base / "hosts.toml"), "LABS_RUNS_DIR": str(base / "runs")}
+    (base / "hosts.toml").write_text("")  # an empty inventory: no SSH hosts
+    lab = LabEnv(base, env)
+    started = time.monotonic()
+    built = lab.cli("vm", "build", timeout_s=1800)
+    assert built.returncode == 0, f"vm build failed: {built.stderr[-2000:]}"
+    report(request.config, f"image build: {time.monotonic() - started:.1f} s "
+                           f"({built.stdout.strip().splitlines()[-1]})")
+    started = time.monotonic()
+    booted = lab.cli("vm", "up", *VM_PAIR_ARGS, timeout_s=1200)
+    assert booted.returncode == 0, f"vm up --pair failed: {booted.stderr[-2000:]}"
+    for line in booted.stdout.splitlines():
+        if "SSH ready" in line or "KVM probe" in line or "started" in line:
+            report(request.config, line)
+    report(request.config, f"vm up --pair: {time.monotonic() - started:.1f} s wall")
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in env.items():
+            patch.setenv(key, value)
+        try:
+            yield lab
+        finally:
+            lab.cli("vm", "down")
+            lab.cli("clean")
+            leaked = qemu_processes_under(base)
+            for pid in leaked:  # only ours: their command line names our tmp folder
+                os.kill(pid, signal.SIGKILL)
+            assert not leaked, f"QEMU processes left behind: {leaked}"
+
+
+# --- the shared container engine -----------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def docker_engine():
+    """The local engine (started when none answers) with the labs' images built."""
+    from labs.infra import images
+    from labs.infra.containers import local_engine, start_engine_if_needed
+    from labs.progress import Progress
+
+    start_engine_if_needed()
+    client = local_engine(timeout_s=1800)
+    for name in images.RECIPES:
+        # Cached by recipe hash: a no-op when the image is already built on this machine.
+        images.build(name, client, Progress(f"image {name}", 3))
+    return client
+
+
+# --- ordering ----------------------------------------------------------------------------------
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "last: runs after every other test (it stops what the "
+                                       "session shares, such as the lab VMs)")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    items.sort(key=lambda item: item.get_closest_marker("last") is not None)

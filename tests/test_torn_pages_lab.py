@@ -6,7 +6,9 @@ setting; the torn page fails its checksum; recovery with a full-page image resto
 without one, recovery stops (checksums) or silently shows wrong rows (no checksums).
 """
 
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -15,11 +17,9 @@ from pathlib import Path
 import docker
 import pytest
 
-from labs import PROJECT_ROOT
-from labs.containers import JOURNAL_LABEL, engine, start_engine_if_needed
-from labs.images import build_postgres
-from labs.journal import Journal
-from labs.localfs import loop_devices_backed_by
+from labs import PROJECT_ROOT, rawfiles
+from labs.infra.containers import OWNER_LABEL
+from labs.infra.journal import Journal
 from labs.records import list_runs, load_run
 from labs.tools import pgbench
 
@@ -31,24 +31,33 @@ def run_cli(args, env, timeout=1200):
                           capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.fixture(scope="module")
-def quick_run(tmp_path_factory):
-    import os
+def owner_label(state_dir: Path) -> str:
+    """The container label value of a state dir (labs.infra.paths.command_marker)."""
+    return subprocess.run([sys.executable, "-c", "from labs.infra.paths import command_marker; "
+                           "print(command_marker())"], cwd=PROJECT_ROOT, capture_output=True,
+                          text=True, check=True,
+                          env={**os.environ, "LABS_STATE_DIR": str(state_dir)}).stdout.strip()
 
-    start_engine_if_needed()
-    build_postgres(engine(timeout_s=1800), log=lambda line: print(line, flush=True))
+
+def loops_over(folder: Path) -> list[str]:
+    out = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if str(folder) in line]
+
+
+@pytest.fixture(scope="module")
+def quick_run(docker_engine):
     # Not under pytest's basetemp: a concurrent pytest session may rename old basetemp
     # folders, and the lab's mount point must not move while it runs.
     base = Path(tempfile.mkdtemp(prefix="storage-labs-test-torn-", dir="/var/tmp"))
-    env = {**os.environ, "LABS_STATE_DIR": str(base / "state"),
-           "LABS_RUNS_DIR": str(base / "runs")}
     work_dir = base / "work"
-    result = run_cli(["run", "torn-pages", "--host", "local", "--quick",
-                      "--work-dir", str(work_dir)], env)
+    env = {**os.environ, "LABS_STATE_DIR": str(base / "state"),
+           "LABS_RUNS_DIR": str(base / "runs"), "LABS_WORK_DIR": str(work_dir)}
+    result = run_cli(["run", "torn-pages", "--host", "local", "--quick"], env)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     runs = list_runs("torn-pages", base / "runs")
     assert len(runs) == 1
-    yield {"run": load_run(runs[0]), "stdout": result.stdout, "base": base,
+    yield {"run": load_run(runs[0]), "stdout": result.stdout, "stderr": result.stderr,
+           "base": base,
            "work_dir": work_dir, "journal": base / "state" / "journal-local.jsonl"}
     shutil.rmtree(base)
 
@@ -67,9 +76,10 @@ def value(results, **where):
 
 def test_parameters_echoed_and_image_choice_printed(quick_run):
     lines = quick_run["stdout"].splitlines()
-    assert lines[0].startswith("python -m labs run torn-pages --host local --quick --seed")
+    assert lines[0].startswith("python -m labs run torn-pages --host local --profile quick "
+                               "--seed")
     assert lines[1].startswith("using image ")
-    assert "step 1/" in quick_run["stdout"]
+    assert "step 1/" in quick_run["stderr"]  # progress goes to stderr, results to stdout
 
 
 def test_wal_per_transaction_higher_with_full_page_writes(quick_run):
@@ -155,10 +165,10 @@ def test_without_full_page_image_recovery_stops_or_lies(quick_run):
 def test_raw_pgbench_output_parses_with_logs_from_each_thread(quick_run):
     run = quick_run["run"]
     leg = run.raw_dir / "bench" / "steady-nolimit-cpt30s-fpw-on"
-    logs = pgbench.log_files(leg, "pgbench_log")
+    logs = rawfiles.pgbench_log_files(leg, "pgbench_log")
     assert len(logs) == 2  # 2 threads
     summary = pgbench.parse_summary((leg / "summary.txt").read_text())
-    assert pgbench.parse_logs(logs).transactions == summary.transactions
+    assert rawfiles.parse_pgbench_logs(logs).transactions == summary.transactions
     assert run.meta["tool_versions"]["image"]
     assert "pgbench" in run.meta["tool_versions"]
 
@@ -166,17 +176,14 @@ def test_raw_pgbench_output_parses_with_logs_from_each_thread(quick_run):
 def test_nothing_left_behind(quick_run):
     assert Journal("local", quick_run["journal"]).live_entries() == []
     client = docker.from_env()
-    mine = client.containers.list(
-        all=True, filters={"label": f"{JOURNAL_LABEL}={quick_run['journal']}"})
+    owner = owner_label(quick_run["base"] / "state")
+    mine = client.containers.list(all=True, filters={"label": f"{OWNER_LABEL}={owner}"})
     assert mine == []
-    assert not quick_run["work_dir"].exists()
-    image = quick_run["work_dir"] / "labfs.img"
-    assert loop_devices_backed_by(image) == []
+    assert not list(quick_run["work_dir"].glob("torn-pages/*"))  # the run's folder is gone
+    assert loops_over(quick_run["work_dir"]) == []
 
 
 def test_bad_parameters_are_one_line_usage_errors(tmp_path):
-    import os
-
     env = {**os.environ, "LABS_STATE_DIR": str(tmp_path), "LABS_RUNS_DIR": str(tmp_path)}
     for args in (["--scale", "2", "--clients", "4"], ["--host", "vm9"],
                  ["--checkpoint-timeouts-s", "10,300"], ["--checkpoint-timeouts-s", "x"]):
@@ -186,22 +193,19 @@ def test_bad_parameters_are_one_line_usage_errors(tmp_path):
     assert not any(tmp_path.glob("torn-pages/*"))
 
 
-def test_ctrl_c_cleans_up():
-    import os
-    import signal
-
+def test_ctrl_c_cleans_up(docker_engine):
     tmp_path = Path(tempfile.mkdtemp(prefix="storage-labs-test-ctrlc-", dir="/var/tmp"))
-    start_engine_if_needed()
-    env = {**os.environ, "LABS_STATE_DIR": str(tmp_path / "state"),
-           "LABS_RUNS_DIR": str(tmp_path / "runs"), "PYTHONUNBUFFERED": "1"}
     work_dir = tmp_path / "work"
+    env = {**os.environ, "LABS_STATE_DIR": str(tmp_path / "state"),
+           "LABS_RUNS_DIR": str(tmp_path / "runs"), "LABS_WORK_DIR": str(work_dir),
+           "PYTHONUNBUFFERED": "1"}
     lab = subprocess.Popen([sys.executable, "-m", "labs", "run", "torn-pages", "--host",
-                            "local", "--quick", "--work-dir", str(work_dir)],
+                            "local", "--quick"],
                            cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)
     try:
-        for line in lab.stdout:
-            if "step 3/" in line:  # PostgreSQL is up on the loop file system
+        for line in lab.stderr:
+            if "step 3/" in line:  # PostgreSQL is starting on the loop file system
                 break
         lab.send_signal(signal.SIGINT)
         _, stderr = lab.communicate(timeout=300)
@@ -209,13 +213,14 @@ def test_ctrl_c_cleans_up():
         if lab.poll() is None:
             lab.kill()
     assert lab.returncode == 130
-    assert stderr.strip().splitlines() == [
+    assert stderr.strip().splitlines()[-1:] == [
         "python -m labs: interrupted (run `python -m labs clean` if a lab was running)"]
     journal = tmp_path / "state" / "journal-local.jsonl"
     assert Journal("local", journal).live_entries() == []
+    owner = owner_label(tmp_path / "state")
     leftovers = docker.from_env().containers.list(
-        all=True, filters={"label": f"{JOURNAL_LABEL}={journal}"})
+        all=True, filters={"label": f"{OWNER_LABEL}={owner}"})
     assert leftovers == []
-    assert not work_dir.exists()
+    assert not list(work_dir.glob("torn-pages/*"))
     assert list_runs("torn-pages", tmp_path / "runs") == []
     shutil.rmtree(tmp_path)

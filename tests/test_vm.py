@@ -1,6 +1,7 @@
 """Lab VMs for real: build the image, boot a pair, and use them as lab hosts.
 
-One pair of VMs is booted for the whole file (session fixture) and shared by every test:
+One pair of VMs is booted for the whole test session (conftest.lab_vms) and shared by every
+test that needs a VM:
 md RAID1, module loading, the guard, the private link, clean, and fault injection all run
 in it. Figures (build and boot times, kills and leaks) are printed to the terminal.
 """
@@ -16,10 +17,11 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import qemu_processes_under
+from conftest import report as conftest_report
 
 from labs.infra.guard import DeviceRefused, check_device
 from labs.infra.hosts import HostUnreachable, SSHHost
@@ -32,78 +34,23 @@ from labs.tools.mdadm import Member
 
 ROOT = Path(__file__).resolve().parents[1]
 GUEST_FAULT_DIR = f"{machine.GUEST_WORK_DIR}/faults"
-SLOW_IOPS = 100
+SLOW_IOPS = 200  # as conftest.VM_PAIR_ARGS boots the pair
 FAULT_SEED = 20261120
 
 
 _CONFIG: list[pytest.Config] = []
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _remember_config(request):
+@pytest.fixture(scope="module")
+def lab_env(lab_vms, request):
+    """The session's shared VM pair (conftest.lab_vms)."""
     _CONFIG.append(request.config)
+    return lab_vms
 
 
 def report(message: str) -> None:
     """A figure for the closing note: straight to the terminal, past pytest's capture."""
-    capture = _CONFIG[0].pluginmanager.getplugin("capturemanager") if _CONFIG else None
-    if capture is None:
-        print(f"[figures] {message}")
-        return
-    with capture.global_and_fixture_disabled():
-        sys.stdout.write(f"\n[figures] {message}\n")
-        sys.stdout.flush()
-
-
-@dataclass
-class LabEnv:
-    base: Path
-    env: dict[str, str]
-
-    def cli(self, *args: str, timeout_s: float = 900, env: dict | None = None):
-        return subprocess.run([sys.executable, "-m", "labs", *args], cwd=ROOT,
-                              env={**os.environ, **self.env, **(env or {})},
-                              capture_output=True, text=True, timeout=timeout_s)
-
-
-def qemu_processes_under(directory: Path) -> list[int]:
-    """QEMU processes whose command line names anything under `directory` (ps, not state)."""
-    out = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
-    return [int(line.split()[0]) for line in out.splitlines()
-            if machine.QEMU in line and str(directory) in line]
-
-
-@pytest.fixture(scope="session")
-def lab_env(tmp_path_factory):
-    base = tmp_path_factory.mktemp("vmlab")
-    env = {"LABS_STATE_DIR": str(base / "state"), "LABS_WORK_DIR": str(base / "work"),
-           "LABS_INVENTORY": str(base / "hosts.toml")}
-    with pytest.MonkeyPatch.context() as patch:
-        for key, value in env.items():
-            patch.setenv(key, value)
-        lab = LabEnv(base, env)
-        started = time.monotonic()
-        built = lab.cli("vm", "build", timeout_s=1800)
-        assert built.returncode == 0, f"vm build failed: {built.stderr[-2000:]}"
-        report(f"image build: {time.monotonic() - started:.1f} s "
-               f"({built.stdout.strip().splitlines()[-1]})")
-        started = time.monotonic()
-        booted = lab.cli("vm", "up", "--pair", "--memory", "1024", "--cpus", "1",
-                         "--slow-iops", str(SLOW_IOPS), timeout_s=1200)
-        assert booted.returncode == 0, f"vm up --pair failed: {booted.stderr[-2000:]}"
-        for line in booted.stdout.splitlines():
-            if "SSH ready" in line or "KVM probe" in line or "started" in line:
-                report(line)
-        report(f"vm up --pair: {time.monotonic() - started:.1f} s wall (CLI, incl. probe)")
-        try:
-            yield lab
-        finally:
-            lab.cli("vm", "down")
-            lab.cli("clean")
-            leaked = qemu_processes_under(base)
-            for pid in leaked:  # only ours: their command line names our tmp folder
-                os.kill(pid, signal.SIGKILL)
-            assert not leaked, f"QEMU processes left behind: {leaked}"
+    conftest_report(_CONFIG[0] if _CONFIG else None, message)
 
 
 def test_image_is_cached_and_keyed_by_its_recipe(lab_env, monkeypatch):
@@ -386,6 +333,7 @@ def test_a_killed_image_build_is_cleaned_up(tmp_path):
     assert left == {"processes": 0, "mounts": 0, "scratch dirs": 0}
 
 
+@pytest.mark.last
 def test_down_stops_the_vms_and_keeps_their_console_logs(lab_env):
     state_dir = Path(lab_env.env["LABS_STATE_DIR"])
     stopped = lab_env.cli("vm", "down")

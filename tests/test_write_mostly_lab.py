@@ -1,6 +1,6 @@
 """The write-mostly lab end to end on a lab VM: the chapter's claims, measured.
 
-One VM is booted for this file and the quick profile runs once on it; every test reads the
+The quick profile runs once on the session's shared vm1 (conftest.lab_vms); every test reads the
 run it recorded. The assertions are the relations the chapter states, never numbers:
 reads avoid the write-mostly leg, writes wait for the slow leg unless written behind, each
 drill's data check passes, and the check itself catches one misplaced block.
@@ -16,12 +16,13 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import report
 
 from labs import rawfiles
 from labs.infra.journal import Journal
 from labs.records import list_runs, load_run
 from labs.tools import mdadm as md
-from labs.write_mostly.page import latency_table, leg_table, summary_table
+from labs.write_mostly.tables import latency_table, leg_table, summary_table
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,30 +34,18 @@ def cli(env: dict, *args: str, timeout_s: float = 900) -> subprocess.CompletedPr
 
 
 @pytest.fixture(scope="module")
-def quick_run(tmp_path_factory):
-    base = tmp_path_factory.mktemp("write-mostly")
-    env = {"LABS_STATE_DIR": str(base / "state"), "LABS_WORK_DIR": str(base / "work"),
-           "LABS_INVENTORY": str(base / "hosts.toml"), "LABS_RUNS_DIR": str(base / "runs")}
-    (base / "hosts.toml").write_text("")  # an empty inventory
-    built = cli(env, "vm", "build", timeout_s=1800)
-    assert built.returncode == 0, f"vm build failed: {built.stderr[-2000:]}"
+def quick_run(lab_vms, request):
+    """The quick profile on the session's shared vm1 (conftest.lab_vms)."""
+    env, base = lab_vms.env, lab_vms.base
     started = time.monotonic()
-    try:
-        booted = cli(env, "vm", "up", timeout_s=900)
-        assert booted.returncode == 0, f"vm up failed: {booted.stderr[-2000:]}"
-        boot_s = time.monotonic() - started
-        ran = cli(env, "run", "write-mostly", "--host", "vm1", "--quick", timeout_s=1200)
-        wall_s = time.monotonic() - started
-        assert ran.returncode == 0, f"write-mostly --quick failed: {ran.stderr[-3000:]}"
-        print(f"\n[figures] write-mostly --quick: VM boot {boot_s:.0f} s, "
-              f"boot + lab {wall_s:.0f} s")
-        leftovers = cli(env, "vm", "run", "vm1", "--",
-                        "cat /proc/mdstat; dmsetup ls --target delay", timeout_s=120)
-        yield {"env": env, "base": base, "stdout": ran.stdout, "stderr": ran.stderr,
-               "leftovers": leftovers, "runs": base / "runs", "wall_s": wall_s}
-    finally:
-        cli(env, "vm", "down", timeout_s=300)
-        cli(env, "clean", timeout_s=300)
+    ran = cli(env, "run", "write-mostly", "--host", "vm1", "--quick", timeout_s=1200)
+    wall_s = time.monotonic() - started
+    assert ran.returncode == 0, f"write-mostly --quick failed: {ran.stderr[-3000:]}"
+    report(request.config, f"write-mostly --quick on the shared vm1: {wall_s:.0f} s")
+    leftovers = cli(env, "vm", "run", "vm1", "--",
+                    "cat /proc/mdstat; dmsetup ls --target delay", timeout_s=120)
+    return {"env": env, "base": base, "stdout": ran.stdout, "stderr": ran.stderr,
+            "leftovers": leftovers, "runs": base / "runs", "wall_s": wall_s}
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from conftest import PROJECT_ROOT
 
 from labs import rawfiles, records
 from labs.errors import UsageError
-from labs.write_mostly import charts, model
+from labs.write_mostly import charts, model, tables
 from labs.write_mostly import page as lab
 from labs.write_mostly.params import WORKLOADS
 
@@ -29,7 +29,7 @@ def test_recorded_by_the_project_command_on_a_lab_vm(run):
 def test_results_re_derive_from_the_raw_fio_files(run):
     results = run.results
     checked = 0
-    for config in lab.CONFIG_ORDER:
+    for config in tables.CONFIG_ORDER:
         for workload in WORKLOADS:
             path = run.raw_dir / "fio" / config / f"{workload}.json"
             (row,) = rawfiles.parse_fio_file(path)
@@ -37,11 +37,11 @@ def test_results_re_derive_from_the_raw_fio_files(run):
                                & (results.metric == "clat_p99_us")].value
             assert float(recorded.iloc[0]) == pytest.approx(row["clat_p99_us"])
             checked += 1
-    assert checked == len(lab.CONFIG_ORDER) * len(WORKLOADS)
+    assert checked == len(tables.CONFIG_ORDER) * len(WORKLOADS)
 
 
 def test_the_chapter_claims_hold_in_the_recorded_run(run):
-    summary = lab.summary_table(run.results).set_index("config")
+    summary = tables.summary_table(run.results).set_index("config")
     for config in ("raid1-wm", "raid1-wm-bitmap", "raid1-wm-wb", "raid1-wm-wb-slot1"):
         assert summary.loc[config, "slow_read_share"] < 0.01
     slow_write = summary.loc["slow-only", "write_p50_us"]

@@ -120,8 +120,66 @@ def estimate_table(run: RecordedRun) -> pd.DataFrame:
         index="op", columns="metric", values="value")
 
 
+def smallest_quorums(max_nodes: int = 7) -> pd.DataFrame:
+    """The smallest safe (R, W) for N = 1..max_nodes, as the explanation's table."""
+    return pd.DataFrame(model.quorum_table(max_nodes)).rename(
+        columns={"nodes": "copies N", "read": "smallest R", "write": "smallest W"})
+
+
+ZONE_LOSS_LAYOUTS = {"Aurora: 6 copies, W 4, R 3": (6, 4, 3), "3 copies, W 2, R 2": (3, 2, 2),
+                     "5 copies, W 3, R 3": (5, 3, 3)}
+
+
+def zone_loss_table() -> pd.DataFrame:
+    """Which layouts over three zones survive a zone, and a zone plus one node."""
+    rows = []
+    for name, (n, w, r) in ZONE_LOSS_LAYOUTS.items():
+        report = model.describe(n, w, r, azs=3).as_dict()
+        rows.append({"layout (3 AZs)": name,
+                     "lose an AZ: writes": report["lose_az"]["write"],
+                     "lose an AZ: reads": report["lose_az"]["read"],
+                     "AZ + 1 node: writes": report["lose_az_plus_one"]["write"],
+                     "AZ + 1 node: reads": report["lose_az_plus_one"]["read"]})
+    return pd.DataFrame(rows).replace({True: "survives", False: "stops"})
+
+
+def explain_figures() -> dict[str, str]:
+    """The numbers the explanation page quotes, from the model."""
+    aurora = model.describe(6, 4, 3, azs=3).as_dict()
+    acks = kth_ack_distribution().groupby("k")["p50_ms"].first()
+    return {"aurora_write_tolerates": str(aurora["write_tolerates"]),
+            "aurora_read_tolerates": str(aurora["read_tolerates"]),
+            "k4_p50_ms": f"{acks[4]:.1f}", "k5_p50_ms": f"{acks[5]:.1f}"}
+
+
+def exercise_figures() -> dict[str, str]:
+    """The lab page's exercise answers, computed from the model (never typed in)."""
+    five = model.describe(5, 3, 3, azs=3).as_dict()
+    two_azs = model.describe(6, 4, 3, azs=2).as_dict()
+    six = model.unavailability(6, 4, 3, p_node=0.01, azs=3, p_az=0.001)
+    three = model.unavailability(3, 2, 2, p_node=0.01, azs=3, p_az=0.001)
+    p_target = 1e-4
+    trials_needed = math.ceil(1.96**2 * (1 - p_target) / (p_target * 0.01**2))
+    return {
+        "ex1_w": str(model.smallest_valid_quorum(5)[1]),
+        "ex1_r": str(model.smallest_valid_quorum(5)[0]),
+        "ex1_wt": str(five["write_tolerates"]),
+        "ex1_rt": str(five["read_tolerates"]),
+        "ex1_az_write": "survive" if five["lose_az"]["write"] else "stop",
+        "ex1_az_sizes": str(five["nodes_per_az"]),
+        "ex2_sizes": str(two_azs["nodes_per_az"]),
+        "ex2_left": str(6 - max(two_azs["nodes_per_az"])),
+        "ex2_write": "survive" if two_azs["lose_az"]["write"] else "stop",
+        "ex2_read": "survive" if two_azs["lose_az"]["read"] else "stop",
+        "ex3_six": f"{six['p_write_unavailable']:.2e}",
+        "ex3_three": f"{three['p_write_unavailable']:.2e}",
+        "ex3_ratio": f"{three['p_write_unavailable'] / six['p_write_unavailable']:.1f}",
+        "ex4_trials": f"{trials_needed:,}",
+    }
+
+
 def figures(run: RecordedRun) -> dict[str, str]:
-    """Every number the lab page quotes about its recorded run, formatted."""
+    """Every number the lab page quotes, formatted: the recorded run's and the exercises'."""
     wide = estimate_table(run)
     inside = all(wide.loc[op, "ci95_low"] <= wide.loc[op, "exact"] <= wide.loc[op, "ci95_high"]
                  for op in wide.index)
@@ -132,6 +190,7 @@ def figures(run: RecordedRun) -> dict[str, str]:
         "mc_write_estimate": f"{wide.loc['write', 'estimate']:.3e}",
         "mc_write_exact": f"{wide.loc['write', 'exact']:.3e}",
         "mc_throughput": f"{throughput / 1e6:.0f} million",
+        **exercise_figures(),
     }
 
 

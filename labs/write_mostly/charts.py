@@ -7,7 +7,8 @@ import pandas as pd
 
 from labs.book.theme import dropdown, slider
 from labs.write_mostly.model import ARTICLE, implied_rate_mib_s
-from labs.write_mostly.page import (
+from labs.write_mostly.params import WORKLOADS
+from labs.write_mostly.tables import (
     CONFIG_LABELS,
     CONFIG_ORDER,
     drill_events,
@@ -16,7 +17,6 @@ from labs.write_mostly.page import (
     recovery_timeline,
     resync_table,
 )
-from labs.write_mostly.params import WORKLOADS
 
 
 def latency_chart(results: pd.DataFrame) -> alt.TopLevelMixin:

@@ -1,0 +1,71 @@
+"""One test over every lab in the registry: the lab contract holds for each of them.
+
+For each lab: its parameters round-trip through the command line for every profile, its
+panel's shell command parses back into the panel's parameters, every recorded run of it
+loads, its page's figures can be computed from every recorded run, and every `{glue}` key
+its page uses is among those figures. (That the page side never imports the
+infrastructure is checked over all modules in test_layout.py.)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import fields
+
+import pytest
+from conftest import PROJECT_ROOT
+
+from labs import records, registry
+from labs.__main__ import build_parser
+from labs.book.panel import command_arguments
+
+LABS = registry.labs()
+IDS = [lab.name for lab in LABS]
+
+
+def parse_back(arguments: list[str]):
+    args = build_parser().parse_args(arguments)
+    return args.lab_entry.parameters.from_args(args)
+
+
+@pytest.mark.parametrize("lab", LABS, ids=IDS)
+def test_every_profile_round_trips_through_its_command_line(lab):
+    for profile in lab.parameters.PROFILES:
+        params = lab.parameters.for_profile(profile)
+        words = params.command_line().split()
+        assert words[:5] == ["python", "-m", "labs", "run", lab.name]
+        assert parse_back(words[3:]) == params, profile
+        record = params.as_record()
+        assert record["command_line"] == params.command_line()
+        assert {f.name for f in fields(params)} <= set(record)
+
+
+@pytest.mark.parametrize("lab", LABS, ids=IDS)
+def test_the_panel_command_parses_back_into_its_parameters(lab):
+    page = lab.page_module()
+    panel = page.panel()
+    assert parse_back(command_arguments(panel.command())) == panel.defaults
+    assert panel.parameters is lab.parameters
+
+
+@pytest.mark.parametrize("lab", [lab for lab in LABS if lab.book_page], ids=lambda lab: lab.name)
+def test_every_recorded_run_loads_and_feeds_the_page(lab):
+    valid, refused = records.scan_runs(lab.name)
+    assert refused == [], refused
+    assert valid, f"no recorded run of {lab.name}"
+    page = lab.page_module()
+    for path in valid:
+        run = records.load_run(path)
+        figures = page.figures(run)
+        assert figures and all(isinstance(v, str) for v in figures.values()), path.name
+        assert not page.provenance(run).empty
+
+
+@pytest.mark.parametrize("lab", [lab for lab in LABS if lab.book_page], ids=lambda lab: lab.name)
+def test_every_glued_figure_on_the_page_is_computed(lab):
+    text = (PROJECT_ROOT / lab.book_page).read_text()
+    used = set(re.findall(r"\{glue:text\}`([A-Za-z0-9_\-]+)`", text))
+    if not used:
+        return
+    figures = lab.page_module().figures(records.newest_run(lab.name))
+    assert used <= set(figures), sorted(used - set(figures))

@@ -1,0 +1,67 @@
+"""The template lab, end to end on this machine: the contract a new lab copies, working.
+
+It runs through the same command as every lab, records a run, and its page draws the run
+beside the model. A killed run is cleaned from the journal, like any lab's.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from conftest import PROJECT_ROOT
+
+from labs import records
+from labs.infra.journal import Journal
+from labs.template import page
+
+
+def cli(env, *args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "labs", *args], cwd=PROJECT_ROOT,
+                          env={**os.environ, **env}, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_template_runs_records_and_matches_its_model(tmp_path):
+    env = {"LABS_STATE_DIR": str(tmp_path / "state"), "LABS_WORK_DIR": str(tmp_path / "work"),
+           "LABS_RUNS_DIR": str(tmp_path / "runs")}
+    result = cli(env, "run", "template", "--quick", "--block-kib", "16")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == (
+        "python -m labs run template --host local --profile quick --seed 1 --block-kib 16 "
+        "--blocks 1,4")
+    assert "step 1/3" in result.stderr
+    (path,) = records.list_runs("template", tmp_path / "runs")
+    run = records.load_run(path)
+    sizes = page.sizes(run)
+    assert list(sizes["blocks"]) == [1, 4]
+    assert (sizes["file_bytes"] == sizes["model_bytes"]).all()
+    assert page.figures(run) == {"files": "2", "largest_error_bytes": "0"}
+    assert page.chart(run).to_dict()["layer"]
+    assert Journal("local", tmp_path / "state" / "journal-local.jsonl").live_entries() == []
+    assert not list((tmp_path / "work").glob("template/*"))
+
+
+def test_a_killed_template_run_is_cleaned_from_the_journal(tmp_path):
+    env = {**os.environ, "LABS_STATE_DIR": str(tmp_path / "state"),
+           "LABS_WORK_DIR": str(tmp_path / "work"), "LABS_RUNS_DIR": str(tmp_path / "runs")}
+    lab = subprocess.Popen([sys.executable, "-m", "labs", "run", "template", "--blocks",
+                            "1,1024", "--block-kib", "4096"], cwd=PROJECT_ROOT, env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in lab.stderr:
+        if "step 2/" in line:  # the second file is being written
+            break
+    time.sleep(0.2)
+    lab.send_signal(signal.SIGKILL)
+    lab.wait(timeout=60)
+    journal = Journal("local", tmp_path / "state" / "journal-local.jsonl")
+    assert journal.live_entries(), "the kill landed after the run ended: nothing was tested"
+    cleaned = cli(env, "clean")
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert journal.live_entries() == []
+    assert not list((tmp_path / "work").glob("template/*"))
+    assert records.list_runs("template", tmp_path / "runs") == []
+    assert not list((tmp_path / "runs").glob("template/.staging-*"))
