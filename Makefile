@@ -23,7 +23,7 @@ book: system-book $(STAMP)
 	$(VPY) -m labs.book.build
 
 test: system-test $(STAMP)
-	$(VPY) -m pytest
+	$(VPY) -m pytest --durations=25
 
 lint: $(STAMP)
 	$(VPY) -m ruff check labs tests benchmarks

@@ -25,6 +25,7 @@ test_packages=(
   "qemu-system-x86:lab VMs boot Debian's kernel under QEMU (KVM if it works, else TCG)"
   "qemu-utils:qemu-img makes the copy-on-write overlays and data disks of lab VMs"
   "openssh-client:ssh-keygen makes the per-install key that logs into lab VMs"
+  "fio:labs on --host local and benchmarks/harness_overhead.py measure loop devices with fio"
 )
 
 case "$profile" in

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import PROJECT_ROOT, toc_files
 
-from labs.book import build_command
+from labs.book.build import build_command
 
 SITE = PROJECT_ROOT / "_build" / "html"
 PAGE_BUDGET_BYTES = 1_500_000
