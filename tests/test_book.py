@@ -120,18 +120,52 @@ def browser(tmp_path_factory):
     driver.quit()
 
 
-def open_page(browser, url):
+CHART_DIV = '<div class="labs-chart"'
+CONTROL_SCRIPT = """
+    const chart = document.querySelectorAll('.labs-chart')[arguments[0]];
+    return [...chart.querySelectorAll('.vega-bind')].map(b => {
+        const input = b.querySelector('input, select');
+        return {label: b.querySelector('.vega-bind-name').textContent.trim(),
+                kind: input.tagName === 'SELECT' ? 'select' : input.type,
+                value: input.value,
+                options: input.tagName === 'SELECT' ? [...input.options].map(o => o.value)
+                         : [input.min, input.max]};
+    });"""
+# Controls that may rightly leave a chart unchanged on their own, and why.
+NO_OP_CONTROLS = {
+    # With the default zone-outage chance of 0, the number of zones cannot matter;
+    # test_zones_do_not_matter_without_zone_outages checks exactly that.
+    ("Unavailability vs per-node", "AZs Z"),
+}
+
+
+def page_url(mode: str, site_url: str, site: Path, page: str) -> str:
+    return f"{site_url}/{page}" if mode == "http" else (site / page).resolve().as_uri()
+
+
+def declared_charts(site: Path, page: str) -> int:
+    """How many charts the built page carries (what the browser must draw)."""
+    return (site / page).read_text().count(CHART_DIV)
+
+
+def open_page(browser, url, expected=None):
     browser.get(url)
     deadline = time.monotonic() + 60
+    state = {}
     while time.monotonic() < deadline:
         state = browser.execute_script("""
             const charts = [...document.querySelectorAll('.labs-chart')];
-            return {total: charts.length,
+            return {total: charts.length, ready: document.readyState,
                     rendered: charts.filter(c => c.dataset.rendered === 'yes').length};""")
-        if state["total"] and state["rendered"] == state["total"]:
+        if state["ready"] == "complete" and state["rendered"] == state["total"] and (
+                expected is None or state["total"] == expected):
             return state
         time.sleep(0.25)
     raise AssertionError(f"charts did not all render on {url}: {state}")
+
+
+def severe_errors(browser):
+    return [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
 
 
 def outside_requests(browser):
@@ -148,17 +182,26 @@ def outside_requests(browser):
     return urls
 
 
-@pytest.mark.parametrize("page", CHART_PAGES)
-def test_page_renders_offline_without_errors(browser, site_url, page):
-    state = open_page(browser, f"{site_url}/{page}")
-    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
-    assert errors == [], errors
+PAGES = [f"{name}.html" for name in toc_files()]
+
+
+@pytest.mark.parametrize("mode", ["http", "file"])
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_renders_offline_from_http_and_from_file(browser, site_url, built_site,
+                                                            figures, mode, page):
+    expected = declared_charts(built_site, page)
+    state = open_page(browser, page_url(mode, site_url, built_site, page), expected)
+    assert severe_errors(browser) == []
     assert outside_requests(browser) == []
-    # Every chart drew marks into an SVG.
+    # Every chart drew marks into an SVG, in place of its static image.
     marks = browser.execute_script("""
-        return [...document.querySelectorAll('.labs-chart')].map(
-            c => c.querySelectorAll('svg path, svg rect, svg line, svg text').length);""")
-    assert len(marks) == state["total"] and all(m > 10 for m in marks), marks
+        return [...document.querySelectorAll('.labs-chart')].map(c => [
+            c.querySelectorAll('svg path, svg rect, svg line, svg text').length,
+            c.querySelectorAll('img.labs-chart-static').length]);""")
+    assert len(marks) == state["total"] == expected
+    assert all(count > 10 and still == 0 for count, still in marks), marks
+    if expected:
+        figures(f"{page} from {mode}: {state['rendered']}/{expected} charts rendered")
 
 
 def chart_svg(browser, index):
@@ -179,13 +222,41 @@ def set_control(browser, index, label, value):
         input.dispatchEvent(new Event('change', {bubbles: true}));
         return input.value;""", index, label, value)
     assert taken == value, f"control {label!r} did not take {value!r} (has {taken!r})"
-    time.sleep(0.5)
+    time.sleep(0.3)
 
 
 def chart_index(browser, title_fragment):
     titles = browser.execute_script(
         "return [...document.querySelectorAll('.labs-chart')].map(c => c.dataset.chartTitle);")
     return next(i for i, t in enumerate(titles) if title_fragment in t)
+
+
+@pytest.mark.parametrize("mode", ["http", "file"])
+@pytest.mark.parametrize("page", [p for p in PAGES if p.startswith("book/")])
+def test_every_control_moves_its_chart(browser, site_url, built_site, mode, page):
+    if not declared_charts(built_site, page):
+        return
+    state = open_page(browser, page_url(mode, site_url, built_site, page))
+    titles = browser.execute_script(
+        "return [...document.querySelectorAll('.labs-chart')].map(c => c.dataset.chartTitle);")
+    moved = 0
+    for index in range(state["total"]):
+        for control in browser.execute_script(CONTROL_SCRIPT, index):
+            before = chart_svg(browser, index)
+            values = [v for v in control["options"] if v != control["value"]]
+            changed = False
+            for value in values:
+                set_control(browser, index, control["label"], value)
+                changed = changed or chart_svg(browser, index) != before
+            set_control(browser, index, control["label"], control["value"])
+            moved += 1
+            assert severe_errors(browser) == [], (page, control["label"])
+            no_op = any(titles[index].startswith(title) and control["label"] == label
+                        for title, label in NO_OP_CONTROLS)
+            if not no_op:
+                assert changed, f"{page}: moving {control['label']!r} changed nothing"
+    assert moved or not browser.execute_script("return document.querySelectorAll("
+                                               "'.vega-bind').length")
 
 
 @pytest.mark.parametrize(("title", "setup", "label", "value"), [
@@ -206,7 +277,7 @@ def test_moving_a_control_changes_the_chart(browser, site_url, title, setup, lab
     set_control(browser, index, label, value)
     after = chart_svg(browser, index)
     assert before != after
-    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+    assert severe_errors(browser) == []
 
 
 def test_zones_do_not_matter_without_zone_outages(browser, site_url):
@@ -215,3 +286,11 @@ def test_zones_do_not_matter_without_zone_outages(browser, site_url):
     before = chart_svg(browser, index)
     set_control(browser, index, "AZs Z", "1")
     assert chart_svg(browser, index) == before
+
+
+def test_without_scripts_every_chart_shows_its_static_image(built_site):
+    """Where scripts cannot run, the image drawn at build time stands in for each chart."""
+    for page in PAGES:
+        text = (built_site / page).read_text()
+        charts = text.count(CHART_DIV)
+        assert text.count('<img class="labs-chart-static"') == charts, page

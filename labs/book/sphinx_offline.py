@@ -5,8 +5,11 @@
 Workshop rooms often have no internet, so the built site must never fetch its chart
 libraries from a CDN. vl-convert (maintained by the Vega project) bundles the three
 libraries at the exact Vega-Lite version Altair emits; we write that bundle next to the
-site's other static files at build time and load it as a module script. Chart outputs
-(labs/charts.py) wait for the 'labs-vega-ready' event the bundle fires.
+site's other static files at build time and load it as a classic (deferred) script, wrapped
+in a function so its names stay out of the page's global scope: a module script is refused
+by browsers for pages opened as files (file://, origin "null"), and readers in a workshop
+room often do exactly that. Chart outputs (labs/book/theme.py) wait for the
+'labs-vega-ready' event the bundle fires, and show a static image until then.
 
 2. Drop exact duplicate <script> entries from each page. Jupyter Book 1.0.4 registers
    sphinx-thebe's and sphinx-togglebutton's inline configuration twice; the second
@@ -41,11 +44,12 @@ def write_bundle(target_dir: Path) -> Path:
     target = target_dir / BUNDLE_NAME
     version = vegalite_minor_version()
     stamp = target_dir / f"{BUNDLE_NAME}.version"
-    wanted_stamp = f"vega-lite {version}, vl-convert {vl_convert.__version__}"
+    wanted_stamp = f"vega-lite {version}, vl-convert {vl_convert.__version__}, classic"
     if target.exists() and stamp.exists() and stamp.read_text() == wanted_stamp:
         return target  # already bundled for this version: keeps rebuilds fast
     bundle = vl_convert.javascript_bundle(snippet=READY_SNIPPET, vl_version=version)
-    target.write_text(bundle)
+    # A classic script, not a module: the same code, inside a function (modules are strict).
+    target.write_text('(function () {\n"use strict";\n' + bundle + "\n})();\n")
     stamp.write_text(wanted_stamp)
     return target
 
@@ -81,6 +85,6 @@ def _drop_duplicate_scripts(app, pagename, templatename, context, doctree) -> No
 def setup(app):
     app.connect("builder-inited", _on_builder_inited)
     app.connect("html-page-context", _drop_duplicate_scripts, priority=900)
-    # A module script: its top-level names stay out of the page's global scope.
-    app.add_js_file(BUNDLE_NAME, type="module")
+    # Classic and deferred: it loads from file:// as well as over HTTP, after the page.
+    app.add_js_file(BUNDLE_NAME, loading_method="defer")
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

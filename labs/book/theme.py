@@ -15,6 +15,7 @@ Aggregate in pandas first; the renderer refuses to embed a spec over SPEC_LIMIT_
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import uuid
@@ -50,20 +51,41 @@ def storage_book_theme() -> alt.theme.ThemeConfig:
     }
 
 
+def static_image(spec: dict) -> str:
+    """The chart drawn once at build time (vl-convert, offline), as an SVG data URL.
+
+    It is what a reader sees where scripts cannot run (a locked-down browser, a feed
+    reader, a printed page); the live chart replaces it as soon as the bundle has drawn it.
+    """
+    import vl_convert
+
+    svg = vl_convert.vegalite_to_svg(spec)
+    return "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()
+
+
 def chart_html(spec: dict) -> str:
-    """HTML that draws `spec` with the site's own vega-embed once the bundle has loaded."""
+    """A static image of the chart, replaced by the live chart once the bundle has loaded."""
     element_id = f"labs-chart-{uuid.uuid4().hex[:12]}"
+    title = html.escape(str(spec.get("title", "")), quote=True)
+    if isinstance(spec.get("title"), dict):
+        title = html.escape(str(spec["title"].get("text", "")), quote=True)
     # Escape "</" so a string in the data can never close the script element.
     spec_json = json.dumps(spec, separators=(",", ":")).replace("</", "<\\/")
     return (
-        f'<div class="labs-chart" id="{element_id}" data-chart-title="'
-        f'{html.escape(str(spec.get("title", "")), quote=True)}"></div>\n'
+        f'<div class="labs-chart" id="{element_id}" data-chart-title="{title}">'
+        f'<img class="labs-chart-static" alt="{title or "chart"} (static image)" '
+        f'src="{static_image(spec)}" style="max-width: 100%;"></div>\n'
         "<script>\n(function () {\n"
         f"  var spec = {spec_json};\n"
         "  function draw() {\n"
-        f"    window.vegaEmbed('#{element_id}', spec, {{actions: false, renderer: 'svg'}})\n"
+        f"    var element = document.getElementById('{element_id}');\n"
+        "    var still = element.querySelector('.labs-chart-static');\n"
+        "    var live = document.createElement('div');\n"
+        "    element.appendChild(live);\n"
+        "    window.vegaEmbed(live, spec, {actions: false, renderer: 'svg'})\n"
         "      .then(function () {\n"
-        f"        document.getElementById('{element_id}').setAttribute('data-rendered', 'yes');\n"
+        "        if (still) { still.remove(); }\n"
+        "        element.setAttribute('data-rendered', 'yes');\n"
         "      })\n"
         "      .catch(function (error) { console.error('chart failed: ' + error); });\n"
         "  }\n"

@@ -87,8 +87,12 @@ def start_engine_if_needed(wait_s: float = 60.0) -> bool:
 
 
 def local_engine(timeout_s: int = 120) -> docker.DockerClient:
-    """The engine on this machine (started first when none runs and we are root)."""
-    if os.geteuid() == 0:
+    """The engine on this machine (started first when none runs and we are root).
+
+    Only the default engine is ever started: a DOCKER_HOST the reader set names an engine
+    someone else runs.
+    """
+    if os.geteuid() == 0 and not os.environ.get("DOCKER_HOST"):
         start_engine_if_needed()
     try:
         client = docker.from_env(timeout=timeout_s)
