@@ -22,7 +22,7 @@ def lab_table() -> pd.DataFrame:
         if not lab.book_page:
             continue
         try:
-            run = records.newest_run(lab.name)
+            run = records.shipped_run(lab.name)
             took = f"{_minutes(run)} ({run.meta['parameters'].get('profile', 'full')} profile," \
                    f" {run.meta['host'].get('cpu_count', '?')} CPUs)"
         except records.RecordError:
