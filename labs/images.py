@@ -33,12 +33,15 @@ from labs.containers import ContainerError, engine
 from labs.errors import UsageError
 
 RECIPES_DIR = Path(__file__).resolve().parent / "image_recipes"
+# The new home of recipes (labs/infra/ is where infrastructure moves); postgres follows later.
+INFRA_RECIPES_DIR = Path(__file__).resolve().parent / "infra" / "image_recipes"
 RECIPE_LABEL = "storage-labs.recipe"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 BASE_RECIPE = {"suite": "bookworm", "variant": "minbase", "mirror": DEBIAN_MIRROR,
                "arch": "amd64"}
 LOCAL_POSTGRES = "storage-labs/postgres:15"
 OFFICIAL_POSTGRES = "postgres:15"
+LOCAL_MARIADB = "storage-labs/mariadb:10.11"
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,16 @@ def postgres_recipe_hash() -> str:
     folder = RECIPES_DIR / "postgres"
     files = {p.name: p.read_text() for p in sorted(folder.iterdir()) if p.is_file()}
     return _hash({"base": base_recipe_hash(), "files": files})
+
+
+def recipe_hash(folder: Path) -> str:
+    """The hash of a recipe folder's files on top of the base image's recipe."""
+    files = {p.name: p.read_text() for p in sorted(Path(folder).iterdir()) if p.is_file()}
+    return _hash({"base": base_recipe_hash(), "files": files})
+
+
+def mariadb_recipe_hash() -> str:
+    return recipe_hash(INFRA_RECIPES_DIR / "mariadb")
 
 
 def _hash(obj: object) -> str:
@@ -126,6 +139,34 @@ def build_postgres(client: docker.DockerClient | None = None,
     return LOCAL_POSTGRES
 
 
+def build_from_recipe(client: docker.DockerClient, folder: Path, tag: str,
+                      log: Callable[[str], None] = print, force: bool = False,
+                      what: str = "") -> str:
+    """`docker build` of a recipe folder on the base image, unless it is up to date."""
+    recipe = recipe_hash(folder)
+    if not force and image_recipe(client, tag) == recipe:
+        log(f"{tag} is up to date (recipe {recipe}); nothing to build")
+        return tag
+    base = build_base(client, log, force=force)
+    log(f"step 3/3: docker build of {tag}" + (f" ({what})" if what else ""))
+    try:
+        client.images.build(path=str(folder), tag=tag, buildargs={"BASE": base},
+                            labels={RECIPE_LABEL: recipe}, rm=True, forcerm=True, pull=False)
+    except docker.errors.BuildError as error:
+        tail = [str(item.get("stream", "")).strip() for item in error.build_log][-5:]
+        raise ContainerError(f"building {tag} failed: {error.msg} "
+                             f"({' | '.join(t for t in tail if t)})") from None
+    return tag
+
+
+def build_mariadb(client: docker.DockerClient | None = None,
+                  log: Callable[[str], None] = print, force: bool = False) -> str:
+    """Build storage-labs/mariadb:10.11 (mariadb-server and sysbench from Debian bookworm)."""
+    return build_from_recipe(client or engine(timeout_s=1800), INFRA_RECIPES_DIR / "mariadb",
+                             LOCAL_MARIADB, log, force,
+                             "installs mariadb-server 10.11 and sysbench from Debian's mirror")
+
+
 def choose_postgres_image(client: docker.DockerClient, flag: str | None) -> ImageChoice:
     """The image a lab uses: the flag, else the local build, else the official image."""
     if flag:
@@ -173,7 +214,7 @@ def _run(command: list[str]) -> None:
 
 # ---- `python -m labs images ...` -------------------------------------------------------
 
-BUILDERS = {"postgres": build_postgres}
+BUILDERS = {"postgres": build_postgres, "mariadb": build_mariadb}
 
 
 def add_arguments(parser) -> None:
