@@ -54,6 +54,10 @@ class ImageRecipe:
 RECIPES: dict[str, ImageRecipe] = {
     "postgres": ImageRecipe("postgres", "storage-labs/postgres:15", "postgres:15",
                             "PostgreSQL 15 with contrib (pgbench, pageinspect) from Debian 12"),
+    # MariaDB 10.11 with sysbench beside it, so sysbench reaches the server over its unix
+    # socket as root (no password exists anywhere); no official image bundles both.
+    "mariadb": ImageRecipe("mariadb", "storage-labs/mariadb:10.11", None,
+                           "MariaDB 10.11 and sysbench 1.0.20 from Debian 12"),
 }
 
 
