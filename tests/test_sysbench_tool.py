@@ -219,3 +219,41 @@ def test_fixture_stderr_files_are_empty():
     # sysbench 1.0.20 prints even its FATAL errors on stdout: a lab must parse stdout.
     for path in FIXTURES.glob("*.stderr"):
         assert path.read_text() == "", path.name
+
+
+# ---- --histogram=on ---------------------------------------------------------------------
+
+def test_oltp_run_command_asks_for_the_histogram_and_a_percentile():
+    options = sysbench.OltpOptions(table_size=300000, threads=4, time_s=0, events=3000,
+                                   report_interval_s=1, rand_seed=7, histogram=True,
+                                   percentile=99, extra=(("rand_type", "uniform"),))
+    argv = sysbench.oltp_command("run", options)
+    assert argv[-3:] == ["--histogram=on", "--percentile=99", "run"]
+    assert "--rand_type=uniform" in argv
+    assert "--histogram=on" not in sysbench.oltp_command("prepare", options)
+    with pytest.raises(UsageError):
+        sysbench.oltp_command("run", sysbench.OltpOptions(percentile=0))
+
+
+def test_histogram_of_a_real_oltp_insert_run():
+    text = fixture("oltp-insert-histogram.stdout")
+    histogram = sysbench.parse_histogram(text, "oltp-insert-histogram.stdout")
+    result = sysbench.parse_oltp(text)  # the histogram does not disturb the summary
+    assert histogram.events == result.transactions == 3000
+    assert histogram.value_ms[0] == 0.139 and histogram.value_ms[-1] == 320.167
+    assert histogram.count[-1] == 1
+    p50, p99 = histogram.percentile_ms(50), histogram.percentile_ms(99)
+    assert histogram.value_ms[0] < p50 < p99 < histogram.value_ms[-1]
+    # sysbench's own 99th percentile comes from the same buckets.
+    assert p99 == pytest.approx(result.general.latency.percentile_ms, rel=0.02)
+    assert histogram.percentile_ms(100) == histogram.value_ms[-1]
+
+
+def test_histogram_missing_or_damaged_is_one_clear_error():
+    with pytest.raises(sysbench.SysbenchParseError, match="no latency histogram"):
+        sysbench.parse_histogram(fixture("oltp-insert-cleanup.stdout"))
+    damaged = fixture("oltp-insert-histogram.stdout").replace("0.141 |**", "0.141 |xx")
+    with pytest.raises(sysbench.SysbenchParseError, match="not a histogram bucket"):
+        sysbench.parse_histogram(damaged)
+    with pytest.raises(UsageError):
+        sysbench.parse_histogram(fixture("oltp-insert-histogram.stdout")).percentile_ms(0)

@@ -14,6 +14,7 @@ return dataclasses:
   read and written MiB/s), plus the shared "General statistics" and "Latency (ms)" blocks;
 - `parse_oltp`: the "SQL statistics" summary (queries by kind, transactions and queries per
   second, ignored errors, reconnects), plus the shared blocks;
+- `parse_histogram`: the `--histogram=on` block (bucket values and counts, percentiles);
 - `parse_intervals`: the `--report-interval` lines, both forms
   (`[ 1s ] thds: 2 tps: ... qps: ... (r/w/o: ...) lat (ms,95%): ... err/s: ... reconn/s: ...`
   and fileio's `[ 1s ] reads: X MiB/s writes: Y MiB/s fsyncs: Z/s latency (ms,95%): L`).
@@ -122,6 +123,8 @@ class OltpOptions:
     report_interval_s: int = 0
     rand_seed: int | None = None
     extra: tuple[tuple[str, str], ...] = ()  # script options, e.g. (("auto_inc", "on"),)
+    histogram: bool = False  # --histogram=on: the latency histogram (parse_histogram)
+    percentile: int | None = None  # --percentile: the one the summary prints (95 by default)
 
     def check(self) -> None:
         if self.script not in OLTP_SCRIPTS:
@@ -138,6 +141,8 @@ class OltpOptions:
             raise UsageError("sysbench: report_interval_s >= 0")
         if self.rand_seed is not None and self.rand_seed < 1:
             raise UsageError("sysbench --rand-seed must be positive (0 seeds from the clock)")
+        if self.percentile is not None and not 1 <= self.percentile <= 100:
+            raise UsageError("sysbench --percentile must be 1..100")
         for name, value in self.extra:
             if not re.fullmatch(r"[a-z_]+", name) or not re.fullmatch(r"[A-Za-z0-9_.,-]+",
                                                                         str(value)):
@@ -164,6 +169,8 @@ def oltp_command(action: str, options: OltpOptions) -> list[str]:
                  f"--events={options.events}", f"--report-interval={options.report_interval_s}"]
         if options.rand_seed is not None:
             argv.append(f"--rand-seed={options.rand_seed}")
+        argv += ["--histogram=on"] if options.histogram else []
+        argv += [f"--percentile={options.percentile}"] if options.percentile else []
     return [*argv, action]
 
 
@@ -396,6 +403,60 @@ def parse_oltp(text: str, source: str = "sysbench OLTP output") -> OltpResult:
         reconnects_per_s=reconnects_per_s,
         intervals=[row for row in parse_intervals(text, source)
                    if isinstance(row, OltpInterval)])
+
+
+# ---- --histogram=on ----------------------------------------------------------------------
+
+_HISTOGRAM_HEADING = "Latency histogram (values are in milliseconds)"
+_HISTOGRAM_LINE = re.compile(rf"^\s*{_NUM} \|\**\s+(\d+)$")
+
+
+@dataclass
+class LatencyHistogram:
+    """Non-empty buckets (sysbench keeps 1024 on a log scale): value in ms, event count.
+    Percentiles read from it are bucket values, within a few per cent of the exact ones."""
+
+    value_ms: list[float]
+    count: list[int]
+
+    @property
+    def events(self) -> int:
+        return sum(self.count)
+
+    def percentile_ms(self, percent: float) -> float:
+        """The smallest bucket value at or below which `percent` % of the events fell."""
+        if not 0 < percent <= 100:
+            raise UsageError(f"percentile {percent}: use 0 < p <= 100")
+        needed, seen = percent / 100 * self.events, 0
+        for value, count in zip(self.value_ms, self.count, strict=True):
+            seen += count
+            if seen >= needed:
+                return value
+        return self.value_ms[-1]
+
+
+def parse_histogram(text: str, source: str = "sysbench output") -> LatencyHistogram:
+    """The block `--histogram=on` prints after the run (the stdout of `sysbench ... run`)."""
+    lines = text.splitlines()
+    try:
+        start = next(i for i, line in enumerate(lines) if line.strip() == _HISTOGRAM_HEADING)
+    except StopIteration:
+        raise SysbenchParseError(f"{source}: no latency histogram (was --histogram=on given?)"
+                                 ) from None
+    values: list[float] = []
+    counts: list[int] = []
+    for number, line in enumerate(lines[start + 2:], start=start + 3):
+        if not line.strip():
+            break
+        match = _HISTOGRAM_LINE.match(line)
+        if not match:
+            raise SysbenchParseError(f"{source}: line {number} is not a histogram bucket: "
+                                     f"{line.strip()[:60]!r}")
+        values.append(float(match[1]))
+        counts.append(int(match[2]))
+    if not counts or values != sorted(values):
+        raise SysbenchParseError(f"{source}: the latency histogram is empty or out of order")
+    return LatencyHistogram(values, counts)
 
 
 # ---- --report-interval lines ------------------------------------------------------------
