@@ -1,10 +1,10 @@
-"""labs/tools/innodbpage.py on two real versions of one page written by MariaDB 10.11.19."""
+"""labs/doublewrite/innodbpage.py on two real versions of one page written by MariaDB 10.11.19."""
 
 from pathlib import Path
 
 import pytest
 
-from labs.tools import innodbpage
+from labs.doublewrite import innodbpage
 
 FIXTURES = Path(__file__).parent / "fixtures" / "innodb"
 V0 = (FIXTURES / "torn_t-page3-v0.bin").read_bytes()  # 48 rows 'AAA...', clean shutdown
