@@ -26,6 +26,7 @@ from labs.lab import LabParameters
 PACKAGES = (
     "labs.quorum",
     "labs.torn_pages",
+    "labs.doublewrite",
     "labs.write_mostly",
     "labs.template",
 )

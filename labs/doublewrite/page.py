@@ -1,0 +1,432 @@
+"""What the doublewrite page shows: figures, tables, charts, provenance and the live panel.
+
+Pure page code (pandas, Altair, the book's plumbing): it reads recorded runs and never
+touches a host or a container.
+"""
+
+from __future__ import annotations
+
+import json
+
+import altair as alt
+import pandas as pd
+
+from labs import PROJECT_ROOT
+from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
+from labs.book.panel import LabPanel
+from labs.doublewrite import charts
+from labs.doublewrite.model import PAGE_BYTES, RowWrites, full_page_image_bytes, pages_for_ratio
+from labs.doublewrite.params import Parameters
+from labs.doublewrite.tables import (
+    leg_table,
+    pair_table,
+    setting_table,
+    template_figures,
+    torn_table,
+)
+from labs.errors import LabError
+from labs.records import RecordedRun, RecordError, shipped_run
+from labs.tools import mariadb
+
+REFERENCE = PROJECT_ROOT / "data" / "reference" / "rds-optimized-writes.csv"
+
+
+def reference_rds() -> pd.DataFrame:
+    return pd.read_csv(REFERENCE)
+
+
+def article_ratio() -> float:
+    """The article's elapsed time with the doublewrite buffer on over off (122:42 / 58:12)."""
+    seconds = reference_rds().set_index("doublewrite")["duration_s"]
+    return float(seconds["on"] / seconds["off"])
+
+
+def _threads(run: RecordedRun) -> int:
+    return int(run.meta["parameters"]["threads"])
+
+
+# --- charts --------------------------------------------------------------------------------
+
+def model_chart(run: RecordedRun) -> alt.TopLevelMixin:
+    return charts.model_chart(run.results, article_ratio())
+
+
+def ratio_chart(run: RecordedRun) -> alt.TopLevelMixin:
+    return charts.ratio_chart(run.results, article_ratio())
+
+
+def legs_chart(run: RecordedRun) -> alt.TopLevelMixin:
+    return charts.legs_chart(run.results, _threads(run))
+
+
+def timeline_chart(run: RecordedRun) -> alt.TopLevelMixin:
+    return charts.timeline_chart(run.results)
+
+
+# --- tables the page prints -----------------------------------------------------------------
+
+def settings_overview(run: RecordedRun) -> pd.DataFrame:
+    """Per setting: inserts per second ON and OFF, the ratios, and the model's ratio."""
+    table = setting_table(run.results)
+    shown = pd.DataFrame({
+        "pool": [f"{p} MiB" for p in table["buffer_pool_mib"]],
+        "write limit": [f"{w} MiB/s" if w else "none" for w in table["write_limit_mibps"]],
+        "inserts/s ON": table["tps_on"].map("{:,.0f}".format),
+        "inserts/s OFF": table["tps_off"].map("{:,.0f}".format),
+        "time ON/OFF": table["elapsed_on_over_off"].map("{:.2f}".format),
+        "bytes/row ON": table["bytes_per_row_on"].map("{:,.0f}".format),
+        "bytes/row OFF": table["bytes_per_row_off"].map("{:,.0f}".format),
+        "bytes ON/OFF": table["bytes_on_over_off"].map("{:.2f}".format),
+        "model ON/OFF": table["model_ratio"].map("{:.2f}".format),
+    })
+    return shown.set_index(["pool", "write limit"])
+
+
+TORN_ROWS = {
+    "torn_checksum_ok": "torn page's checksum matches (1 yes, 0 no)",
+    "doublewrite_copies_of_v1": "intact copies of the new page in the doublewrite area",
+    "restart_completed": "server started after the crash",
+    "log_recovered_from_doublewrite": "log: page recovered from the doublewrite buffer",
+    "log_unable_to_apply_log": "log: unable to apply log to corrupted page",
+    "rows_visible": "rows visible (of 48)",
+    "rows_new_version": "rows with the updated value",
+    "check_table_ok": "CHECK TABLE says OK",
+    "force1_started": "with innodb_force_recovery=1: server started",
+    "force1_select_error_1877": "with innodb_force_recovery=1: SELECT fails, error 1877",
+    "force1_other_rows_updated": "with innodb_force_recovery=1: other table's update kept",
+    "force6_started": "with innodb_force_recovery=6: server started",
+    "force6_select_error_1877": "with innodb_force_recovery=6: SELECT fails, error 1877",
+    "force6_other_rows_updated": "with innodb_force_recovery=6: other table's update kept",
+}
+
+
+def torn_outcomes(run: RecordedRun) -> pd.DataFrame:
+    """The torn-page experiment as the page shows it (blank: the step did not apply)."""
+    table = torn_table(run.results)
+    rows = [(label, *(_cell(table, metric, mode) for mode in ("ON", "OFF")))
+            for metric, label in TORN_ROWS.items() if metric in table.index]
+    return pd.DataFrame(rows, columns=["", "doublewrite ON", "doublewrite OFF"]).set_index("")
+
+
+def _cell(table: pd.DataFrame, metric: str, mode: str) -> str:
+    value = table.loc[metric, mode] if mode in table.columns else float("nan")
+    return "" if value != value else f"{value:.0f}"
+
+
+def torn_pages(run: RecordedRun, mode: str = "ON") -> pd.DataFrame:
+    """What was torn: the old page, the new page, the torn page (header, trailer, checksum)."""
+    info = json.loads((run.raw_dir / "torn" / f"dblwr-{mode.lower()}" / "pages.json").read_text())
+    rows = []
+    for key, label in (("v0_clean_shutdown", "V0: on disk after a clean shutdown"),
+                       ("v1_written_home", "V1: written home by the flush"),
+                       ("torn", "torn: V1's first 4 KiB + V0's last 12 KiB")):
+        page = info[key]
+        rows.append({"page": label, "LSN in header": page["lsn"],
+                     "LSN in trailer (low 32 bits)": page["trailer_lsn_low32"],
+                     "stored CRC-32C": page["stored_checksum"],
+                     "computed CRC-32C": page["computed_checksum"],
+                     "checksum ok": "yes" if page["checksum_ok"] else "no"})
+    return pd.DataFrame(rows).set_index("page")
+
+
+def server_said(run: RecordedRun, mode: str, file: str = "restart.log") -> str:
+    """The lines InnoDB (and the server, when it gives up) wrote about the torn page."""
+    text = (run.raw_dir / "torn" / f"dblwr-{mode.lower()}" / file).read_text()
+    keep = ("recover", "doublewrite", "corrupt", "Aborting", "force_recovery", "STORAGE ENGINE",
+            "Unknown/unsupported")
+    lines = [f"[{line.level}] {line.message}" for line in mariadb.parse_error_log(text)
+             if any(word in line.message for word in keep)]
+    return "\n".join(lines)
+
+
+# --- full-page images beside the doublewrite buffer ------------------------------------------
+
+def fpw_figures(torn_run: RecordedRun) -> dict[str, float]:
+    """PostgreSQL's full-page images as the torn-pages lab measured them on this machine."""
+    r = torn_run.results
+    rows = r[(r["workload"] == "steady") & r["time_s"].isna()
+             & r["metric"].isin(["tps", "wal_bytes_per_tx", "wal_fpi_per_tx"])]
+    table = rows.pivot_table(index=["write_limit_mibps", "checkpoint_timeout_s",
+                                    "full_page_writes"], columns="metric", values="value")
+    fast = table.loc[(0.0, 30.0)]
+    limits = sorted(x for x in table.index.get_level_values(0).unique() if x > 0)
+    if not limits:
+        raise LabError(f"torn-pages run {torn_run.run_id}: no write-limited legs")
+    slow = table.loc[(limits[0], 30.0)]
+    return {
+        "image_bytes": full_page_image_bytes(
+            fast.loc["on", "wal_bytes_per_tx"] - fast.loc["off", "wal_bytes_per_tx"],
+            fast.loc["on", "wal_fpi_per_tx"]),
+        "images_per_tx": fast.loc["on", "wal_fpi_per_tx"],
+        "limit_mibps": limits[0],
+        "limited_tps_off_over_on": slow.loc["off", "tps"] / slow.loc["on", "tps"],
+    }
+
+
+# --- figures ----------------------------------------------------------------------------------
+
+def _n(value: float, digits: int = 0) -> str:
+    return f"{value:,.{digits}f}"
+
+
+def figures(run: RecordedRun) -> dict[str, str]:
+    """Every number the page quotes, computed from the run (and the article's two times)."""
+    params = run.meta["parameters"]
+    settings = setting_table(run.results)
+    pairs = pair_table(run.results)
+    small, large = min(params["buffer_pools_mib"]), max(params["buffer_pools_mib"])
+    limit = params["write_mibps"]
+    f: dict[str, str] = {
+        "rows": _n(params["rows"]), "initial_rows": _n(params["initial_rows"]),
+        "threads": str(params["threads"]), "limit": str(limit), "small_pool": str(small),
+        "large_pool": str(large), "repetitions": str(params["repetitions"]),
+        "log_file_mib": str(params["log_file_mib"]),
+        "key_distribution": params["key_distribution"],
+        "article_ratio": f"{article_ratio():.2f}",
+        "repetitions_text": {1: "once", 2: "twice"}.get(params["repetitions"],
+                                                        f"{params['repetitions']} times"),
+    }
+    template = template_figures(run.results)
+    f["table_mib"] = _n(template["table_bytes"] / 2**20)
+    f["pool_over_table"] = _n(template["table_bytes"] / 2**20 / small, 1)
+    by = settings.set_index(["buffer_pool_mib", "write_limit_mibps"])
+    for pool, tag in ((small, "small"), (large, "large")):
+        for disk, limit_mibps in (("nolimit", 0), ("limited", limit)):
+            if (pool, limit_mibps) not in by.index:
+                continue
+            row = by.loc[(pool, limit_mibps)]
+            key = f"{tag}_{disk}"
+            f[f"{key}_tps_on"] = _n(row["tps_on"])
+            f[f"{key}_tps_off"] = _n(row["tps_off"])
+            f[f"{key}_time_ratio"] = _n(row["elapsed_on_over_off"], 2)
+            f[f"{key}_bytes_on"] = _n(row["bytes_per_row_on"])
+            f[f"{key}_bytes_off"] = _n(row["bytes_per_row_off"])
+            f[f"{key}_bytes_ratio"] = _n(row["bytes_on_over_off"], 2)
+            f[f"{key}_model_ratio"] = _n(row["model_ratio"], 2)
+            f[f"{key}_pages_on"] = _n(row["pages_per_row_on"], 2)
+            f[f"{key}_pages_off"] = _n(row["pages_per_row_off"], 2)
+            f[f"{key}_share"] = f"{row['dblwr_share_on']:.0%}"
+            f[f"{key}_redo"] = _n(row["redo_bytes_per_row"])
+            f[f"{key}_p99_on"] = _n(row["latency_p99_on"], 1)
+            f[f"{key}_p99_off"] = _n(row["latency_p99_off"], 1)
+            f[f"{key}_p50_on"] = _n(row["latency_p50_on"], 2)
+            f[f"{key}_p50_off"] = _n(row["latency_p50_off"], 2)
+            f[f"{key}_writes_on"] = _n(row["writes_on"])
+            f[f"{key}_writes_off"] = _n(row["writes_off"])
+            f[f"{key}_batch_pages"] = (_n(row["dblwr_pages_on"] / row["dblwr_batches_on"])
+                                       if row["dblwr_batches_on"] else "no")
+            if limit_mibps:
+                f[f"{key}_model_tps_on"] = _n(row["model_tps_on"])
+                f[f"{key}_model_tps_off"] = _n(row["model_tps_off"])
+                f[f"{key}_use_on"] = f"{row['tps_on'] / row['model_tps_on']:.0%}"
+                f[f"{key}_use_off"] = f"{row['tps_off'] / row['model_tps_off']:.0%}"
+    f.update(_shape_figures(settings, small, large, limit))
+    f.update(_torn_figures(run))
+    f.update(_comparison_figures(run, small, limit))
+    f.update(_exercise_figures(run, pairs, small, limit))
+    for name in ("innodb_checksum_algorithm", "innodb_use_atomic_writes", "innodb_flush_method",
+                 "innodb_flush_log_at_trx_commit", "innodb_io_capacity"):
+        f[name] = server_variable(run, name)
+    wall = run.results[run.results["metric"] == "wall_time"]["value"]
+    f["wall_min"] = _n(float(wall.iloc[0]) / 60, 0) if not wall.empty else "?"
+    host = run.meta["host"]
+    f["load_before"] = _n(host.get("load_average_before", [float("nan")])[0], 1)
+    f["load_after"] = _n(host.get("load_average_after", [float("nan")])[0], 1)
+    f["cpus"] = str(host.get("cpu_count", "?"))
+    return f
+
+
+def _shape_figures(settings: pd.DataFrame, small: int, large: int, limit: int
+                   ) -> dict[str, str]:
+    """Sentences about the run's shape, computed, so the text follows the data."""
+    by = settings.set_index(["buffer_pool_mib", "write_limit_mibps"])
+    f: dict[str, str] = {}
+    limited = by.loc[(small, limit)]
+    gap = limited["elapsed_on_over_off"] - limited["model_ratio"]
+    f["limited_vs_model"] = ("close to" if abs(gap) < 0.1 else
+                             "above" if gap > 0 else "below")
+    f["limited_vs_article"] = ("close to" if abs(limited["elapsed_on_over_off"]
+                                                 - article_ratio()) < 0.15 else
+                               "above" if limited["elapsed_on_over_off"] > article_ratio()
+                               else "below")
+    nolimit = by.loc[(small, 0)]
+    f["nolimit_smaller"] = ("less than" if nolimit["elapsed_on_over_off"]
+                            < limited["elapsed_on_over_off"] else "not less than")
+    f["nolimit_time_vs_bytes"] = (
+        "much less than" if nolimit["elapsed_on_over_off"] < nolimit["bytes_on_over_off"] - 0.2
+        else "about as much as")
+    ratio_p50 = limited["latency_p50_on"] / limited["latency_p50_off"]
+    f["limited_p50_word"] = ("about the same" if abs(ratio_p50 - 1) < 0.25 else
+                             "higher" if ratio_p50 > 1 else "lower")
+    if (large, 0) in by.index:
+        big = by.loc[(large, 0)]
+        f["large_bytes_close"] = ("within 15 %" if abs(big["bytes_on_over_off"] - 1) < 0.15
+                                  else "more than 15 % apart")
+    use_on = limited["tps_on"] / limited["model_tps_on"]
+    use_off = limited["tps_off"] / limited["model_tps_off"]
+    f["use_gap_word"] = ("less fully than" if use_on < use_off - 0.03 else
+                         "more fully than" if use_on > use_off + 0.03 else "about as fully as")
+    f["use_gap_points"] = _n(abs(use_on - use_off) * 100)
+    f["limited_p99_word"] = ("higher" if limited["latency_p99_on"] > limited["latency_p99_off"]
+                             else "not higher")
+    return f
+
+
+def _torn_figures(run: RecordedRun) -> dict[str, str]:
+    table = torn_table(run.results)
+    info = json.loads((run.raw_dir / "torn" / "dblwr-on" / "pages.json").read_text())
+    on = table["ON"]
+    f = {
+        "torn_first_changed": _n(on["changed_bytes_first_part"]),
+        "torn_rest_changed": _n(on["changed_bytes_rest"]),
+        "torn_v0_lsn": str(info["v0_clean_shutdown"]["lsn"]),
+        "torn_v1_lsn": str(info["v1_written_home"]["lsn"]),
+        "torn_copy_page": ", ".join(str(c["ibdata1_page"]) for c in info["doublewrite_copies"]
+                                    ) or "none",
+        "torn_on_rows": _n(on.get("rows_visible", float("nan"))),
+        "torn_on_new_rows": _n(on.get("rows_new_version", float("nan"))),
+        "torn_on_restart_s": _n(on.get("restart_s", float("nan")), 1),
+        "torn_off_exit": _n(table["OFF"]["restart_exit_code"]),
+    }
+    off = table["OFF"]
+    for level in (1, 6):
+        kept = off.get(f"force{level}_other_rows_updated", float("nan"))
+        f[f"force{level}_other_value"] = ("the updated value" if kept == 1 else
+                                          "the value from before the update" if kept == 0
+                                          else "nothing")
+    return f
+
+
+def _comparison_figures(run: RecordedRun, small: int, limit: int) -> dict[str, str]:
+    by = setting_table(run.results).set_index(["buffer_pool_mib", "write_limit_mibps"])
+    limited = by.loc[(small, limit)]
+    f = {"dw_copy_bytes": _n(PAGE_BYTES),
+         "dw_copies_per_row": _n(limited["pages_per_row_on"] * limited["dblwr_share_on"], 2),
+         "dw_limited_ratio": _n(limited["tps_off"] / limited["tps_on"], 2)}
+    try:
+        fpw = fpw_figures(shipped_run("torn-pages"))
+    except (RecordError, KeyError, LabError):
+        fpw = None
+    f["fpw_image_bytes"] = _n(fpw["image_bytes"]) if fpw else "?"
+    f["fpw_images_per_tx"] = _n(fpw["images_per_tx"], 2) if fpw else "?"
+    f["fpw_limit"] = _n(fpw["limit_mibps"]) if fpw else "?"
+    f["fpw_limited_ratio"] = _n(fpw["limited_tps_off_over_on"], 2) if fpw else "?"
+    return f
+
+
+def _exercise_figures(run: RecordedRun, pairs: pd.DataFrame, small: int, limit: int
+                      ) -> dict[str, str]:
+    first = pairs[(pairs["buffer_pool_mib"] == small) & (pairs["write_limit_mibps"] == limit)
+                  ].iloc[0]
+    every = RowWrites(first["pages_per_row_off"], 1.0, first["redo_bytes_per_row"])
+    predicted_on = first["tps_off"] / first["model_ratio"]
+    f = {"ex_pages_off": _n(first["pages_per_row_off"], 3),
+         "ex_redo": _n(first["redo_bytes_per_row"]),
+         "ex_share": f"{first['dblwr_share_on']:.2f}",
+         "ex_tps_off": _n(first["tps_off"]), "ex_tps_on": _n(first["tps_on"]),
+         "ex_ratio_every": _n(every.bytes_ratio(), 3),
+         "ex_ratio_share": _n(first["model_ratio"], 3),
+         "ex_pred_tps_on": _n(predicted_on),
+         "ex_pred_error": f"{(first['tps_on'] - predicted_on) / first['tps_on']:+.0%}",
+         "ex_pages_for_10pct": _n(pages_for_ratio(1.1, 1.0, first["redo_bytes_per_row"]), 4),
+         "ex_rows_per_page_10pct": _n(1 / pages_for_ratio(1.1, 1.0,
+                                                          first["redo_bytes_per_row"]))}
+    return f
+
+
+def server_variable(run: RecordedRun, name: str) -> str:
+    """A server variable as the first leg's server reported it (SHOW GLOBAL VARIABLES)."""
+    path = run.raw_dir / "bench" / "server-variables.json"
+    return str(json.loads(path.read_text()).get(name, "?"))
+
+
+def _first_limited_pair(run: RecordedRun) -> pd.Series:
+    params = run.meta["parameters"]
+    pairs = pair_table(run.results)
+    return pairs[(pairs["buffer_pool_mib"] == min(params["buffer_pools_mib"]))
+                 & (pairs["write_limit_mibps"] == params["write_mibps"])].iloc[0]
+
+
+def exercise_predict(run: RecordedRun) -> str:
+    """Exercise: the ON leg's inserts per second predicted from the OFF leg, two ways."""
+    pair = _first_limited_pair(run)
+    lines = []
+    for label, share in (("every page", 1.0), ("measured share", pair["dblwr_share_on"])):
+        model = RowWrites(pair["pages_per_row_off"], share, pair["redo_bytes_per_row"])
+        predicted = pair["tps_off"] / model.bytes_ratio()
+        lines.append(f"{label} (s = {share:.2f}): ratio {model.bytes_ratio():.3f}, ON predicted "
+                     f"{predicted:,.0f} inserts/s, measured {pair['tps_on']:,.0f} "
+                     f"({(pair['tps_on'] - predicted) / predicted:+.0%})")
+    return "\n".join(lines)
+
+
+def exercise_operations(run: RecordedRun) -> str:
+    """Exercise: write operations and bytes on the device, ON against OFF."""
+    params = run.meta["parameters"]
+    legs = leg_table(run.results)
+    chosen = legs[(legs["buffer_pool_mib"] == min(params["buffer_pools_mib"]))
+                  & (legs["write_limit_mibps"] == params["write_mibps"])
+                  & (legs["repetition"] == 1)].set_index("doublewrite")
+    lines = []
+    for side in ("ON", "OFF"):
+        leg = chosen.loc[side]
+        lines.append(f"{side}: {leg['device_writes']:,.0f} write operations, "
+                     f"{leg['device_write_bytes'] / 2**20:,.0f} MiB written")
+    on, off = chosen.loc["ON"], chosen.loc["OFF"]
+    lines.append(f"ON/OFF: operations x{on['device_writes'] / off['device_writes']:.2f}, "
+                 f"bytes x{on['device_write_bytes'] / off['device_write_bytes']:.2f}")
+    lines.append(f"doublewrite batches: {on['innodb_dblwr_writes']:,.0f}, "
+                 f"{on['innodb_dblwr_pages_written'] / on['innodb_dblwr_writes']:.0f} pages each")
+    return "\n".join(lines)
+
+
+def exercise_ten_percent(run: RecordedRun) -> str:
+    """Exercise: page writes per row at which doublewrite costs 10 %."""
+    redo = _first_limited_pair(run)["redo_bytes_per_row"]
+    pages = pages_for_ratio(1.1, 1.0, redo)
+    return (f"r = {redo:,.0f} bytes: p = {pages:.4f} page writes per row, "
+            f"one page flush per {1 / pages:,.0f} rows")
+
+
+def force_recovery_select(run: RecordedRun, level: int = 1) -> str:
+    """What a SELECT on the torn table and on the other table returned under forced recovery."""
+    path = run.raw_dir / "torn" / "dblwr-off" / f"force-recovery-{level}-rows.json"
+    rows = json.loads(path.read_text())
+
+    def answer(query: str) -> str:
+        result = rows[query]
+        lines = result["output"].splitlines()
+        if result["exit"] != 0:  # the client echoes the statement; keep its error line
+            return next((line for line in lines if line.startswith("ERROR")), lines[-1])
+        return lines[-1].replace("\t", "  ")
+
+    return (f"SELECT COUNT(*) FROM lab.torn_t\n  {answer('count')}\n"
+            f"CHECK TABLE lab.torn_t\n  {answer('check')}\n"
+            f"SELECT COUNT(*), MIN(LEFT(v, 1)) FROM lab.other_t\n  {answer('other')}")
+
+
+# --- provenance and the panel -------------------------------------------------------------------
+
+def provenance(run: RecordedRun) -> pd.DataFrame:
+    """Where a recorded run came from, as a two-column table."""
+    meta = run.meta
+    host = meta["host"]
+    rows = [
+        ("run", f"{meta['lab']}/{meta['run_id']}"),
+        ("command", meta["parameters"].get("command_line", "-")),
+        ("host", f"{host.get('name')}, kernel {host.get('kernel')}, {host.get('cpu_count')} "
+                 f"CPUs, load average {host.get('load_average_before', ['?'])[0]} before and "
+                 f"{host.get('load_average_after', ['?'])[0]} after"),
+        ("tools", ", ".join(f"{k} {v}" for k, v in sorted(meta["tool_versions"].items()))),
+        ("project commit", meta["git_commit"][:12]),
+        ("started / finished (UTC)", f"{meta['started_at']} / {meta['finished_at']}"),
+    ]
+    return pd.DataFrame(rows, columns=["", "recorded run"])
+
+
+def panel() -> LabPanel:
+    """The live panel of the page (needs root and a container engine to run)."""
+    return LabPanel(Parameters, fields=("host", "profile", "write_mibps", "seed"),
+                    chart=lambda recorded: charts.ratio_chart(recorded.results, article_ratio()),
+                    title="InnoDB doublewrite ON and OFF, then a torn page",
+                    needs_root=True, defaults={"profile": "quick"})
