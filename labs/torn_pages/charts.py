@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
-from labs.torn_pages import model, tables
+from labs.torn_pages import tables
 
 ON_OFF = alt.Scale(domain=["on", "off"], range=["#D55E00", "#0072B2"])
 # measure label (with its unit) -> (column when on, column when off, model column when on,
@@ -70,20 +70,19 @@ def settings_chart(results: pd.DataFrame) -> alt.LayerChart:
                  alt.Tooltip("value:Q", format=",.2f")],
     ).transform_filter((alt.datum.measure == measure) & (alt.datum.disk == disk))
     bars = base.transform_filter(alt.datum.source == "measured").mark_bar()
-    ticks = base.transform_filter(alt.datum.source == "model").mark_tick(
-        color="black", thickness=3, size=26)
-    return alt.layer(bars, ticks, _axis_label(measure, height)).add_params(
+    modelled = base.transform_filter(alt.datum.source == "model").mark_point(
+        shape="diamond", filled=True, size=110, color="black", opacity=1)
+    return alt.layer(bars, modelled, _axis_label(measure, height)).add_params(
         measure, disk).properties(
         width=460, height=height,
         title=alt.TitleParams("pgbench with full_page_writes on and off",
-                              subtitle="bars: measured; black ticks: first-touch model "
+                              subtitle="bars: measured; black diamonds: first-touch model "
                                        "(where it makes a prediction)"))
 
 
 BURST_SERIES = {
-    "full-page images per transaction, counted in the WAL (images)": (
-        "fpi_per_tx", "model_fpi_per_tx"),
-    "full-page images per transaction, from pg_stat_wal (images)": ("stats_fpi_per_tx", None),
+    "images per transaction, in the WAL (images)": ("fpi_per_tx", "model_fpi_per_tx"),
+    "images per transaction, pg_stat_wal (images)": ("stats_fpi_per_tx", None),
     "accounts pages changed per transaction (pages)": ("accounts_pages_per_tx", None),
     "WAL per transaction (bytes)": ("wal_bytes_per_tx", "model_wal_bytes_per_tx"),
     "transactions per second (TPS)": ("tps", None),
@@ -130,7 +129,8 @@ def burst_chart(results: pd.DataFrame) -> alt.LayerChart:
     series = alt.param(name="series", value=next(iter(BURST_SERIES)),
                        bind=alt.binding_select(options=list(BURST_SERIES), name="series "))
     legend = alt.selection_point(fields=["leg_name"], bind="legend")
-    color = alt.Color("leg_name:N", title="full_page_writes", scale=LEG_COLORS)
+    color = alt.Color("leg_name:N", title="full_page_writes", scale=LEG_COLORS,
+                      legend=alt.Legend(labelLimit=400))
     base = alt.Chart(long).encode(
         x=alt.X("time_s:Q", title="seconds since the leg's pgbench started (just after a "
                                   "checkpoint)"),
@@ -222,13 +222,12 @@ def model_explorer(base_bytes: float = 420.0, image_bytes: float = 8192.0) -> al
     average = alt.Chart(seconds).transform_calculate(
         x="interval_s * tps / table_pages",
         mean="table_pages / (tps * interval_s) * (1 - exp(-datum.x))",
-        text="'average over an interval: ' + format(datum.mean, '.3f') + ' images per "
-             "transaction, ' + format(" + str(base_bytes) + " + " + str(image_bytes)
-             + " * datum.mean, ',.0f') + ' WAL bytes per transaction (' + format(1 + "
-             + str(image_bytes) + " * datum.mean / " + str(base_bytes) + ", '.1f') + "
-             "'× without images)'",
+        text="'interval average: ' + format(datum.mean, '.3f') + ' images and ' + format("
+             + str(base_bytes) + " + " + str(image_bytes) + " * datum.mean, ',.0f') + "
+             "' WAL bytes per transaction (' + format(1 + " + str(image_bytes)
+             + " * datum.mean / " + str(base_bytes) + ", '.1f') + '× without images)'",
     ).transform_filter("datum.fraction == 0").mark_text(
-        align="left", dx=4, dy=-8, fontSize=12).encode(
+        align="left", dx=4, dy=-8, fontSize=11).encode(
         x=alt.value(0), y=alt.value(0), text="text:N")
     wal = base.mark_line(color="#0072B2").encode(
         y=alt.Y("wal_mibps:Q", title="WAL written (MiB/s)"),
@@ -242,10 +241,3 @@ def model_explorer(base_bytes: float = 420.0, image_bytes: float = 8192.0) -> al
             "The first-touch model: one page changed per transaction, at random",
             subtitle=f"WAL without images: {base_bytes:.0f} bytes per transaction; "
                      f"one image: {image_bytes:.0f} bytes"))
-
-
-def model_curve(pages: float, tps: float, interval_s: float, periods: int = 3) -> pd.DataFrame:
-    """The explorer's curve computed in Python (for tests: the browser must agree)."""
-    t = np.linspace(0, periods * interval_s, 601)
-    images = model.images_per_tx_at(model.PagePool(pages, 1.0), tps * (t % interval_s))
-    return pd.DataFrame({"time_s": t, "images": images})

@@ -55,22 +55,22 @@ def _pct(error: float) -> str:
 def settings_table(results) -> pd.DataFrame:
     """The settings side by side, measured and modelled, with readable headings."""
     table = tables.settings(results)
+
+    def pair(a, b, digits):
+        return [f"{x:.{digits}f} / {y:.{digits}f}" for x, y in zip(a, b, strict=True)]
+
     out = pd.DataFrame({
         "disk": table["disk"], "setting": table["setting"],
-        "TPS on": table["tps_on"].map(lambda v: f"{v:,.0f}"),
-        "TPS off": table["tps_off"].map(lambda v: f"{v:,.0f}"),
-        "images per transaction, on (measured / model)": [
-            f"{a:.3f} / {b:.3f}" for a, b in zip(table["fpi_per_tx_on"],
-                                                 table["model_fpi_per_tx_on"], strict=True)],
-        "WAL on ÷ off (measured / model)": [
-            f"{a:.1f} / {b:.1f}" for a, b in zip(table["wal_on_over_off"],
-                                                 table["model_wal_on_over_off"], strict=True)],
+        "TPS on / off": pair(table["tps_on"], table["tps_off"], 0),
+        "images per tx, on: measured / model": pair(table["fpi_per_tx_on"],
+                                                    table["model_fpi_per_tx_on"], 3),
+        "WAL on ÷ off: measured / model": pair(table["wal_on_over_off"],
+                                               table["model_wal_on_over_off"], 1),
     })
     if "model_tps_on" in table:
-        out["TPS on, model (write limit)"] = table["model_tps_on"].map(
-            lambda v: "" if pd.isna(v) else f"{v:,.0f}")
-        out["TPS off, model (write limit)"] = table["model_tps_off"].map(
-            lambda v: "" if pd.isna(v) else f"{v:,.0f}")
+        out["TPS on / off: model"] = [
+            "" if pd.isna(a) else f"{a:.0f} / {b:.0f}"
+            for a, b in zip(table["model_tps_on"], table["model_tps_off"], strict=True)]
     return out
 
 
@@ -84,9 +84,12 @@ def _windows(run: RecordedRun) -> dict[str, object]:
     off = table[(table["workload"] == "forced-checkpoint")
                 & (table["full_page_writes"] == "off")]
     mark = marks[(marks["workload"] == "forced-checkpoint") & (marks["full_page_writes"] == "on")]
-    redo_at = float(mark["forced_checkpoint_redo_at"].iloc[0])
+    # Interval boundaries are kept to 0.01 s; the redo point is one of them.
+    redo_at = round(float(mark["forced_checkpoint_redo_at"].iloc[0]), 2)
     end = float(fresh["time_s"].max())
-    width = max(1.5, min(3.0, redo_at / 4))
+    # Wide enough to hold at least one sample interval, at most 3 s.
+    lengths = fresh["time_s"] - fresh["inspected_interval_start"]
+    width = max(min(3.0, redo_at / 4), 1.2 * float(lengths.median()))
     return {"fresh": fresh, "replay": replay, "off": off, "redo_at": redo_at, "end": end,
             "width": width}
 
@@ -146,13 +149,20 @@ def burst_figures(run: RecordedRun) -> dict[str, str]:
     out["replay_pages_per_tx"] = _num(replay_pages)
     ratio = start_pages / replay_pages if replay_pages else math.nan
     out["replay_pages_ratio"] = _num(ratio, 1)
-    fewer = "fewer" if replay_start < values["start"] else "more"
-    out["replay_sentence"] = (
-        f"Replaying the previous leg's transactions, the first {width:.1f} s carried "
-        f"{out['replay_start_fpi']} images per transaction instead of "
-        f"{out['burst_start_fpi']} ({fewer}), because each transaction changed "
-        f"{out['replay_pages_per_tx']} accounts pages not changed just before it, against "
-        f"{out['fresh_pages_per_tx']} with new transactions")
+    if replay_start < 0.5 * values["start"]:
+        out["replay_sentence"] = (
+            f"Replaying the previous leg's transactions, the first {width:.1f} s carried "
+            f"{out['replay_start_fpi']} images per transaction instead of "
+            f"{out['burst_start_fpi']}: each transaction changed "
+            f"{out['replay_pages_per_tx']} accounts pages that the interval had not already "
+            f"changed, against {out['fresh_pages_per_tx']} with new transactions")
+    else:
+        out["replay_sentence"] = (
+            f"In this run the replayed leg carried about as many images at its start as "
+            f"new transactions ({out['replay_start_fpi']} against "
+            f"{out['burst_start_fpi']} per transaction): its rows were still spread over the "
+            f"table ({out['replay_pages_per_tx']} accounts pages changed per transaction, "
+            f"against {out['fresh_pages_per_tx']})")
     return out
 
 
@@ -185,7 +195,9 @@ def settings_figures(run: RecordedRun) -> dict[str, str]:
     slow = table[table["disk"] != tables.NO_LIMIT]
     if slow.empty:
         out["slow_sentence"] = "This run has no write-limited legs."
-        out["slow_tps_error_max"] = "n/a"
+        for key in ("slow_tps_on_error", "slow_tps_off_error", "slow_device_mibps_on",
+                    "slow_device_mibps_off", "slow_limit_mibps"):
+            out[key] = "n/a"
         return out
     parts = []
     for row in slow.itertuples():
@@ -193,8 +205,8 @@ def settings_figures(run: RecordedRun) -> dict[str, str]:
                      f"per second with full-page writes off (model "
                      f"{row.model_tps_off_over_on:.2f})")
     out["slow_sentence"] = "; ".join(parts)
-    out["slow_tps_error_max"] = (
-        f"{max(slow['tps_on_error'].abs().max(), slow['tps_off_error'].abs().max()) * 100:.0f} %")
+    out["slow_tps_on_error"] = _pct(float(slow["tps_on_error"].mean()))
+    out["slow_tps_off_error"] = _pct(float(slow["tps_off_error"].mean()))
     out["slow_device_mibps_on"] = _num(float(
         (slow["device_bytes_per_tx_on"] * slow["tps_on"]).mean()) / 2**20)
     out["slow_device_mibps_off"] = _num(float(
@@ -299,7 +311,20 @@ def explorer():
 
 
 def provenance(run: RecordedRun) -> pd.DataFrame:
-    return run_summary(run)
+    """Where the run comes from; the lab's command in full, its tools' commands counted
+    (they are all in run.json), so the table fits the page."""
+    table = run_summary(run)
+    commands = run.meta["commands"]
+    pgbench_runs = sum(1 for c in commands[1:] if c.startswith("pgbench"))
+    table.loc[table[""] == "command", "recorded run"] = (
+        f"{commands[0]} (then {pgbench_runs} pgbench commands, listed in run.json)")
+    return table
+
+
+def provenance_table(run: RecordedRun):
+    """The provenance table styled so long values wrap instead of running off the page."""
+    return provenance(run).style.hide(axis="index").set_properties(
+        **{"white-space": "normal", "word-break": "break-word", "text-align": "left"})
 
 
 def panel() -> LabPanel:

@@ -172,10 +172,10 @@ def forced_checkpoints(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def window_mean(table: pd.DataFrame, column: str, start_s: float, end_s: float) -> float:
-    """Per-transaction average of a column over the intervals ending in (start_s, end_s],
-    weighted by each interval's commits."""
-    rows = table[(table["time_s"] > start_s) & (table["time_s"] <= end_s)
-                 & (table["inspected_commits"] > 0)]
+    """Per-transaction average of a column over the intervals that begin in
+    [start_s, end_s), weighted by each interval's commits."""
+    begins = table["inspected_interval_start"]
+    rows = table[(begins >= start_s) & (begins < end_s) & (table["inspected_commits"] > 0)]
     if rows.empty:
         return float("nan")
     weights = rows["inspected_commits"]
