@@ -22,7 +22,8 @@ MEASURES = {
                                                   "model_fpi_per_tx_on", None),
     "transactions per second (TPS)": ("tps_on", "tps_off", "model_tps_on", "model_tps_off"),
     "bytes written to the disk per transaction (bytes)": (
-        "device_bytes_per_tx_on", "device_bytes_per_tx_off", None, None),
+        "device_bytes_per_tx_on", "device_bytes_per_tx_off", "model_device_bytes_per_tx_on",
+        "model_device_bytes_per_tx_off"),
     "latency p50 (ms)": ("latency_p50_ms_on", "latency_p50_ms_off", None, None),
     "latency p99 (ms)": ("latency_p99_ms_on", "latency_p99_ms_off", None, None),
 }

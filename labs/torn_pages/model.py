@@ -131,19 +131,21 @@ def writeback_pages_in_leg(pools: PagePool | Iterable[PagePool], tps: float,
 def device_bytes_per_tx(pools: PagePool | Iterable[PagePool], tps: float, *, fpw_on: bool,
                         checkpoint_interval_s: float, duration_s: float,
                         bytes_without_images: float, image_bytes: float,
-                        wal_flushes_per_tx: float) -> float:
-    """Bytes the disk takes per transaction: WAL records and images, the partly filled WAL
-    page written again at every flush, and the checkpointer's write-back of changed pages."""
+                        wal_flushes_per_tx: float, wal_copies: float = 1.0) -> float:
+    """Bytes the disk takes per transaction: WAL records and images (wal_copies times: 2 when
+    every WAL segment is new and first filled with zeros), the partly filled WAL page written
+    again at every flush, and the checkpointer's write-back of changed pages."""
     images = leg_images_per_tx(pools, tps, checkpoint_interval_s, duration_s) if fpw_on else 0
     wal = wal_bytes_per_tx(bytes_without_images, image_bytes, images)
     writeback = writeback_pages_in_leg(pools, tps, checkpoint_interval_s, duration_s)
-    return wal + PAGE_BYTES * wal_flushes_per_tx + PAGE_BYTES * writeback / (tps * duration_s)
+    return (wal_copies * wal + PAGE_BYTES * wal_flushes_per_tx
+            + PAGE_BYTES * writeback / (tps * duration_s))
 
 
 def write_limited_tps(limit_bytes_per_s: float, pools: PagePool | Iterable[PagePool], *,
                       fpw_on: bool, checkpoint_interval_s: float, duration_s: float,
                       bytes_without_images: float, image_bytes: float,
-                      wal_flushes_per_tx: float) -> float:
+                      wal_flushes_per_tx: float, wal_copies: float = 1.0) -> float:
     """The TPS at which the bytes written per second equal the disk's write limit.
 
     The bytes per transaction depend on the TPS (a faster workload reaches its pages
@@ -154,7 +156,8 @@ def write_limited_tps(limit_bytes_per_s: float, pools: PagePool | Iterable[PageP
         return tps * device_bytes_per_tx(
             pools, tps, fpw_on=fpw_on, checkpoint_interval_s=checkpoint_interval_s,
             duration_s=duration_s, bytes_without_images=bytes_without_images,
-            image_bytes=image_bytes, wal_flushes_per_tx=wal_flushes_per_tx)
+            image_bytes=image_bytes, wal_flushes_per_tx=wal_flushes_per_tx,
+            wal_copies=wal_copies)
 
     low, high = 0.0, limit_bytes_per_s / max(bytes_without_images, 1.0)
     for _ in range(80):

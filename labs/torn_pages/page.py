@@ -186,6 +186,8 @@ def settings_figures(run: RecordedRun) -> dict[str, str]:
             "This run compared a single checkpoint setting, so it cannot show how the "
             "interval changes the number of images")
     fast_all = table[table["disk"] == tables.NO_LIMIT]
+    device_errors = pd.concat([table["device_error_on"], table["device_error_off"]]).abs()
+    out["device_error_max"] = f"{device_errors.max() * 100:.0f} %"
     errors = fast_all["wal_ratio_error"].abs()
     out["wal_ratio_error_max"] = f"{errors.max() * 100:.0f} %" if len(errors) else "n/a"
     out["wal_ratio_range"] = (f"{fast_all['wal_on_over_off'].min():.1f} to "
@@ -196,7 +198,8 @@ def settings_figures(run: RecordedRun) -> dict[str, str]:
     if slow.empty:
         out["slow_sentence"] = "This run has no write-limited legs."
         for key in ("slow_tps_on_error", "slow_tps_off_error", "slow_device_mibps_on",
-                    "slow_device_mibps_off", "slow_limit_mibps"):
+                    "slow_device_mibps_off", "slow_limit_mibps", "slow_saturation_sentence",
+                    "slow_recycled_ratio"):
             out[key] = "n/a"
         return out
     parts = []
@@ -205,13 +208,33 @@ def settings_figures(run: RecordedRun) -> dict[str, str]:
                      f"per second with full-page writes off (model "
                      f"{row.model_tps_off_over_on:.2f})")
     out["slow_sentence"] = "; ".join(parts)
+    out["slow_recycled_ratio"] = (
+        f"{slow['model_tps_off_over_on_recycled'].min():.2f}"
+        if len(slow) == 1 else f"{slow['model_tps_off_over_on_recycled'].min():.2f} to "
+                               f"{slow['model_tps_off_over_on_recycled'].max():.2f}")
     out["slow_tps_on_error"] = _pct(float(slow["tps_on_error"].mean()))
     out["slow_tps_off_error"] = _pct(float(slow["tps_off_error"].mean()))
     out["slow_device_mibps_on"] = _num(float(
         (slow["device_bytes_per_tx_on"] * slow["tps_on"]).mean()) / 2**20)
     out["slow_device_mibps_off"] = _num(float(
         (slow["device_bytes_per_tx_off"] * slow["tps_off"]).mean()) / 2**20)
-    out["slow_limit_mibps"] = f"{int(slow['write_limit_mibps'].iloc[0])}"
+    limit = float(slow["write_limit_mibps"].iloc[0])
+    out["slow_limit_mibps"] = f"{int(limit)}"
+    used = {side: float((slow[f"device_bytes_per_tx_{side}"] * slow[f"tps_{side}"]).mean())
+            / 2**20 / limit for side in ("on", "off")}
+    idle = [f"with full-page writes {side}" for side in ("on", "off") if used[side] < 0.8]
+    if idle:
+        out["slow_saturation_sentence"] = (
+            f"The model assumes the disk writes at its limit all the time; {' and '.join(idle)} "
+            f"it did not (it took {used['on'] * 100:.0f} % and {used['off'] * 100:.0f} % of "
+            f"the limit), so there the transactions were waiting for something else: each "
+            f"commit's flush queues behind the other writes in the throttle, and with "
+            f"{int(run.meta['parameters']['clients'])} clients the TPS is the clients divided "
+            f"by that wait, not the limit divided by the bytes")
+    else:
+        out["slow_saturation_sentence"] = (
+            f"In both legs the disk wrote close to its limit ({used['on'] * 100:.0f} % and "
+            f"{used['off'] * 100:.0f} %), which is what the model assumes")
     return out
 
 

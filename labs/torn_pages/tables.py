@@ -13,6 +13,10 @@ import pandas as pd
 from labs.torn_pages import model
 
 BENCH_WORKLOADS = ["steady", "forced-checkpoint", "forced-checkpoint-replay"]
+# The lab keeps its WAL for pg_walinspect (wal_keep_size), so no WAL segment is recycled:
+# each new 16 MiB segment is first filled with zeros (wal_init_zero, on by default) and then
+# written with the records, and the WAL reaches the disk twice.
+WAL_COPIES = 2.0
 FORCED = "forced CHECKPOINT"
 REPLAY = "forced CHECKPOINT, previous leg's transactions replayed"
 NO_LIMIT = "no limit"
@@ -105,19 +109,32 @@ def settings(results: pd.DataFrame) -> pd.DataFrame:
             "device_bytes_per_tx_on": on["device_write_bytes_per_tx"],
             "device_bytes_per_tx_off": off["device_write_bytes_per_tx"],
         }
-        if on["write_limit_mibps"]:
-            limit = on["write_limit_mibps"] * 2**20
-            for side, leg in (("on", on), ("off", off)):
+        for side, leg in (("on", on), ("off", off)):
+            disk = dict(fpw_on=side == "on", checkpoint_interval_s=interval_s,
+                        duration_s=leg["duration_s"],
+                        bytes_without_images=off["wal_bytes_per_tx"], image_bytes=size,
+                        wal_flushes_per_tx=leg["wal_writes"] / leg["transactions"])
+            row[f"model_device_bytes_per_tx_{side}"] = model.device_bytes_per_tx(
+                pools(leg), leg["tps"], wal_copies=WAL_COPIES, **disk)
+            if on["write_limit_mibps"]:
+                limit = on["write_limit_mibps"] * 2**20
                 row[f"model_tps_{side}"] = model.write_limited_tps(
-                    limit, pools(leg), fpw_on=side == "on", checkpoint_interval_s=interval_s,
-                    duration_s=leg["duration_s"], bytes_without_images=off["wal_bytes_per_tx"],
-                    image_bytes=size, wal_flushes_per_tx=leg["wal_writes"] / leg["transactions"])
+                    limit, pools(leg), wal_copies=WAL_COPIES, **disk)
+                # The same disk if the server recycled its WAL segments (no zero fill).
+                row[f"model_tps_{side}_recycled"] = model.write_limited_tps(
+                    limit, pools(leg), wal_copies=1.0, **disk)
+        if on["write_limit_mibps"]:
             row["model_tps_off_over_on"] = row["model_tps_off"] / row["model_tps_on"]
+            row["model_tps_off_over_on_recycled"] = (row["model_tps_off_recycled"]
+                                                     / row["model_tps_on_recycled"])
         rows.append(row)
     out = pd.DataFrame(rows)
     if out.empty:
         return out
     out["wal_ratio_error"] = out["model_wal_on_over_off"] / out["wal_on_over_off"] - 1
+    for side in ("on", "off"):
+        out[f"device_error_{side}"] = (out[f"model_device_bytes_per_tx_{side}"]
+                                       / out[f"device_bytes_per_tx_{side}"] - 1)
     if "model_tps_on" in out:
         out["tps_on_error"] = out["model_tps_on"] / out["tps_on"] - 1
         out["tps_off_error"] = out["model_tps_off"] / out["tps_off"] - 1
