@@ -126,6 +126,9 @@ def burst_figures(run: RecordedRun) -> dict[str, str]:
     out["burst_heap_pages"] = f"{leg['accounts_heap_pages']:,.0f}"
     out["burst_index_pages"] = f"{leg['accounts_index_pages']:,.0f}"
     out["burst_hot_share"] = f"{leg['hot_update_share'] * 100:.0f} %"
+    hot = tables.legs(run.results)
+    replayed = hot[hot["workload"] == "forced-checkpoint-replay"]["hot_update_share"]
+    out["replay_hot_share"] = (f"{replayed.iloc[0] * 100:.0f} %" if len(replayed) else "n/a")
     out["burst_tps"] = f"{leg['tps']:,.0f}"
     out["burst_tau_s"] = f"{leg['accounts_heap_pages'] / leg['tps']:.0f}"
     out["burst_image_bytes"] = f"{tables.image_bytes(run.results):,.0f}"
@@ -166,6 +169,24 @@ def burst_figures(run: RecordedRun) -> dict[str, str]:
     return out
 
 
+def device_sentence(table: pd.DataFrame, close: float = 0.15) -> str:
+    """How close the model's bytes per transaction came to the loop device's count."""
+    legs = []
+    for row in table.to_dict("records"):
+        for side in ("on", "off"):
+            legs.append((row["disk"], row["setting"], side, row[f"device_error_{side}"]))
+    near = [abs(e) for *_, e in legs if abs(e) <= close]
+    text = (f"the model's were within {max(near) * 100:.0f} % of the measured in "
+            f"{len(near)} of the {len(legs)} legs" if near else
+            f"the model's were more than {close * 100:.0f} % off in every leg")
+    far = [(d, s, side, e) for d, s, side, e in legs if abs(e) > close]
+    for disk, setting, side, error in far:
+        text += (f"; in the leg with {setting}, {disk}, full-page writes {side}, the disk took "
+                 f"{abs(1 / (1 + error) - 1) * 100:.0f} % {'less' if error > 0 else 'more'} "
+                 f"than the model counts")
+    return text
+
+
 def settings_figures(run: RecordedRun) -> dict[str, str]:
     table = tables.settings(run.results)
     out: dict[str, str] = {}
@@ -186,8 +207,7 @@ def settings_figures(run: RecordedRun) -> dict[str, str]:
             "This run compared a single checkpoint setting, so it cannot show how the "
             "interval changes the number of images")
     fast_all = table[table["disk"] == tables.NO_LIMIT]
-    device_errors = pd.concat([table["device_error_on"], table["device_error_off"]]).abs()
-    out["device_error_max"] = f"{device_errors.max() * 100:.0f} %"
+    out["device_sentence"] = device_sentence(table)
     errors = fast_all["wal_ratio_error"].abs()
     out["wal_ratio_error_max"] = f"{errors.max() * 100:.0f} %" if len(errors) else "n/a"
     out["wal_ratio_range"] = (f"{fast_all['wal_on_over_off'].min():.1f} to "
