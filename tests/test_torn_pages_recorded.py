@@ -71,23 +71,27 @@ def test_the_burst_after_a_checkpoint_has_the_shape_the_text_states(run):
         before = tables.window_mean(fresh, column, redo - width, redo)
         after = tables.window_mean(fresh, column, redo, redo + width)
         end = tables.window_mean(fresh, column, w["end"] - width, w["end"])
-        assert start > 2 * before, (column, start, before)
-        assert after > 2 * before, (column, after, before)
+        assert start > before, (column, start, before)
+        assert after > before, (column, after, before)
         assert end < after, (column, end, after)
     sentence = lab.figures(run)["burst_shape_sentence"]
     assert "fell to" in sentence and "jumped to" in sentence
 
 
-def test_replayed_transactions_need_fewer_images_and_rise(run):
+def test_the_replayed_leg_shows_what_the_text_says(run, figures):
+    # The text: "this run does not show the replay effect": the replayed leg starts with
+    # about as many images as new transactions, its updates were HOT (rows not moved), and
+    # it changed about as many distinct pages per transaction.
     w = lab._windows(run)
-    fresh, replay, width, redo = w["fresh"], w["replay"], w["width"], w["redo_at"]
-    assert tables.window_mean(replay, "fpi_per_tx", 0, width) < 0.5 * tables.window_mean(
-        fresh, "fpi_per_tx", 0, width)
-    assert tables.window_mean(replay, "accounts_pages_per_tx", 0, width) < 0.5 * (
-        tables.window_mean(fresh, "accounts_pages_per_tx", 0, width))
-    # "its images start low and rise"
-    assert tables.window_mean(replay, "fpi_per_tx", redo - width, redo) > (
-        tables.window_mean(replay, "fpi_per_tx", 0, width))
+    fresh, replay, width = w["fresh"], w["replay"], w["width"]
+    start_fresh = tables.window_mean(fresh, "fpi_per_tx", 0, width)
+    start_replay = tables.window_mean(replay, "fpi_per_tx", 0, width)
+    assert 0.5 * start_fresh <= start_replay <= 2 * start_fresh
+    pages = tables.window_mean(replay, "accounts_pages_per_tx", 0, width)
+    assert pages > 0.5 * tables.window_mean(fresh, "accounts_pages_per_tx", 0, width)
+    legs = tables.legs(run.results)
+    assert legs[legs["workload"] == "forced-checkpoint-replay"]["hot_update_share"].iloc[0] > 0.9
+    assert figures["replay_sentence"].startswith("In this run the replayed leg carried about")
 
 
 def test_pg_stat_wal_trails_the_wal(run):
