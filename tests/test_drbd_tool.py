@@ -369,3 +369,18 @@ def test_parse_drbd_tells_the_two_apart_and_as_json_is_json():
         drbd.parse_drbd("\n")
     with pytest.raises(UsageError, match="cannot convert"):
         drbd.as_json({"not": "parsed"})
+
+
+def test_skip_initial_sync_and_survivor_after_peer_loss():
+    skipped = proc("84-skip-initial-sync-new-current-uuid-vm2.proc").minor(0)
+    assert skipped.up_to_date and skipped.out_of_sync_kib == 0 and skipped.sync is None
+    assert skipped.received_kib == 0  # nothing was copied
+    assert status("status-84-skip-initial-sync-vm2.txt").resource("r0").peer(
+        ).peer_devices[0].peer_disk == "UpToDate"
+    survivor = proc("84-survivor-promoted-peer-killed-vm2.proc").minor(0)
+    assert (survivor.connection, survivor.role, survivor.peer_role) == (
+        "WFConnection", "Primary", "Unknown")
+    assert survivor.disk == "UpToDate" and survivor.peer_disk == "DUnknown"
+    assert survivor.received_kib == 512  # the drill's 128 records of 4 KiB
+    resource = status("status-84-survivor-primary-peer-gone-vm2.txt").resource("r0")
+    assert resource.role == "Primary" and resource.peer().connection == "Connecting"
