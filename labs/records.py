@@ -377,6 +377,41 @@ def newest_run(lab: str, root: Path | None = None) -> RecordedRun:
     raise RecordError(f"{where}: no recorded runs of lab '{lab}'")
 
 
+SHIPPED_FILE = "SHIPPED"  # data/runs/<lab>/SHIPPED: the run id the book's text was written from
+
+
+def shipped_run(lab: str, root: Path | None = None) -> RecordedRun:
+    """The run the book ships with for `lab`: the one its text was written from.
+
+    Named explicitly in data/runs/<lab>/SHIPPED (one line, a run id), never "the newest":
+    a reader's own runs land in the same folder and must not change what the text describes.
+    """
+    lab_dir = Path(root or runs_root()) / lab
+    marker = lab_dir / SHIPPED_FILE
+    if not marker.is_file():
+        raise RecordError(f"{display_path(marker)}: missing (it names the run the book shows)")
+    run_id = marker.read_text().strip()
+    if not RUN_ID_PATTERN.match(run_id):
+        raise RecordError(f"{display_path(marker)}: {run_id!r} is not a run id")
+    return load_run(lab_dir / run_id)
+
+
+def readers_newest_run(lab: str, root: Path | None = None) -> RecordedRun | None:
+    """The newest valid run of `lab` other than the shipped one (a reader's own), if any."""
+    try:
+        shipped = shipped_run(lab, root).run_id
+    except RecordError:
+        shipped = None
+    for path in reversed(list_runs(lab, root)):
+        if path.name == shipped:
+            continue
+        try:
+            return load_run(path)
+        except RecordError:
+            continue
+    return None
+
+
 def remove_stale_staging(root: Path | None = None) -> list[Path]:
     """Delete staging folders whose lab process is gone; returns what was deleted."""
     root = Path(root or runs_root())

@@ -8,11 +8,13 @@ every chart rendered, moves a control and checks that the chart changed.
 import functools
 import http.server
 import json
+import re
 import shutil
 import subprocess
 import sys
 import threading
 import time
+from html import unescape
 from pathlib import Path
 
 import pytest
@@ -294,3 +296,35 @@ def test_without_scripts_every_chart_shows_its_static_image(built_site):
         text = (built_site / page).read_text()
         charts = text.count(CHART_DIV)
         assert text.count('<img class="labs-chart-static"') == charts, page
+
+
+def visible_text(html: str) -> str:
+    """The page's prose and tables as a reader sees them (no scripts, styles or code)."""
+    for tag in ("script", "style", "pre", "code"):
+        html = re.sub(rf"<{tag}\b.*?</{tag}>", " ", html, flags=re.S | re.I)
+    return unescape(re.sub(r"<[^>]+>", " ", html))
+
+
+def table_columns(html: str) -> list[list[str]]:
+    """Every column of every HTML table, as the cells' text."""
+    columns = []
+    for table in re.findall(r"<table\b.*?</table>", html, flags=re.S):
+        rows = [[unescape(re.sub(r"<[^>]+>", "", cell)).strip()
+                 for cell in re.findall(r"<td\b[^>]*>(.*?)</td>", row, flags=re.S)]
+                for row in re.findall(r"<tr\b.*?</tr>", table, flags=re.S)]
+        rows = [row for row in rows if row]
+        width = max((len(row) for row in rows), default=0)
+        columns += [[row[i] for row in rows if i < len(row)] for i in range(width)]
+    return columns
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_rendered_text_has_no_nan_none_or_float_booleans(built_site, page):
+    html = (built_site / page).read_text()
+    text = visible_text(html)
+    assert not re.search(r"\b(NaN|nan|None|True|False)\b", text), re.search(
+        r".{0,60}\b(NaN|nan|None|True|False)\b.{0,60}", text).group(0)
+    for column in table_columns(html):
+        if len(column) >= 2:
+            assert not set(column) <= {"0.0", "1.0"}, (
+                f"{page}: a yes/no column shown as numbers: {column}")

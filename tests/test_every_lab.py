@@ -62,10 +62,18 @@ def test_every_recorded_run_loads_and_feeds_the_page(lab):
 
 
 @pytest.mark.parametrize("lab", [lab for lab in LABS if lab.book_page], ids=lambda lab: lab.name)
+def test_the_page_shows_the_shipped_run_named_explicitly(lab):
+    shipped = records.shipped_run(lab.name)  # data/runs/<lab>/SHIPPED names a valid run
+    assert shipped.lab == lab.name
+    text = (PROJECT_ROOT / lab.book_page).read_text()
+    assert f'shipped_run("{lab.name}")' in text and "newest_run(" not in text
+
+
+@pytest.mark.parametrize("lab", [lab for lab in LABS if lab.book_page], ids=lambda lab: lab.name)
 def test_every_glued_figure_on_the_page_is_computed(lab):
     text = (PROJECT_ROOT / lab.book_page).read_text()
     used = set(re.findall(r"\{glue:text\}`([A-Za-z0-9_\-]+)`", text))
     if not used:
         return
-    figures = lab.page_module().figures(records.newest_run(lab.name))
+    figures = lab.page_module().figures(records.shipped_run(lab.name))
     assert used <= set(figures), sorted(used - set(figures))

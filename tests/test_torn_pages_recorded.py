@@ -20,7 +20,7 @@ from labs.torn_pages import page as lab
 
 @pytest.fixture(scope="module")
 def run():
-    return records.newest_run("torn-pages", PROJECT_ROOT / "data" / "runs")
+    return records.shipped_run("torn-pages", PROJECT_ROOT / "data" / "runs")
 
 
 @pytest.fixture(scope="module")

@@ -27,11 +27,14 @@ def quorum_grid_chart(grid: pd.DataFrame, nodes: int = 6) -> alt.Chart:
                  alt.Tooltip("write_tolerates:Q", title="writes survive failures"),
                  alt.Tooltip("read_tolerates:Q", title="reads survive failures")],
     )
+    # Each cell: how many failed nodes writes and reads still survive ("2 | 3").
     labels = base.mark_text(fontSize=11, color="white").transform_calculate(
-        label="'w' + datum.write_tolerates + ' r' + datum.read_tolerates"
+        label="datum.write_tolerates + ' | ' + datum.read_tolerates"
     ).encode(text="label:N")
     return (cells + labels).add_params(n).properties(
-        width=330, height=330, title="Which (W, R) are safe for N copies")
+        width=330, height=330, title={
+            "text": "Which (W, R) are safe for N copies",
+            "subtitle": "in each cell: failed nodes that writes | reads survive"})
 
 
 def availability_chart(curves: pd.DataFrame, nodes: int = 6, write: int = 4, read: int = 3,
@@ -47,52 +50,74 @@ def availability_chart(curves: pd.DataFrame, nodes: int = 6, write: int = 4, rea
                  labels=[f"{q:g}" for q in sorted(curves["q"].unique())],
                  label="p(AZ out)"),
     ]
+    # Chances below 1e-16 are left out rather than clamped: a clamp draws a fake floor.
     base = alt.Chart(curves).transform_filter(
-        "datum.n == N && datum.z == min(Z, N) && datum.q == Q")
+        "datum.n == N && datum.z == min(Z, N) && datum.q == Q && datum.unavailable >= 1e-16")
     encode = {
         "x": alt.X("p:Q", scale=alt.Scale(type="log"), title="p: chance a single node is down",
                    axis=alt.Axis(format="~e")),
-        "y": alt.Y("unavailable:Q", scale=alt.Scale(type="log", domainMin=1e-16, clamp=True),
+        "y": alt.Y("unavailable:Q", scale=alt.Scale(type="log", domainMin=1e-16),
                    title="chance the operation is unavailable", axis=alt.Axis(format="~e")),
         "tooltip": ["p:Q", alt.Tooltip("unavailable:Q", format=".3e")],
     }
+    operations = ["writes (need W)", "reads (need R)"]
     layers = []
-    for op, quorum_param in (("writes (need W)", "W"), ("reads (need R)", "R")):
+    for op, quorum_param in zip(operations, ("W", "R"), strict=True):
         layers.append(
             base.transform_filter(f"datum.k == {quorum_param}")
             .transform_calculate(operation=f"'{op}'")
             .mark_line(point=True)
             .encode(color=alt.Color("operation:N", title=None,
-                                    scale=alt.Scale(domain=["writes (need W)",
-                                                            "reads (need R)"])),
+                                    scale=alt.Scale(domain=operations)),
                     strokeDash=alt.StrokeDash("operation:N", legend=None),
+                    # An unsafe layout is drawn faint: it is "available" only by breaking a rule.
+                    opacity=alt.condition("R + W > N && 2 * W > N", alt.value(1.0),
+                                          alt.value(0.3)),
                     **encode))
-    return alt.layer(*layers).add_params(*params).properties(
+    # What is wrong with the chosen layout, said on the chart itself.
+    warning = alt.Chart(pd.DataFrame({"x": [0]})).transform_calculate(
+        text="W > N || R > N ? 'W and R must be at most N: no such quorum exists' : "
+             "R + W <= N ? 'unsafe: R + W <= N, a read can miss the latest write' : "
+             "2 * W <= N ? 'unsafe: W <= N/2, two conflicting writes can both win' : ''"
+    ).mark_text(align="left", baseline="top", x=8, y=8, color="#D55E00", fontSize=13,
+                fontWeight="bold").encode(text="text:N")
+    return alt.layer(*layers, warning).add_params(*params).properties(
         width=460, height=300,
         title="Unavailability vs per-node failure chance")
 
 
-def kth_ack_chart(distribution: pd.DataFrame, k: int = 4) -> alt.LayerChart:
-    """Density of the k-th fastest of N acknowledgements, with p50 and p99 marked."""
+def kth_ack_chart(distribution: pd.DataFrame, percentiles: pd.DataFrame, k: int = 4,
+                  slow_ms: float = 4.0) -> alt.LayerChart:
+    """Density of the k-th fastest of N acknowledgements, with p50 and p99 marked; the
+    controls pick K and the round trip of the third (slow) zone."""
     k_param = slider("K", k, 1, int(distribution["k"].max()), label="acknowledgements waited for")
-    chosen = alt.Chart(distribution).transform_filter("datum.k == K")
-    area = chosen.mark_area(opacity=0.6, line=True).encode(
-        x=alt.X("latency_ms:Q", title="write latency (ms)"),
-        y=alt.Y("density:Q", title="probability density (per ms)"),
-    )
-    others = alt.Chart(distribution).mark_line(opacity=0.25, strokeWidth=1).encode(
-        x="latency_ms:Q", y="density:Q", detail="k:N", color=alt.value("#777777"))
-    markers = chosen.transform_aggregate(
-        p50_ms="min(p50_ms)", p99_ms="min(p99_ms)"
-    ).transform_fold(["p50_ms", "p99_ms"], as_=["percentile", "ms"])
+    slows = sorted(distribution["slow_ms"].unique().tolist())
+    slow = dropdown("SLOW", slow_ms, slows, labels=[f"{ms:g} ms" for ms in slows],
+                    label="round trip to the third zone")
+    zone = alt.Chart(distribution).transform_filter("datum.slow_ms == SLOW")
+    chosen = zone.transform_filter("datum.k == K")
+    x = alt.X("latency_ms:Q", title="write latency (ms)")
+    area = chosen.mark_area(opacity=0.6, line=True, color="#0072B2").encode(
+        x=x, y=alt.Y("density:Q", title="probability density (per ms)"))
+    others = zone.transform_filter("datum.k != K").mark_line(
+        opacity=0.35, strokeWidth=1, color="#777777").encode(x=x, y="density:Q", detail="k:N")
+    # Each grey curve named at its peak, so a reader can tell the K's apart.
+    peaks = zone.transform_filter("datum.k != K").transform_joinaggregate(
+        peak="max(density)", groupby=["k"]).transform_filter(
+        "datum.density == datum.peak").transform_calculate(label="'K=' + datum.k")
+    names = peaks.mark_text(dy=-7, fontSize=10, color="#555555").encode(
+        x="latency_ms:Q", y="density:Q", text="label:N")
+    markers = alt.Chart(percentiles).transform_filter("datum.slow_ms == SLOW && datum.k == K"
+                                                       ).transform_fold(
+        ["p50_ms", "p99_ms"], as_=["percentile", "ms"]).transform_calculate(
+        label="replace(datum.percentile, '_ms', '') + ' ' + format(datum.ms, '.2f') + ' ms'",
+        row="datum.percentile == 'p50_ms' ? 12 : 28")
     rules = markers.mark_rule(strokeDash=[4, 3], color="#D55E00").encode(x="ms:Q")
-    texts = markers.mark_text(align="left", dx=4, dy=-6, color="#D55E00", y=10).encode(
-        x="ms:Q", text=alt.Text("label:N")
-    ).transform_calculate(label="replace(datum.percentile, '_ms', '') + ' ' + "
-                                "format(datum.ms, '.2f') + ' ms'")
-    return alt.layer(others, area, rules, texts).add_params(k_param).properties(
+    texts = markers.mark_text(align="left", dx=4, color="#D55E00").encode(
+        x="ms:Q", y=alt.Y("row:Q", scale=None), text=alt.Text("label:N"))
+    return alt.layer(others, names, area, rules, texts).add_params(k_param, slow).properties(
         width=460, height=280,
-        title="Time until the K-th of 6 acknowledgements arrives (2 replicas per AZ)")
+        title="Time until the K-th of 6 acknowledgements arrives (2 replicas per zone)")
 
 
 def durability_chart(curves: pd.DataFrame) -> alt.LayerChart:
@@ -144,4 +169,4 @@ def montecarlo_chart(results: pd.DataFrame) -> alt.VConcatChart:
         rows.append(alt.layer(interval, estimate, exact).properties(width=460, height=60))
     return alt.vconcat(*rows).resolve_scale(x="independent").properties(
         title="Monte Carlo estimate with its 95 % interval (dot and bar) vs the exact value "
-              "(red tick)")
+              "(orange tick)")

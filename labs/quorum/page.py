@@ -12,6 +12,7 @@ import pandas as pd
 
 from labs.book.panel import LabPanel
 from labs.models import quorum as model
+from labs.models import quorum_problems
 from labs.quorum import charts
 from labs.quorum.params import Parameters
 from labs.records import RecordedRun, run_summary
@@ -56,25 +57,39 @@ def availability_curves(max_nodes: int = 7, max_azs: int = 3) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-DEFAULT_AZ_RTTS_MS = (0.5, 0.8, 4.0)
+FAST_AZ_RTTS_MS = (0.5, 0.8)  # two nearby zones
+SLOW_AZ_RTT_CHOICES_MS = (0.8, 2.0, 4.0, 8.0)  # the third zone, from near to far
+DEFAULT_SLOW_AZ_RTT_MS = 4.0
 
 
-def kth_ack_distribution(nodes: int = 6, az_rtts_ms=DEFAULT_AZ_RTTS_MS,
-                         max_ms: float = 8.0, points: int = 161) -> pd.DataFrame:
-    """Density of the k-th fastest acknowledgement for k = 1..N (exact, from the CDF)."""
-    replicas = model.replicas_over_azs(nodes, list(az_rtts_ms))
+def kth_ack_distribution(nodes: int = 6, slow_rtts_ms=SLOW_AZ_RTT_CHOICES_MS,
+                         max_ms: float = 12.0, points: int = 121) -> pd.DataFrame:
+    """Density of the k-th fastest acknowledgement for k = 1..N (exact, from the CDF), for
+    each round trip of the third zone (the first two at FAST_AZ_RTTS_MS)."""
     grid_ms = np.linspace(0.0, max_ms, points)
     step_ms = grid_ms[1] - grid_ms[0]
     frames = []
-    for k in range(1, nodes + 1):
-        cdf = model.kth_ack_cdf(replicas, k, grid_ms)
-        density = np.gradient(cdf, step_ms)
-        frames.append(pd.DataFrame({
-            "k": k, "latency_ms": grid_ms.round(3), "density": density.round(4),
-            "p50_ms": round(model.kth_ack_quantile(replicas, k, 0.5), 3),
-            "p99_ms": round(model.kth_ack_quantile(replicas, k, 0.99), 3),
-        }))
+    for slow_ms in slow_rtts_ms:
+        replicas = model.replicas_over_azs(nodes, [*FAST_AZ_RTTS_MS, slow_ms])
+        for k in range(1, nodes + 1):
+            cdf = model.kth_ack_cdf(replicas, k, grid_ms)
+            density = np.gradient(cdf, step_ms)
+            frames.append(pd.DataFrame({
+                "slow_ms": slow_ms, "k": k, "latency_ms": grid_ms.round(2),
+                "density": density.round(4)}))
     return pd.concat(frames, ignore_index=True)
+
+
+def kth_ack_percentiles(nodes: int = 6, slow_rtts_ms=SLOW_AZ_RTT_CHOICES_MS) -> pd.DataFrame:
+    """p50 and p99 of the k-th fastest acknowledgement, per k and third-zone round trip."""
+    rows = []
+    for slow_ms in slow_rtts_ms:
+        replicas = model.replicas_over_azs(nodes, [*FAST_AZ_RTTS_MS, slow_ms])
+        for k in range(1, nodes + 1):
+            rows.append({"slow_ms": slow_ms, "k": k,
+                         "p50_ms": round(model.kth_ack_quantile(replicas, k, 0.5), 3),
+                         "p99_ms": round(model.kth_ack_quantile(replicas, k, 0.99), 3)})
+    return pd.DataFrame(rows)
 
 
 HOURS_PER_YEAR = 24 * 365
@@ -146,10 +161,13 @@ def zone_loss_table() -> pd.DataFrame:
 def explain_figures() -> dict[str, str]:
     """The numbers the explanation page quotes, from the model."""
     aurora = model.describe(6, 4, 3, azs=3).as_dict()
-    acks = kth_ack_distribution().groupby("k")["p50_ms"].first()
+    table = kth_ack_percentiles(slow_rtts_ms=(DEFAULT_SLOW_AZ_RTT_MS,))
+    acks = table.set_index("k")["p50_ms"]
     return {"aurora_write_tolerates": str(aurora["write_tolerates"]),
             "aurora_read_tolerates": str(aurora["read_tolerates"]),
-            "k4_p50_ms": f"{acks[4]:.1f}", "k5_p50_ms": f"{acks[5]:.1f}"}
+            "k4_p50_ms": f"{acks[4]:.1f}", "k5_p50_ms": f"{acks[5]:.1f}",
+            "slow_az_ms": f"{DEFAULT_SLOW_AZ_RTT_MS:g}",
+            "fast_az_ms": " ms and ".join(f"{ms:g}" for ms in FAST_AZ_RTTS_MS)}
 
 
 def exercise_figures() -> dict[str, str]:
@@ -158,6 +176,10 @@ def exercise_figures() -> dict[str, str]:
     two_azs = model.describe(6, 4, 3, azs=2).as_dict()
     six = model.unavailability(6, 4, 3, p_node=0.01, azs=3, p_az=0.001)
     three = model.unavailability(3, 2, 2, p_node=0.01, azs=3, p_az=0.001)
+    # The same chances split by cause: no zone out (node failures alone) vs a zone out.
+    no_zone = (1 - 0.001) ** 3
+    six_nodes = no_zone * model.unavailability(6, 4, 3, 0.01, 3, 0.0)["p_write_unavailable"]
+    three_nodes = no_zone * model.unavailability(3, 2, 2, 0.01, 3, 0.0)["p_write_unavailable"]
     p_target = 1e-4
     trials_needed = math.ceil(1.96**2 * (1 - p_target) / (p_target * 0.01**2))
     return {
@@ -174,6 +196,14 @@ def exercise_figures() -> dict[str, str]:
         "ex3_six": f"{six['p_write_unavailable']:.2e}",
         "ex3_three": f"{three['p_write_unavailable']:.2e}",
         "ex3_ratio": f"{three['p_write_unavailable'] / six['p_write_unavailable']:.1f}",
+        "ex3_six_nodes": f"{six_nodes:.2e}", "ex3_three_nodes": f"{three_nodes:.2e}",
+        "ex3_nodes_ratio": f"{three_nodes / six_nodes:.0f}",
+        "ex3_six_zones": f"{six['p_write_unavailable'] - six_nodes:.2e}",
+        "ex3_three_zones": f"{three['p_write_unavailable'] - three_nodes:.2e}",
+        "ex3_three_left": str(model.survivors_after_az_loss(3, 3)),
+        "ex3_six_left": str(model.survivors_after_az_loss(6, 3)),
+        "ex3_three_stop": str(model.tolerated_failures(3, 2) + 1),
+        "ex3_six_stop": str(model.tolerated_failures(6, 4) + 1),
         "ex4_trials": f"{trials_needed:,}",
     }
 
@@ -192,6 +222,11 @@ def figures(run: RecordedRun) -> dict[str, str]:
         "mc_throughput": f"{throughput / 1e6:.0f} million",
         **exercise_figures(),
     }
+
+
+def practice_answer(kind: str, seed: int) -> str:
+    """The worked answer of a generated problem (what `quorum --problem ... -c` adds)."""
+    return quorum_problems.make_problem(kind, seed).solve().text
 
 
 def provenance(run: RecordedRun) -> pd.DataFrame:
