@@ -1,96 +1,217 @@
-"""The write-mostly lab page's charts (Altair), drawn from a recorded run."""
+"""The write-mostly lab page's charts (Altair), drawn from a recorded run, each with its model.
+
+Every chart works on any valid run: a configuration a run did not measure has no bar, and a
+chart with nothing to draw shows one line saying so.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 import altair as alt
 import pandas as pd
 
 from labs.book.theme import dropdown, slider
-from labs.write_mostly.model import ARTICLE, implied_rate_mib_s
-from labs.write_mostly.params import WORKLOADS
-from labs.write_mostly.tables import (
-    CONFIG_LABELS,
-    CONFIG_ORDER,
-    drill_events,
-    latency_table,
-    leg_table,
-    recovery_timeline,
-    resync_table,
-)
+from labs.write_mostly import tables
+from labs.write_mostly.model import MD_SPEED_LIMIT_MAX_KIB_S, slow_leg_latency_ms
+from labs.write_mostly.params import WORKLOADS, WRITE_BEHIND
+from labs.write_mostly.reference import figure, stream_rate
+
+MODEL_COLOR = "#000000"
 
 
-def latency_chart(results: pd.DataFrame) -> alt.TopLevelMixin:
-    """Completion latency per configuration; dropdowns pick the workload and the percentile."""
-    table = latency_table(results)
+def nothing_to_draw(message: str) -> alt.Chart:
+    return alt.Chart(pd.DataFrame({"text": [message]})).mark_text(
+        fontSize=13, align="left", x=5).encode(text="text:N").properties(width=420, height=30)
+
+
+def slow_leg_chart(results: pd.DataFrame, meta: dict[str, Any]) -> alt.TopLevelMixin:
+    """The slow leg's parts at depth 1: measured medians (bars) and the model (black ticks)."""
+    parts = tables.slow_leg_parts(results, meta)
+    if parts.empty:
+        return nothing_to_draw("This run did not measure the slow leg's parts.")
+    order = ["the cap alone", "the delay alone", "cap and delay"]
+    y = alt.Y("part:N", sort=order, title=None)
+    bars = alt.Chart().mark_bar().encode(
+        y=y, x=alt.X("measured_ms:Q", title="median completion latency at depth 1 (ms)"),
+        color=alt.Color("part:N", sort=order, legend=None),
+        tooltip=[alt.Tooltip("part:N", title="what"), alt.Tooltip("op:N", title="operation"),
+                 alt.Tooltip("measured_ms:Q", format=".2f", title="measured (ms)"),
+                 alt.Tooltip("model_ms:Q", format=".2f", title="model (ms)")])
+    ticks = alt.Chart().transform_filter("isValid(datum.model_ms)").mark_tick(
+        color=MODEL_COLOR, thickness=3, size=22).encode(
+        y=y, x="model_ms:Q",
+        tooltip=[alt.Tooltip("part:N", title="what"),
+                 alt.Tooltip("model_ms:Q", format=".2f", title="model (ms)")])
+    return alt.layer(bars, ticks, data=parts).properties(width=380, height=alt.Step(28)).facet(
+        row=alt.Row("op:N", title=None, header=alt.Header(labelExpr="datum.value + 's'")),
+    ).properties(title="The slow leg, part by part (black: the model, 1000/cap + delay)")
+
+
+def latency_chart(results: pd.DataFrame, meta: dict[str, Any] | None = None
+                  ) -> alt.TopLevelMixin:
+    """Completion latency per configuration; dropdowns pick the workload and the percentile;
+    black ticks mark what the model predicts for the median, where it speaks."""
+    table = tables.latency_table(results)
+    if table.empty:
+        return nothing_to_draw("This run measured no latencies.")
     workloads = [w for w in WORKLOADS if w in set(table["workload"])]
     workload = dropdown("WORKLOAD", workloads[0], workloads, label="workload")
     percentile = dropdown("PCT", "p50", ["p50", "p99", "p99.9"], label="percentile")
-    order = [CONFIG_LABELS[c] for c in CONFIG_ORDER if c in set(table["config"])]
-    base = alt.Chart(table).transform_filter(
-        "datum.workload == WORKLOAD && datum.percentile == PCT")
+    order = [tables.CONFIG_LABELS[c] for c in tables.CONFIG_ORDER if c in set(table["config"])]
+    y = alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=360))
+    selected = "datum.workload == WORKLOAD && datum.percentile == PCT"
+    base = alt.Chart(table).transform_filter(selected)
     bars = base.mark_bar().encode(
-        y=alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=330)),
-        x=alt.X("latency_us:Q", scale=alt.Scale(type="log", domain=[10, 1_000_000]),
-                title="completion latency (µs, log scale)"),
+        y=y, x=alt.X("latency_us:Q", scale=alt.Scale(type="log", domain=[10, 3_000_000]),
+                     title="completion latency (µs, log scale)"),
         x2=alt.datum(10),  # bars start at the axis: a log scale has no zero
         color=alt.Color("label:N", sort=order, legend=None),
-        tooltip=["label:N", "workload:N", "percentile:N",
+        tooltip=[alt.Tooltip("label:N", title="configuration"),
+                 alt.Tooltip("workload:N", title="workload"),
+                 alt.Tooltip("percentile:N", title="percentile"),
                  alt.Tooltip("latency_us:Q", format=",.0f", title="latency (µs)")])
     text = base.mark_text(align="left", dx=4).encode(
-        y=alt.Y("label:N", sort=order), x="latency_us:Q",
-        text=alt.Text("latency_us:Q", format=",.0f"))
-    return (bars + text).add_params(workload, percentile).properties(
-        width=420, height=alt.Step(26),
-        title="4 KiB completion latency by configuration")
+        y=y, x="latency_us:Q", text=alt.Text("latency_us:Q", format=",.0f"))
+    layers = [bars, text]
+    model = tables.model_latency_us(results, meta) if meta else pd.DataFrame()
+    if not model.empty:
+        layers.append(alt.Chart(model).transform_filter(selected).mark_tick(
+            color=MODEL_COLOR, thickness=3, size=20).encode(
+            y=y, x="model_us:Q",
+            tooltip=[alt.Tooltip("label:N", title="configuration"),
+                     alt.Tooltip("model_us:Q", format=",.0f", title="model (µs)")]))
+    return alt.layer(*layers).add_params(workload, percentile).properties(
+        width=420, height=alt.Step(24),
+        title="4 KiB completion latency by configuration (black: the model's median)")
 
 
 def legs_chart(results: pd.DataFrame) -> alt.TopLevelMixin:
     """Which leg served the reads and the writes, as shares of each configuration's I/O."""
-    table = leg_table(results)
+    table = tables.leg_table(results)
     rows = []
-    for config in [c for c in CONFIG_ORDER if c in set(table["config"])]:
+    for config in [c for c in tables.CONFIG_ORDER if c in set(table["config"])]:
         for op, prefix, metric in (("reads", "randread", "reads"),
                                    ("writes", "randwrite", "writes")):
             part = table[(table["config"] == config) & table["workload"].str.startswith(prefix)]
             for leg in ("fast", "slow"):
-                rows.append({"label": CONFIG_LABELS[config], "op": op, "leg": f"{leg} leg",
+                rows.append({"label": tables.CONFIG_LABELS[config], "op": op,
+                             "leg": f"{leg} leg",
                              "count": float(part[part["leg"] == leg][metric].sum())})
     data = pd.DataFrame(rows)
+    if data.empty:
+        return nothing_to_draw("This run counted no I/O per leg.")
     totals = data.groupby(["label", "op"])["count"].transform("sum")
     data["share"] = data["count"] / totals.where(totals > 0, 1)
-    order = [CONFIG_LABELS[c] for c in CONFIG_ORDER if CONFIG_LABELS[c] in set(data["label"])]
+    order = [tables.CONFIG_LABELS[c] for c in tables.CONFIG_ORDER
+             if tables.CONFIG_LABELS[c] in set(data["label"])]
     return alt.Chart(data).mark_bar().encode(
-        y=alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=330)),
+        y=alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=360)),
         x=alt.X("share:Q", axis=alt.Axis(format="%"), title="share of the I/Os the legs served"),
         color=alt.Color("leg:N", title=None, scale=alt.Scale(domain=["fast leg", "slow leg"])),
         column=alt.Column("op:N", title=None),
-        tooltip=["label:N", "op:N", "leg:N", alt.Tooltip("count:Q", format=",.0f"),
-                 alt.Tooltip("share:Q", format=".2%")],
-    ).properties(width=220, height=alt.Step(24),
+        tooltip=[alt.Tooltip("label:N", title="configuration"),
+                 alt.Tooltip("op:N", title="operation"), alt.Tooltip("leg:N", title="leg"),
+                 alt.Tooltip("count:Q", format=",.0f", title="operations"),
+                 alt.Tooltip("share:Q", format=".2%", title="share")],
+    ).properties(width=200, height=alt.Step(22),
                  title="Where the reads and the writes landed (per-device counters)")
+
+
+def write_behind_chart(results: pd.DataFrame, meta: dict[str, Any]) -> alt.TopLevelMixin:
+    """Every write of the flat-out writer at depth 1 over its first seconds, per write-behind
+    cell (dropdown), with the model: the backlog fills after N / (W − S) seconds, and the
+    write that finds it full waits about N / S."""
+    timeline = tables.write_timeline(results)
+    wb = tables.write_behind_table(results, meta)
+    if timeline.empty or wb.empty:
+        return nothing_to_draw("This run has no per-write log of the write-behind cells.")
+    cells = [c for c in tables.CONFIG_ORDER if c in set(timeline["config"])]
+    labels = [tables.CONFIG_LABELS[c] for c in cells]
+    default = next((c for c in cells if float(wb.set_index("config").loc[c, "max_backlog"]) > 0),
+                   cells[0])
+    cell = dropdown("CELL", tables.CONFIG_LABELS[default], labels, label="write-behind cell")
+    points = alt.Chart(timeline).transform_filter("datum.label == CELL").mark_point(
+        size=12, filled=True, opacity=0.6).encode(
+        x=alt.X("t_s:Q", title="seconds since the writer started"),
+        y=alt.Y("latency_ms:Q", scale=alt.Scale(type="log"),
+                title="completion latency of each write (ms, log scale)"),
+        tooltip=[alt.Tooltip("t_s:Q", format=".3f", title="time (s)"),
+                 alt.Tooltip("latency_ms:Q", format=".3f", title="latency (ms)")])
+    first = wb.iloc[0]
+    settings = tables.run_settings(meta)
+    marks = []
+    if pd.notna(first["fill_model_s"]):
+        marks.append({"what": f"model: the backlog of {WRITE_BEHIND} fills "
+                              f"({first['fill_model_s'] * 1000:.0f} ms)",
+                      "t_s": float(first["fill_model_s"])})
+    rule = alt.Chart(pd.DataFrame(marks)).mark_rule(color=MODEL_COLOR, strokeDash=[4, 3]
+                                                    ).encode(x="t_s:Q", tooltip=alt.Tooltip(
+                                                        "what:N", title="model"))
+    levels = []
+    if pd.notna(first["stall_model_s"]):
+        levels.append({"what": f"model: the write that finds it full waits "
+                               f"{first['stall_model_s']:.2f} s",
+                       "latency_ms": float(first["stall_model_s"]) * 1000})
+    if settings["cap_iops"]:
+        levels.append({"what": "model: one write on the slow leg (1000/cap + delay)",
+                       "latency_ms": slow_leg_latency_ms(settings["cap_iops"],
+                                                         settings["delay_ms"])})
+    level = alt.Chart(pd.DataFrame(levels)).mark_rule(color=MODEL_COLOR).encode(
+        y="latency_ms:Q", tooltip=alt.Tooltip("what:N", title="model"))
+    layers = [points] + ([rule] if marks else []) + ([level] if levels else [])
+    return alt.layer(*layers).add_params(cell).properties(
+        width=520, height=260,
+        title="Write-behind at depth 1, write by write (black: the model)")
 
 
 def drills_chart(results: pd.DataFrame) -> alt.TopLevelMixin:
     """The drills' steps on a time line, and the new fast leg's recovery percentage."""
-    events = drill_events(results)
+    events = tables.drill_events(results)
+    if events.empty:
+        return nothing_to_draw("This run has no drills.")
+    tooltip = [alt.Tooltip("config:N", title="drill"), alt.Tooltip("event:N", title="step"),
+               alt.Tooltip("t_s:Q", format=".1f", title="seconds")]
     points = alt.Chart(events).mark_point(filled=True, size=80).encode(
         x=alt.X("t_s:Q", title="seconds since the drill started"),
-        y=alt.Y("config:N", title=None),
-        color=alt.Color("config:N", legend=None),
-        tooltip=["config:N", "event:N", alt.Tooltip("t_s:Q", format=".1f")])
+        y=alt.Y("config:N", title=None), color=alt.Color("config:N", legend=None),
+        tooltip=tooltip)
     labels = alt.Chart(events).mark_text(align="left", angle=315, dx=4, dy=-4,
-                                         fontSize=10).encode(
-        x="t_s:Q", y="config:N", text="event:N")
-    timeline = recovery_timeline(results)
+                                         fontSize=10).encode(x="t_s:Q", y="config:N",
+                                                             text="event:N")
+    timeline = tables.recovery_timeline(results)
     recovery = alt.Chart(timeline).mark_line(point=True).encode(
         x=alt.X("t_s:Q", title="seconds since the drill started"),
         y=alt.Y("percent:Q", title="recovery of the new fast leg (%)",
                 scale=alt.Scale(domain=[0, 100])),
-        tooltip=[alt.Tooltip("t_s:Q", format=".1f"), alt.Tooltip("percent:Q", format=".1f")])
+        tooltip=[alt.Tooltip("t_s:Q", format=".1f", title="seconds"),
+                 alt.Tooltip("percent:Q", format=".1f", title="recovered (%)")])
     return alt.vconcat(
         (points + labels).properties(width=520, height=160, title="Failure drills, step by step"),
         recovery.properties(width=520, height=160,
                             title="Instance replacement: the new fast leg catches up"))
+
+
+def resync_model_chart(results: pd.DataFrame, meta: dict[str, Any]) -> alt.TopLevelMixin:
+    """Resync seconds against array size: measured (points) and size / model rate (line)."""
+    measured = tables.resync_table(results, meta)
+    if measured.empty:
+        return nothing_to_draw("This run timed no resync.")
+    rate = tables.model_resync_rate(results, meta)
+    top = float(measured["size_mib"].max()) * 1.1
+    line = pd.DataFrame({"size_mib": [0.0, top], "seconds": [0.0, top / rate]})
+    points = alt.Chart(measured).mark_point(filled=True, size=70).encode(
+        x=alt.X("size_mib:Q", title="array size (MiB)"),
+        y=alt.Y("resync_s:Q", title="seconds to resync a new fast leg"),
+        tooltip=[alt.Tooltip("size_mib:Q", format=".0f", title="size (MiB)"),
+                 alt.Tooltip("resync_s:Q", format=".1f", title="measured (s)"),
+                 alt.Tooltip("model_s:Q", format=".1f", title="model (s)")])
+    model = alt.Chart(line).mark_line(color=MODEL_COLOR, strokeDash=[4, 3]).encode(
+        x="size_mib:Q", y="seconds:Q")
+    return (model + points).properties(
+        width=420, height=240,
+        title=f"Resync time against size (dashed: the model, size / {rate:.0f} MiB/s, the "
+              "smallest array's rate)")
 
 
 def resync_chart(results: pd.DataFrame) -> alt.TopLevelMixin:
@@ -98,36 +219,45 @@ def resync_chart(results: pd.DataFrame) -> alt.TopLevelMixin:
 
     The slider sets the streaming rate; the chart recomputes in the browser.
     """
-    measured = resync_table(results)
+    measured = tables.resync_table(results)
+    if measured.empty:
+        return nothing_to_draw("This run timed no resync.")
     rate = float(measured["size_mib"].sum() / measured["resync_s"].sum())
-    sizes = [round(0.1 * i, 1) for i in range(1, 41)]
-    stream_default = round(implied_rate_mib_s(ARTICLE["stream_node_bytes"],
-                                              ARTICLE["stream_hours"][0]))
-    grid = pd.DataFrame({"node_tb": sizes})
-    stream = slider("STREAM", stream_default, 5, 400, 5,
-                           label="streaming from peers (MiB/s)")
+    ceiling = MD_SPEED_LIMIT_MAX_KIB_S / 1024
+    grid = pd.DataFrame({"node_tb": [round(0.1 * i, 1) for i in range(1, 41)]})
+    stream = slider("STREAM", round(stream_rate(figure("stream_hours_min"))), 5, 400, 5,
+                    label="streaming from peers (MiB/s)")
     lines = alt.Chart(grid).transform_calculate(
         resync_lab=f"datum.node_tb * 1e12 / ({rate} * 1048576) / 3600",
-        resync_ceiling="datum.node_tb * 1e12 / (200000 * 1024) / 3600",
+        resync_ceiling=f"datum.node_tb * 1e12 / ({ceiling} * 1048576) / 3600",
         streaming="datum.node_tb * 1e12 / (STREAM * 1048576) / 3600",
     ).transform_fold(["resync_lab", "resync_ceiling", "streaming"], as_=["method", "hours"]
                      ).transform_calculate(
         label="datum.method == 'resync_lab' ? 'resync at this run\\'s rate (" +
               f"{rate:.0f} MiB/s)' : datum.method == 'resync_ceiling' ? " +
-              "'resync at md\\'s default ceiling (195 MiB/s)' : 'streaming from peers'"
+              f"'resync at md\\'s default ceiling ({ceiling:.0f} MiB/s)' : 'streaming from peers'"
     ).mark_line().encode(
         x=alt.X("node_tb:Q", title="data on the node (TB)"),
         y=alt.Y("hours:Q", title="hours to refill a replaced node", scale=alt.Scale(type="log")),
         color=alt.Color("label:N", title=None, legend=alt.Legend(labelLimit=400)),
-        tooltip=["label:N", "node_tb:Q", alt.Tooltip("hours:Q", format=".1f")])
+        tooltip=[alt.Tooltip("label:N", title="how"),
+                 alt.Tooltip("node_tb:Q", format=".1f", title="data (TB)"),
+                 alt.Tooltip("hours:Q", format=".1f", title="hours")])
+    array_tb = figure("array_recovery_kib") * 1024 / 1e12
     reported = pd.DataFrame([
-        {"node_tb": ARTICLE["stream_node_bytes"] / 1e12, "hours": h,
-         "what": f"reported: streaming {h:g} h"} for h in ARTICLE["stream_hours"]] + [
-        {"node_tb": ARTICLE["resync_array_kib"] * 1024 / 1e12,
-         "hours": ARTICLE["resync_reported_hours"], "what": "reported: RAID resync about 1 h"}])
+        {"node_tb": figure("stream_node_tb"), "hours": h,
+         "what": f"reported: streaming {h:g} h"}
+        for h in (figure("stream_hours_min"), figure("stream_hours_max"))] + [
+        {"node_tb": array_tb, "hours": figure("rebuild_hours_reported"),
+         "what": "reported: RAID rebuild about 1 h"},
+        {"node_tb": array_tb, "hours": figure("recovery_md_finish_min") / 60,
+         "what": "md's own estimate at the start of that rebuild"}])
     points = alt.Chart(reported).mark_point(shape="diamond", size=110, filled=True,
-                                            color="#000000").encode(
-        x="node_tb:Q", y="hours:Q", tooltip=["what:N", "node_tb:Q", "hours:Q"])
+                                            color=MODEL_COLOR).encode(
+        x="node_tb:Q", y="hours:Q",
+        tooltip=[alt.Tooltip("what:N", title="figure"),
+                 alt.Tooltip("node_tb:Q", format=".2f", title="data (TB)"),
+                 alt.Tooltip("hours:Q", format=".1f", title="hours")])
     return (lines + points).add_params(stream).properties(
         width=460, height=300,
         title="Refilling a replaced node: resync from the network disk vs streaming")
