@@ -261,3 +261,57 @@ def resync_chart(results: pd.DataFrame) -> alt.TopLevelMixin:
     return (lines + points).add_params(stream).properties(
         width=460, height=300,
         title="Refilling a replaced node: resync from the network disk vs streaming")
+
+
+# --- the explanation page's models, with controls that run in the browser -------------------
+
+
+def backlog_model_chart() -> alt.TopLevelMixin:
+    """Write-behind backlog over time: depth N, slow-leg rate S and write rate W are sliders;
+    the backlog grows at W − S until it holds N writes, and from then on writes stall."""
+    depth = slider("DEPTH", WRITE_BEHIND, 16, 2048, 16, label="write-behind depth (writes)")
+    slow = slider("SLOW", 200, 50, 5000, 50, label="slow leg drains (writes/s)")
+    write = slider("WRITE", 2000, 100, 20000, 100, label="writer asks for (writes/s)")
+    grid = pd.DataFrame({"u": [i / 100 for i in range(101)]})
+    fill = "(WRITE > SLOW ? DEPTH / (WRITE - SLOW) : 1e9)"
+    horizon = f"(WRITE > SLOW ? 2 * {fill} : 1)"
+    line = alt.Chart(grid).transform_calculate(
+        t_s=f"datum.u * {horizon}",
+        backlog=f"min(DEPTH, max(0, (WRITE - SLOW) * datum.u * {horizon}))",
+    ).mark_line().encode(
+        x=alt.X("t_s:Q", title="seconds since the burst began"),
+        y=alt.Y("backlog:Q", title="writes waiting for the slow leg"),
+        tooltip=[alt.Tooltip("t_s:Q", format=".3f", title="time (s)"),
+                 alt.Tooltip("backlog:Q", format=",.0f", title="writes waiting")])
+    note = alt.Chart(pd.DataFrame({"u": [0]})).transform_calculate(
+        text=f"WRITE > SLOW ? 'writes stall after ' + format({fill} * 1000, ',.0f') + "
+             f"' ms (' + format({fill} * WRITE, ',.0f') + ' writes); then each waits about ' "
+             "+ format(DEPTH / SLOW, ',.2f') + ' s' : 'the slow leg keeps up: writes never "
+             "stall'").mark_text(align="left", fontSize=13).encode(
+        x=alt.value(5), y=alt.value(-12), text="text:N")
+    return (line + note).add_params(depth, slow, write).properties(
+        width=460, height=240, title=alt.TitleParams(
+            "Write-behind: how long until writes stall (model)", offset=26))
+
+
+def refill_model_chart() -> alt.TopLevelMixin:
+    """Hours to refill a replaced node: resync from the network disk against streaming from
+    peers; the array size and both rates are sliders."""
+    size = slider("SIZE_TB", 3.75, 0.5, 16, 0.25, label="data on the node (TB)")
+    resync = slider("RESYNC", round(MD_SPEED_LIMIT_MAX_KIB_S / 1024), 10, 2000, 5,
+                    label="resync rate (MiB/s)")
+    stream = slider("STREAM_RATE", round(stream_rate(figure("stream_hours_min"))), 5, 400, 5,
+                    label="streaming from peers (MiB/s)")
+    data = pd.DataFrame({"how": ["resync from the network disk", "streaming from peers"]})
+    return alt.Chart(data).transform_calculate(
+        rate="datum.how == 'streaming from peers' ? STREAM_RATE : RESYNC",
+        hours="SIZE_TB * 1e12 / (datum.rate * 1048576) / 3600",
+    ).mark_bar().encode(
+        y=alt.Y("how:N", title=None, axis=alt.Axis(labelLimit=260)),
+        x=alt.X("hours:Q", title="hours to refill a replaced node (model: size / rate)"),
+        color=alt.Color("how:N", legend=None),
+        tooltip=[alt.Tooltip("how:N", title="how"),
+                 alt.Tooltip("rate:Q", format=",.0f", title="rate (MiB/s)"),
+                 alt.Tooltip("hours:Q", format=",.1f", title="hours")],
+    ).add_params(size, resync, stream).properties(
+        width=420, height=alt.Step(34), title="Refilling a replaced node (model)")

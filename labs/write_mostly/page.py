@@ -167,3 +167,45 @@ def loop_figures(run: RecordedRun | None) -> dict[str, str]:
 
 
 __all__ += ["loop_figures", "ms", "release_name"]
+
+
+def explain_figures() -> dict[str, str]:
+    """The explanation page's figures: Hyperconnect's, read closely, and the exercises'
+    answers, computed from the model (prefixed hc_ and ex_)."""
+    from labs.write_mostly.model import (
+        MD_SPEED_LIMIT_MAX_KIB_S,
+        backlog_fill_s,
+        backlog_stall_s,
+        implied_rate_mib_s,
+        slow_leg_latency_ms,
+        transfer_hours,
+    )
+    from labs.write_mostly.params import WRITE_BEHIND
+    from labs.write_mostly.reference import article_figures, figure, stream_rate
+
+    f = article_figures()
+    array_bytes = figure("array_recovery_kib") * 1024
+    ceiling = MD_SPEED_LIMIT_MAX_KIB_S / 1024
+    # Exercise 1: a burst against a network disk that takes 3,000 writes per second.
+    f["ex1_write"], f["ex1_slow"] = "5,000", "3,000"
+    fill = backlog_fill_s(WRITE_BEHIND, 5000, 3000)
+    f["ex1_fill_ms"] = f"{fill * 1000:.0f} ms"
+    f["ex1_writes"] = f"{fill * 5000:,.0f}"
+    f["ex1_stall_ms"] = f"{backlog_stall_s(WRITE_BEHIND, 3000) * 1000:.0f} ms"
+    # Exercise 2: acknowledged writes that may exist only on the local disk.
+    f["ex2_kib_4k"] = f"{WRITE_BEHIND * 4:,} KiB"
+    f["ex2_mib_64k"] = f"{WRITE_BEHIND * 64 / 1024:.0f} MiB"
+    # Exercise 3: the slow leg at depth 1.
+    f["ex3_latency"] = f"{slow_leg_latency_ms(3000, 1.0):.2f} ms"
+    f["ex3_rate"] = f"{1000 / slow_leg_latency_ms(3000, 1.0):,.0f}"
+    # Exercise 4: Hyperconnect's array, resynced and streamed.
+    f["ex4_ceiling_h"] = f"{transfer_hours(array_bytes, ceiling):.1f}"
+    f["ex4_needed"] = f"{implied_rate_mib_s(array_bytes, 1):,.0f} MiB/s"
+    f["ex4_stream_h"] = " to ".join(
+        f"{transfer_hours(array_bytes, stream_rate(h)):.0f}"
+        for h in (figure("stream_hours_min"), figure("stream_hours_max")))
+    f["wb_depth"] = str(WRITE_BEHIND)
+    return f
+
+
+__all__ += ["explain_figures"]

@@ -52,7 +52,7 @@ PROFILE_SETTINGS = {
                   drill_runtime_s=1, drill_array_mib=32),
     "quick": Profile("quick", runtime_s=2, region_mib=64, data_mib=16,
                      resync_sizes_mib=(32, 64), drill_runtime_s=1, drill_array_mib=64),
-    "full": Profile("full", runtime_s=8, region_mib=256, data_mib=64,
+    "full": Profile("full", runtime_s=6, region_mib=256, data_mib=64,
                     resync_sizes_mib=(128, 256, 512), drill_runtime_s=3, drill_array_mib=256),
 }
 
@@ -148,6 +148,18 @@ class Parameters(LabParameters):
         if self.legs == "loop" and (self.fast_device or self.slow_device):
             raise UsageError("--legs loop makes its own loop devices: drop --fast-device and "
                              "--slow-device, or use --legs disks")
+
+
+def workload_groups(workloads: tuple[str, ...]) -> dict[str, list[str]]:
+    """The workloads by operation, in the order they run: reads, then the paced writer (it
+    leaves the write-behind backlog empty), the flat-out writer at depth 1 (whose log shows
+    the backlog fill from empty), and the one at depth 16."""
+    order = ["randread-qd1", "randread-qd16", "randwrite-qd1-paced", "randwrite-qd1",
+             "randwrite-qd16"]
+    groups: dict[str, list[str]] = {}
+    for workload in sorted(workloads, key=order.index):
+        groups.setdefault(WORKLOADS[workload][0], []).append(workload)
+    return groups
 
 
 def major_steps(profile: Profile) -> int:

@@ -32,6 +32,7 @@ from labs.write_mostly.params import (
     Configuration,
     Parameters,
     major_steps,
+    workload_groups,
 )
 
 # (fio's JSON, its rows, the legs' counter deltas, its per-write latency log) for one fio run
@@ -87,13 +88,21 @@ class WriteMostlyLab(Drills):
         self.run.add_raw(f"mdstat/{raw_name}-member-state.txt", text)
         return md.parse_member_states(text)
 
-    def member_slots(self, array: str, raw_name: str) -> dict[str, str]:
-        """Each member's mirror slot (role) from sysfs: {"dm-0": "0", "vdb": "1"}."""
-        kernel = self.md_kernel_name(array)
-        text = self.host.run(f"for d in /sys/block/{kernel}/md/dev-*; do echo "
-                             "\"${d##*/dev-} $(cat $d/slot)\"; done", timeout_s=60).stdout
-        self.run.add_raw(f"mdstat/{raw_name}-member-slot.txt", text)
-        return dict(line.split() for line in text.splitlines() if len(line.split()) == 2)
+    def inspect_array(self, array: str, raw_name: str
+                      ) -> tuple[dict[str, frozenset[str]], dict[str, str]]:
+        """Member states, member slots and /proc/mdstat in one round trip (kept under raw/)."""
+        text = self.host.run(
+            f"k=$(basename $(readlink -f {array})); echo @@state; "
+            "grep -H . /sys/block/$k/md/dev-*/state; echo @@slot; "
+            "for d in /sys/block/$k/md/dev-*; do echo \"${d##*/dev-} $(cat $d/slot)\"; done; "
+            "echo @@mdstat; cat /proc/mdstat", timeout_s=60).stdout
+        states_text, rest = text.split("@@state\n", 1)[1].split("@@slot\n", 1)
+        slots_text, mdstat_text = rest.split("@@mdstat\n", 1)
+        self.run.add_raw(f"mdstat/{raw_name}-member-state.txt", states_text)
+        self.run.add_raw(f"mdstat/{raw_name}-member-slot.txt", slots_text)
+        self.run.add_raw(f"mdstat/{raw_name}-created.txt", mdstat_text)
+        slots = dict(line.split() for line in slots_text.splitlines() if len(line.split()) == 2)
+        return md.parse_member_states(states_text), slots
 
     def md_kernel_name(self, array: str) -> str:
         return self.host.run(["readlink", "-f", array], timeout_s=60).stdout.strip().removeprefix(
@@ -124,8 +133,7 @@ class WriteMostlyLab(Drills):
             self.run.add_command(f"[{self.host.name}] {shlex.join(argv)}")
             err = f"/tmp/labs-write-mostly-fio-{index}.err"
             log = logs.get(index)
-            read_log = (f"cat {log}_clat.1.log; rm -f {log}_clat.1.log {log}_lat.1.log "
-                        f"{log}_slat.1.log" if log else "true")
+            read_log = f"cat {log}_clat.*.log; rm -f {log}_*.log" if log else "true"
             script += [f"echo @@before; {stats_command}", "echo @@fio",
                        f"{shlex.join(argv)} 2>{err}; echo \"@@rc $?\"",
                        f"echo @@after; {stats_command}", f"echo @@stderr; cat {err}; rm -f {err}",
@@ -361,15 +369,13 @@ class WriteMostlyLab(Drills):
                                        write_behind=config.write_behind, assume_clean=True)
         if config.write_mostly and config.marked == "sysfs":
             self.set_write_mostly(target, slow)
-        states = self.member_states(target, config.name)
-        slots = self.member_slots(target, config.name)
+        states, slots = self.inspect_array(target, config.name)
         slow_name, fast_name = self.kernel_name(slow), self.kernel_name(fast)
         marked = "write_mostly" in states.get(slow_name, ())
         if (marked != config.write_mostly or "write_mostly" in states.get(fast_name, ())
                 or slots.get(slow_name) != str(config.slow_slot)):
             raise LabError(f"{config.name}: the array is not as configured (member states "
                            f"{dict(states)}, slots {slots})")
-        self.mdstat(f"{config.name}-created")
         return target
 
     def leg_target(self, config: Configuration) -> str:
@@ -384,18 +390,25 @@ class WriteMostlyLab(Drills):
     def measure_configuration(self, config: Configuration) -> None:
         self.progress.step(f"configuration {config.name}: {config.label}")
         target = self.build_mirror(config) if config.raid else self.leg_target(config)
-        workloads = config.workloads
-        self.progress.detail(f"{', '.join(workloads)}: {self.profile.runtime_s:g} s each")
-        logs = {index: f"/tmp/labs-write-mostly-{config.name}"
-                for index, workload in enumerate(workloads)
-                if config.write_behind and workload == "randwrite-qd1"}
+        groups = workload_groups(config.workloads)
+        self.progress.detail(f"{', '.join(w for g in groups.values() for w in g)}: "
+                             f"{self.profile.runtime_s:g} s each")
+        log = f"/tmp/labs-write-mostly-{config.name}"
+        logs = {index: log for index, workloads in enumerate(groups.values())
+                if config.write_behind and "randwrite-qd1" in workloads}
+        # One fio per operation (its workloads one after another), between two snapshots of
+        # the legs' counters: a process start costs seconds under emulation.
         outcomes = self.fio_batch([
-            (f"{config.name}/{workload}",
+            (f"{config.name}/{group}",
              [self.workload_job(workload, target, runtime_s=self.profile.runtime_s,
-                                log=logs.get(index, ""))])
-            for index, workload in enumerate(workloads)], logs=logs)
-        for workload, (_doc, rows, deltas, log_text) in zip(workloads, outcomes, strict=True):
-            self.record_fio_rows(config.name, rows, deltas, workload, WORKLOADS[workload][1])
+                                log=log if config.write_behind and workload == "randwrite-qd1"
+                                else "") for workload in workloads])
+            for group, workloads in groups.items()], logs=logs)
+        for group, (_doc, rows, deltas, log_text) in zip(groups, outcomes, strict=True):
+            for row in rows:
+                self.record_fio_rows(config.name, [row], {}, row["job"],
+                                     WORKLOADS[row["job"]][1])
+            self.record_leg_counts(config.name, group, deltas)
             if log_text:
                 self.record_write_log(config.name, log_text)
         if config.leg == "fast-delay":
@@ -412,6 +425,11 @@ class WriteMostlyLab(Drills):
                                 metric="write_behind_max_backlog", value=int(used),
                                 unit="count", leg="slow")
         self.destroy_array()
+
+    def event(self, drill: str, name: str, t0: float) -> None:
+        self.run.add_result(config=drill, workload="timeline", metric="event_s",
+                            value=round(time.monotonic() - t0, 3), unit="s", leg="array",
+                            event=name)
 
     def measure(self, configurations: tuple[Configuration, ...] = CONFIGURATIONS) -> None:
         self.prepare()
