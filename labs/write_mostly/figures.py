@@ -163,6 +163,7 @@ def _write_behind(results: pd.DataFrame, meta: dict[str, Any]) -> dict[str, str]
         f[f"write_p50_{key}"] = us(row["write_p50_us"] if row is not None else None)
         f[f"paced_p50_{key}"] = us(row["paced_p50_us"] if row is not None else None)
     f["wb_verdict"] = behind_verdict(table)
+    f["how_set_verdict"] = how_set_verdict(table)
     behind = table[table["max_backlog"] > 0] if len(table) else table
     first = behind.iloc[0] if len(behind) else None
     f["wb_write_p50"] = us(first["write_p50_us"] if first is not None else None)
@@ -206,6 +207,20 @@ def behind_verdict(table: pd.DataFrame) -> str:
     if len(marks) == 1:
         return f"only where the slow leg was marked {marks[0]}"
     return "in " + ", ".join(behind["config"])
+
+
+def how_set_verdict(table: pd.DataFrame) -> str:
+    """Whether marking write-mostly at creation or through sysfs changed anything, in words."""
+    if table.empty:
+        return NOT_MEASURED
+    differs = []
+    for slot in sorted(set(table["slot"])):
+        cells = table[table["slot"] == slot].set_index("marked")["max_backlog"] > 0
+        if len(cells) == 2 and cells.iloc[0] != cells.iloc[1]:
+            differs.append(str(slot))
+    if not differs:
+        return "made no difference"
+    return f"made a difference in slot {' and '.join(differs)}"
 
 
 def _resync(results: pd.DataFrame, meta: dict[str, Any]) -> dict[str, str]:

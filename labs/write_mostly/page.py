@@ -137,10 +137,12 @@ def release_figures(runs: dict[str, RecordedRun | None]) -> dict[str, str]:
         if run is None:
             f[f"{key}_release"] = NOT_MEASURED
             f[f"{key}_wb_verdict"] = NOT_MEASURED
+            f[f"{key}_how_set_verdict"] = NOT_MEASURED
             continue
         figures_of_run = figures(run)
         f[f"{key}_release"] = release_name(run)
         f[f"{key}_wb_verdict"] = figures_of_run["wb_verdict"]
+        f[f"{key}_how_set_verdict"] = figures_of_run["how_set_verdict"]
         f[f"{key}_backlog_slot1_create"] = figures_of_run["backlog_slot1_create"]
         f[f"{key}_write_p50_slot1_create"] = figures_of_run["write_p50_slot1_create"]
     return f

@@ -52,7 +52,7 @@ PROFILE_SETTINGS = {
                   drill_runtime_s=1, drill_array_mib=32),
     "quick": Profile("quick", runtime_s=2, region_mib=64, data_mib=16,
                      resync_sizes_mib=(32, 64), drill_runtime_s=1, drill_array_mib=64),
-    "full": Profile("full", runtime_s=6, region_mib=256, data_mib=64,
+    "full": Profile("full", runtime_s=5, region_mib=256, data_mib=64,
                     resync_sizes_mib=(128, 256, 512), drill_runtime_s=3, drill_array_mib=256),
 }
 

@@ -415,14 +415,16 @@ class WriteMostlyLab(Drills):
             self.ws.remove("dm", "wm-fast-delay")
         if not config.raid:
             return
-        self.mdstat(f"{config.name}-after")
+        # /proc/mdstat, and how many writes were ever in flight behind the fast leg (0: none),
+        # in one round trip.
+        text = self.host.run(f"cat /proc/mdstat; echo @@backlog; k=$(basename $(readlink -f "
+                             f"{target})); cat /sys/block/$k/md/bitmap/max_backlog_used "
+                             "2>/dev/null || true", timeout_s=60).stdout
+        mdstat_text, used = text.split("@@backlog\n", 1)
+        self.run.add_raw(f"mdstat/{config.name}-after.txt", mdstat_text)
         if config.bitmap != "none":
-            # How many writes were ever in flight behind the fast leg (0: none).
-            kernel = self.md_kernel_name(target)
-            used = self.host.run(f"cat /sys/block/{kernel}/md/bitmap/max_backlog_used",
-                                 timeout_s=60).stdout.strip()
             self.run.add_result(config=config.name, workload="all",
-                                metric="write_behind_max_backlog", value=int(used),
+                                metric="write_behind_max_backlog", value=int(used.strip()),
                                 unit="count", leg="slow")
         self.destroy_array()
 
