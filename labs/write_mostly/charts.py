@@ -13,7 +13,7 @@ import pandas as pd
 
 from labs.book.theme import dropdown, slider
 from labs.write_mostly import tables
-from labs.write_mostly.model import MD_SPEED_LIMIT_MAX_KIB_S, slow_leg_latency_ms
+from labs.write_mostly.model import MD_SPEED_LIMIT_MAX_KIB_S
 from labs.write_mostly.params import WORKLOADS, WRITE_BEHIND
 from labs.write_mostly.reference import figure, stream_rate
 
@@ -42,10 +42,18 @@ def slow_leg_chart(results: pd.DataFrame, meta: dict[str, Any]) -> alt.TopLevelM
         color=MODEL_COLOR, thickness=3, size=22).encode(
         y=y, x="model_ms:Q",
         tooltip=[alt.Tooltip("part:N", title="what"),
-                 alt.Tooltip("model_ms:Q", format=".2f", title="model (ms)")])
-    return alt.layer(bars, ticks, data=parts).properties(width=380, height=alt.Step(28)).facet(
+                 alt.Tooltip("model_ms:Q", format=".2f", title="model: cap + delay (ms)")])
+    overlap = alt.Chart().transform_filter("isValid(datum.overlap_ms)").mark_tick(
+        color="#888888", thickness=3, size=22).encode(
+        y=y, x="overlap_ms:Q",
+        tooltip=[alt.Tooltip("part:N", title="what"),
+                 alt.Tooltip("overlap_ms:Q", format=".2f",
+                             title="model: the larger part, as measured (ms)")])
+    layers = alt.layer(bars, ticks, overlap, data=parts)
+    return layers.properties(width=380, height=alt.Step(28)).facet(
         row=alt.Row("op:N", title=None, header=alt.Header(labelExpr="datum.value + 's'")),
-    ).properties(title="The slow leg, part by part (black: the model, 1000/cap + delay)")
+    ).properties(title="The slow leg, part by part (black: 1000/cap + delay asked; grey: the "
+                       "larger part as measured apart)")
 
 
 def latency_chart(results: pd.DataFrame, meta: dict[str, Any] | None = None
@@ -138,12 +146,12 @@ def write_behind_chart(results: pd.DataFrame, meta: dict[str, Any]) -> alt.TopLe
                 title="completion latency of each write (ms, log scale)"),
         tooltip=[alt.Tooltip("t_s:Q", format=".3f", title="time (s)"),
                  alt.Tooltip("latency_ms:Q", format=".3f", title="latency (ms)")])
-    first = wb.iloc[0]
-    settings = tables.run_settings(meta)
+    filled = wb[wb["fill_model_s"].notna()]
+    first = filled.iloc[0] if len(filled) else wb.iloc[0]
     marks = []
     if pd.notna(first["fill_model_s"]):
         marks.append({"what": f"model: the backlog of {WRITE_BEHIND} fills "
-                              f"({first['fill_model_s'] * 1000:.0f} ms)",
+                              f"({first['fill_model_s'] * 1000:.0f} ms, {first['config']})",
                       "t_s": float(first["fill_model_s"])})
     rule = alt.Chart(pd.DataFrame(marks)).mark_rule(color=MODEL_COLOR, strokeDash=[4, 3]
                                                     ).encode(x="t_s:Q", tooltip=alt.Tooltip(
@@ -153,10 +161,9 @@ def write_behind_chart(results: pd.DataFrame, meta: dict[str, Any]) -> alt.TopLe
         levels.append({"what": f"model: the write that finds it full waits "
                                f"{first['stall_model_s']:.2f} s",
                        "latency_ms": float(first["stall_model_s"]) * 1000})
-    if settings["cap_iops"]:
-        levels.append({"what": "model: one write on the slow leg (1000/cap + delay)",
-                       "latency_ms": slow_leg_latency_ms(settings["cap_iops"],
-                                                         settings["delay_ms"])})
+    slow_us = tables.slow_leg_model_us(results, meta, "write")
+    if slow_us:
+        levels.append({"what": "model: one write on the slow leg", "latency_ms": slow_us / 1000})
     level = alt.Chart(pd.DataFrame(levels)).mark_rule(color=MODEL_COLOR).encode(
         y="latency_ms:Q", tooltip=alt.Tooltip("what:N", title="model"))
     layers = [points] + ([rule] if marks else []) + ([level] if levels else [])

@@ -13,6 +13,8 @@ import pandas as pd
 from labs.records import RecordedRun
 from labs.write_mostly import tables
 from labs.write_mostly.model import (
+    backlog_fill_s,
+    backlog_stall_s,
     implied_rate_mib_s,
     relative_error,
     slow_leg_latency_ms,
@@ -118,6 +120,16 @@ def _slow_leg(results: pd.DataFrame, meta: dict[str, Any], cap: float | None,
         summed = (cap_alone + delay_alone) if cap_alone and delay_alone else None
         f[f"parts_sum_{op}"] = ms(summed)
         f[f"parts_sum_{op}_vs_both"] = ratio_text(both, summed, " the sum")
+    both, summed = part("slow-only", "write", "measured_ms"), None
+    if part("slow-cap-only", "write", "measured_ms") and part("slow-delay-only", "write",
+                                                              "measured_ms"):
+        summed = (part("slow-cap-only", "write", "measured_ms")
+                  + part("slow-delay-only", "write", "measured_ms"))
+    f["parts_add"] = (NOT_MEASURED if both is None or summed is None else
+                      "add up" if both > 0.85 * summed else "do not add up")
+    overlap = part("slow-only", "write", "overlap_ms")
+    f["overlap_model"] = ms(overlap)
+    f["overlap_error"] = error_text(overlap, part("slow-only", "write", "measured_ms"))
     delay_alone = part("slow-delay-only", "write", "measured_ms")
     f["delay_vs_asked"] = (NOT_MEASURED if delay_alone is None or not delay else
                            "about what was asked" if delay_alone < 1.5 * delay else
@@ -172,18 +184,26 @@ def _write_behind(results: pd.DataFrame, meta: dict[str, Any]) -> dict[str, str]
     f["wb_write_p999"] = us(first["write_p999_us"] if first is not None else None)
     f["wb_write_iops"] = _iops(first["write_iops"] if first is not None else None)
     check = tables.fill_time_check(table) if len(table) else {"measured_s": None,
-                                                              "model_s": None}
-    f["fill_measured"] = seconds(check["measured_s"])
-    f["fill_model"] = seconds(check["model_s"])
+                                                              "model_s": None, "stall_s": None}
+    never = ("never: no write waited for a full backlog in this run"
+             if len(behind) else NOT_MEASURED)
+    f["fill_measured"] = seconds(check["measured_s"]) if check["measured_s"] else never
+    f["fill_model"] = seconds(check["model_s"]) if check["model_s"] else NOT_MEASURED
     f["fill_error"] = error_text(check["model_s"], check["measured_s"])
     stall_model = float(table["stall_model_s"].iloc[0]) if len(table) and \
         table["stall_model_s"].notna().any() else None
-    longest = float(behind["longest_wait_s"].median()) if len(behind) and \
-        behind["longest_wait_s"].notna().any() else None
     f["stall_model"] = seconds(stall_model)
-    f["stall_measured"] = seconds(longest)
-    f["stall_error"] = error_text(stall_model, longest)
+    f["stall_measured"] = seconds(check["stall_s"]) if check["stall_s"] else never
+    f["stall_error"] = error_text(stall_model, check["stall_s"])
     f["fill_fast_iops"] = _iops(table["fast_iops"].iloc[0] if len(table) else None)
+    fast_w = table["fast_iops"].iloc[0] if len(table) else None
+    slow_w = table["slow_iops"].iloc[0] if len(table) else None
+    f["ex_fill_from_fast"] = (seconds(backlog_fill_s(WRITE_BEHIND, fast_w, slow_w))
+                              if fast_w and slow_w and fast_w > slow_w else NOT_MEASURED)
+    f["ex_stall"] = seconds(backlog_stall_s(WRITE_BEHIND, slow_w)) if slow_w else NOT_MEASURED
+    filled = table[table["fill_s"].notna()] if len(table) else table
+    f["fill_write_iops"] = _iops(None if filled.empty else
+                                 float(filled["fill_write_iops"].median()))
     f["fill_slow_iops"] = _iops(table["slow_iops"].iloc[0] if len(table) else None)
     return f
 

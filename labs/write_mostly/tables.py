@@ -15,6 +15,7 @@ from labs.write_mostly.model import (
     backlog_fill_s,
     backlog_stall_s,
     slow_leg_latency_ms,
+    slow_leg_overlap_ms,
 )
 from labs.write_mostly.params import CONFIGURATIONS, WRITE_BEHIND, WRITE_BEHIND_CELLS
 
@@ -63,12 +64,13 @@ def backlog(results: pd.DataFrame) -> dict[str, float]:
 def model_latency_us(results: pd.DataFrame, meta: dict[str, Any]) -> pd.DataFrame:
     """What the model predicts for the median of each QD1 workload it speaks about.
 
-    The slow leg: cap spacing plus delay. A mirror's write waits for the slow leg, unless its
-    write-behind took writes (then the fast leg's own write). A write-mostly mirror's read is
+    The slow leg: the larger of the cap's spacing and the delay (slow_leg_model_us). A
+    mirror's write waits for the slow leg, unless its write-behind took writes (then the fast
+    leg's own write). A write-mostly mirror's read is
     the fast leg's read.
     """
     settings = run_settings(meta)
-    slow_us = 1000 * slow_leg_latency_ms(settings["cap_iops"], settings["delay_ms"])
+    slow = {op: slow_leg_model_us(results, meta, op) for op in ("read", "write")}
     fast = {op: measured(results, "fast-only", f"rand{op}-qd1", "clat_p50_us")
             for op in ("read", "write")}
     used = backlog(results)
@@ -82,14 +84,14 @@ def model_latency_us(results: pd.DataFrame, meta: dict[str, Any]) -> pd.DataFram
             op = "read" if "read" in workload else "write"
             value: float | None = None
             if config.name == "slow-only":
-                value = slow_us
+                value = slow[op]
             elif config.name == "slow-cap-only" and settings["cap_iops"]:
                 value = 1e6 / settings["cap_iops"]
             elif config.name == "slow-delay-only":
                 value = 1000 * settings["delay_ms"]
             elif config.raid and op == "write":
                 behind = used.get(config.name, 0) > 0
-                value = fast["write"] if behind else slow_us
+                value = fast["write"] if behind else slow["write"]
             elif config.raid and config.write_mostly:
                 value = fast["read"]
             if value is not None:
@@ -112,12 +114,29 @@ def slow_leg_parts(results: pd.DataFrame, meta: dict[str, Any]) -> pd.DataFrame:
             value = measured(results, config, f"rand{op}-qd1", "clat_p50_us")
             if value is None:
                 continue
+            overlap = None
+            if config == "slow-only":
+                delay_alone = measured(results, "slow-delay-only", f"rand{op}-qd1",
+                                       "clat_p50_us")
+                if delay_alone is not None and cap:
+                    overlap = slow_leg_overlap_ms(cap, delay_alone / 1000)
             rows.append({"config": config, "part": part, "op": op, "measured_ms": value / 1000,
-                         "model_ms": model_ms,
+                         "model_ms": model_ms, "overlap_ms": overlap,
                          "error": (model_ms - value / 1000) / (value / 1000)
                          if model_ms else None})
     return pd.DataFrame(rows, columns=["config", "part", "op", "measured_ms", "model_ms",
-                                       "error"])
+                                       "overlap_ms", "error"])
+
+
+def slow_leg_model_us(results: pd.DataFrame, meta: dict[str, Any], op: str) -> float | None:
+    """The model's slow leg at depth 1, in µs: the larger of the cap's spacing and the delay
+    as measured alone if the run measured it, else the cap plus the delay asked for."""
+    settings = run_settings(meta)
+    cap, delay = settings["cap_iops"], settings["delay_ms"]
+    delay_alone = measured(results, "slow-delay-only", f"rand{op}-qd1", "clat_p50_us")
+    if delay_alone is not None:
+        return 1000 * slow_leg_overlap_ms(cap, delay_alone / 1000)
+    return 1000 * slow_leg_latency_ms(cap, delay)
 
 
 def write_timeline(results: pd.DataFrame) -> pd.DataFrame:
@@ -137,16 +156,23 @@ def write_behind_table(results: pd.DataFrame, meta: dict[str, Any]) -> pd.DataFr
     used = backlog(results)
     timeline = write_timeline(results)
     rows = []
+    stall_s = backlog_stall_s(WRITE_BEHIND, slow_iops) if slow_iops else None
     for name in WRITE_BEHIND_CELLS:
         config = CONFIGS[name]
         if name not in used:
             continue
         writes = timeline[timeline["config"] == name].sort_values("t_s")
-        threshold_ms = 1000 / slow_iops if slow_iops else None
-        slow_writes = writes[writes["latency_ms"] > threshold_ms] if threshold_ms else writes[:0]
-        first_slow = slow_writes.iloc[0] if len(slow_writes) else None
-        fill_model = (backlog_fill_s(WRITE_BEHIND, fast_iops, slow_iops)
-                      if fast_iops and slow_iops else None)
+        # A write that waited over half the model's stall found the backlog full; shorter
+        # waits (a bitmap update reaching the slow leg) do not count.
+        full = writes[writes["latency_ms"] > 500 * stall_s] if stall_s else writes[:0]
+        fill_measured = fill_model = write_rate = None
+        if len(full) and slow_iops:
+            first = full.iloc[0]
+            fill_measured = float(first["t_s"] - first["latency_ms"] / 1000)  # when it began
+            before = int((writes["t_s"] <= fill_measured).sum())
+            write_rate = before / fill_measured if fill_measured > 0 else 0
+            if write_rate > slow_iops:
+                fill_model = backlog_fill_s(WRITE_BEHIND, write_rate, slow_iops)
         rows.append({
             "config": name, "slot": config.slow_slot, "marked": config.marked,
             "max_backlog": used[name],
@@ -155,11 +181,10 @@ def write_behind_table(results: pd.DataFrame, meta: dict[str, Any]) -> pd.DataFr
             "write_mean_us": measured(results, name, "randwrite-qd1", "clat_mean_us"),
             "write_p999_us": measured(results, name, "randwrite-qd1", "clat_p999_us"),
             "write_iops": measured(results, name, "randwrite-qd1", "iops"),
-            "first_slow_s": float(first_slow["t_s"]) if first_slow is not None else None,
+            "fill_s": fill_measured, "fill_model_s": fill_model, "fill_write_iops": write_rate,
+            "stall_s": float(full["latency_ms"].iloc[0] / 1000) if len(full) else None,
             "longest_wait_s": float(writes["latency_ms"].max() / 1000) if len(writes) else None,
-            "fill_model_s": fill_model,
-            "stall_model_s": backlog_stall_s(WRITE_BEHIND, slow_iops) if slow_iops else None,
-            "fast_iops": fast_iops, "slow_iops": slow_iops,
+            "stall_model_s": stall_s, "fast_iops": fast_iops, "slow_iops": slow_iops,
         })
     return pd.DataFrame(rows)
 
@@ -230,10 +255,11 @@ def recovery_timeline(results: pd.DataFrame, drill: str = "drill-fast-leg-lost"
 
 
 def fill_time_check(table: pd.DataFrame) -> dict[str, float | None]:
-    """Model against measurement of the first write that waited, for the cells that wrote
-    behind (the cells whose max backlog is above zero)."""
-    behind = table[(table["max_backlog"] > 0) & table["first_slow_s"].notna()]
-    if behind.empty or behind["fill_model_s"].isna().all():
-        return {"measured_s": None, "model_s": None}
-    return {"measured_s": float(behind["first_slow_s"].median()),
-            "model_s": float(behind["fill_model_s"].iloc[0])}
+    """Model against measurement for the cells whose backlog filled: when the first write
+    found it full, and how long that write waited (medians over the cells)."""
+    filled = table[table["fill_s"].notna()] if "fill_s" in table else table[:0]
+    if filled.empty:
+        return {"measured_s": None, "model_s": None, "stall_s": None}
+    return {"measured_s": float(filled["fill_s"].median()),
+            "model_s": float(filled["fill_model_s"].median()),
+            "stall_s": float(filled["stall_s"].median())}
