@@ -101,7 +101,10 @@ def _slow_leg(results: pd.DataFrame, meta: dict[str, Any], cap: float | None,
     parts = tables.slow_leg_parts(results, meta).set_index(["config", "op"])
 
     def part(config: str, op: str, column: str) -> float | None:
-        return float(parts.loc[(config, op), column]) if (config, op) in parts.index else None
+        if (config, op) not in parts.index:
+            return None
+        value = parts.loc[(config, op), column]
+        return None if value is None or pd.isna(value) else float(value)
 
     f = {}
     model_both = slow_leg_latency_ms(cap, delay) if cap else None

@@ -154,7 +154,8 @@ def loop_figures(run: RecordedRun | None) -> dict[str, str]:
         return {key: NOT_MEASURED for key in ("loop_fast_write", "loop_slow_write",
                                               "loop_cap_write", "loop_delay_write",
                                               "loop_cap", "loop_cap_iops", "loop_release",
-                                              "loop_cap_error", "loop_resync_rate")}
+                                              "loop_cap_error", "loop_resync_rate",
+                                              "loop_wb_verdict")}
     f = figures(run)
     settings = tables.run_settings(run.meta)
     cap_iops = tables.measured(run.results, "slow-cap-only", "randwrite-qd1", "iops")
