@@ -43,17 +43,17 @@ def slow_leg_chart(results: pd.DataFrame, meta: dict[str, Any]) -> alt.TopLevelM
         y=y, x="model_ms:Q",
         tooltip=[alt.Tooltip("part:N", title="what"),
                  alt.Tooltip("model_ms:Q", format=".2f", title="model: cap + delay (ms)")])
-    overlap = alt.Chart().transform_filter("isValid(datum.overlap_ms)").mark_tick(
+    summed = alt.Chart().transform_filter("isValid(datum.parts_sum_ms)").mark_tick(
         color="#888888", thickness=3, size=22).encode(
-        y=y, x="overlap_ms:Q",
+        y=y, x="parts_sum_ms:Q",
         tooltip=[alt.Tooltip("part:N", title="what"),
-                 alt.Tooltip("overlap_ms:Q", format=".2f",
-                             title="model: the larger part, as measured (ms)")])
-    layers = alt.layer(bars, ticks, overlap, data=parts)
+                 alt.Tooltip("parts_sum_ms:Q", format=".2f",
+                             title="the two parts as measured apart, added (ms)")])
+    layers = alt.layer(bars, ticks, summed, data=parts)
     return layers.properties(width=380, height=alt.Step(28)).facet(
         row=alt.Row("op:N", title=None, header=alt.Header(labelExpr="datum.value + 's'")),
-    ).properties(title="The slow leg, part by part (black: 1000/cap + delay asked; grey: the "
-                       "larger part as measured apart)")
+    ).properties(title="The slow leg, part by part (black: the model, 1000/cap + delay asked; "
+                       "grey: the parts measured apart, added)")
 
 
 def latency_chart(results: pd.DataFrame, meta: dict[str, Any] | None = None

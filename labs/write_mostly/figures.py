@@ -92,6 +92,11 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f.update(_drills(results))
     wall = results[results.metric == "wall_time_s"].value
     f["wall_min"] = f"{wall.iloc[0] / 60:.0f}" if len(wall) else NOT_MEASURED
+    load = meta["host"].get("load_average", {}).get("controller_before")
+    f["load_before"] = f"{load[0]:.0f}" if load else "unknown"
+    f["wm_write_error"] = error_text(
+        1000 * slow_leg_latency_ms(cap, delay) if cap else None,
+        tables.measured(results, "raid1-wm", "randwrite-qd1", "clat_p50_us"))
     f["profile"] = meta["parameters"].get("profile", "?")
     return f
 
@@ -123,16 +128,11 @@ def _slow_leg(results: pd.DataFrame, meta: dict[str, Any], cap: float | None,
         summed = (cap_alone + delay_alone) if cap_alone and delay_alone else None
         f[f"parts_sum_{op}"] = ms(summed)
         f[f"parts_sum_{op}_vs_both"] = ratio_text(both, summed, " the sum")
-    both, summed = part("slow-only", "write", "measured_ms"), None
-    if part("slow-cap-only", "write", "measured_ms") and part("slow-delay-only", "write",
-                                                              "measured_ms"):
-        summed = (part("slow-cap-only", "write", "measured_ms")
-                  + part("slow-delay-only", "write", "measured_ms"))
-    f["parts_add"] = (NOT_MEASURED if both is None or summed is None else
-                      "add up" if both > 0.85 * summed else "do not add up")
-    overlap = part("slow-only", "write", "overlap_ms")
-    f["overlap_model"] = ms(overlap)
-    f["overlap_error"] = error_text(overlap, part("slow-only", "write", "measured_ms"))
+    for op in ("read", "write"):
+        both, summed = part("slow-only", op, "measured_ms"), part("slow-only", op, "parts_sum_ms")
+        f[f"parts_add_{op}"] = (NOT_MEASURED if both is None or summed is None else
+                                "added up" if abs(both - summed) <= 0.15 * summed else
+                                "did not add up")
     delay_alone = part("slow-delay-only", "write", "measured_ms")
     f["delay_vs_asked"] = (NOT_MEASURED if delay_alone is None or not delay else
                            "about what was asked" if delay_alone < 1.5 * delay else
@@ -205,6 +205,13 @@ def _write_behind(results: pd.DataFrame, meta: dict[str, Any]) -> dict[str, str]
                               if fast_w and slow_w and fast_w > slow_w else NOT_MEASURED)
     f["ex_stall"] = seconds(backlog_stall_s(WRITE_BEHIND, slow_w)) if slow_w else NOT_MEASURED
     filled = table[table["fill_s"].notna()] if len(table) else table
+    f["fill_cells"] = (", ".join(tables.CONFIG_LABELS[c] for c in filled["config"])
+                       if len(filled) else NOT_MEASURED)
+    rate_before = float(filled["fill_write_iops"].median()) if len(filled) else None
+    f["mirror_vs_fast"] = (NOT_MEASURED if rate_before is None or not fast_w else
+                           "faster than" if rate_before > 1.15 * fast_w else
+                           "more slowly than" if rate_before < 0.85 * fast_w else
+                           "about as fast as")
     f["fill_write_iops"] = _iops(None if filled.empty else
                                  float(filled["fill_write_iops"].median()))
     f["fill_slow_iops"] = _iops(table["slow_iops"].iloc[0] if len(table) else None)
@@ -257,8 +264,8 @@ def _resync(results: pd.DataFrame, meta: dict[str, Any]) -> dict[str, str]:
                     "stream_needed"):
             f[key] = NOT_MEASURED
         return f
-    rate = float(resync.size_mib.sum() / resync.resync_s.sum())
     model_rate = tables.model_resync_rate(results, meta)
+    rate = model_rate
     f["resync_rate"] = f"{rate:.0f} MiB/s"
     f["resync_sizes"] = ", ".join(f"{s:.0f} MiB in {t:.1f} s" for s, t in
                                   zip(resync.size_mib, resync.resync_s, strict=True))
@@ -271,6 +278,10 @@ def _resync(results: pd.DataFrame, meta: dict[str, Any]) -> dict[str, str]:
     f["model_resync_rate"] = f"{model_rate:.0f} MiB/s"
     f["model_resync_size"] = f"{resync.size_mib.iloc[0]:.0f} MiB"
     others = resync.iloc[1:]
+    f["resync_proportional"] = (NOT_MEASURED if others.empty else
+                                "in proportion to" if (abs(others.model_s - others.resync_s)
+                                                       <= 0.2 * others.resync_s).all()
+                                else "less than in proportion to")
     f["resync_error"] = (error_text(float(others.model_s.sum()), float(others.resync_s.sum()))
                          if len(others) else "one size only: nothing left to predict, so no")
     cap = tables.run_settings(meta)["cap_iops"]

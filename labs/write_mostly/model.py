@@ -7,8 +7,7 @@ between operations, and a delay of d adds d to each one, so
 
 and a mirror without write-behind completes a write only when the slow leg has it, so its
 write latency is about the same. That sum assumes the two parts queue one after the other;
-a cap that counts from the last operation it let through overlaps with the delay instead,
-and then the leg costs max(1000 / C, d) (slow_leg_overlap_ms).
+a cap that counts from the last operation it let through can overlap with the delay instead.
 
 Write-behind lets up to N writes wait for the slow leg; a writer at W writes per second
 against a slow leg that drains S per second fills it in
@@ -38,14 +37,6 @@ def slow_leg_latency_ms(cap_iops: float | None, delay_ms: float, device_ms: floa
     if cap_iops is not None and cap_iops < 0:
         raise UsageError(f"cap of {cap_iops} I/O per second: must not be negative")
     return spacing + delay_ms + device_ms
-
-
-def slow_leg_overlap_ms(cap_iops: float | None, delay_ms: float) -> float:
-    """The slow leg at queue depth 1 when the cap counts from the last operation it let
-    through: an operation that already waited 1/C in the delay passes the cap at once, so
-    the leg costs the larger of the two parts, not their sum."""
-    spacing = 1000.0 / cap_iops if cap_iops else 0.0
-    return max(spacing, delay_ms)
 
 
 def backlog_fill_s(depth: int, write_iops: float, slow_iops: float) -> float:

@@ -15,7 +15,6 @@ from labs.write_mostly.model import (
     backlog_fill_s,
     backlog_stall_s,
     slow_leg_latency_ms,
-    slow_leg_overlap_ms,
 )
 from labs.write_mostly.params import CONFIGURATIONS, WRITE_BEHIND, WRITE_BEHIND_CELLS
 
@@ -114,29 +113,24 @@ def slow_leg_parts(results: pd.DataFrame, meta: dict[str, Any]) -> pd.DataFrame:
             value = measured(results, config, f"rand{op}-qd1", "clat_p50_us")
             if value is None:
                 continue
-            overlap = None
+            parts_sum = None
             if config == "slow-only":
-                delay_alone = measured(results, "slow-delay-only", f"rand{op}-qd1",
-                                       "clat_p50_us")
-                if delay_alone is not None and cap:
-                    overlap = slow_leg_overlap_ms(cap, delay_alone / 1000)
+                alone = [measured(results, c, f"rand{op}-qd1", "clat_p50_us")
+                         for c in ("slow-cap-only", "slow-delay-only")]
+                if None not in alone:
+                    parts_sum = sum(alone) / 1000
             rows.append({"config": config, "part": part, "op": op, "measured_ms": value / 1000,
-                         "model_ms": model_ms, "overlap_ms": overlap,
+                         "model_ms": model_ms, "parts_sum_ms": parts_sum,
                          "error": (model_ms - value / 1000) / (value / 1000)
                          if model_ms else None})
     return pd.DataFrame(rows, columns=["config", "part", "op", "measured_ms", "model_ms",
-                                       "overlap_ms", "error"])
+                                       "parts_sum_ms", "error"])
 
 
 def slow_leg_model_us(results: pd.DataFrame, meta: dict[str, Any], op: str) -> float | None:
-    """The model's slow leg at depth 1, in µs: the larger of the cap's spacing and the delay
-    as measured alone if the run measured it, else the cap plus the delay asked for."""
+    """The model's slow leg at depth 1, in µs: the cap's spacing plus the delay asked for."""
     settings = run_settings(meta)
-    cap, delay = settings["cap_iops"], settings["delay_ms"]
-    delay_alone = measured(results, "slow-delay-only", f"rand{op}-qd1", "clat_p50_us")
-    if delay_alone is not None:
-        return 1000 * slow_leg_overlap_ms(cap, delay_alone / 1000)
-    return 1000 * slow_leg_latency_ms(cap, delay)
+    return 1000 * slow_leg_latency_ms(settings["cap_iops"], settings["delay_ms"])
 
 
 def write_timeline(results: pd.DataFrame) -> pd.DataFrame:
@@ -210,7 +204,7 @@ def read_share(results: pd.DataFrame, config: str) -> float | None:
 
 def resync_table(results: pd.DataFrame, meta: dict[str, Any] | None = None) -> pd.DataFrame:
     """Every timed resync of a new fast leg: size, seconds, rate, and the model's time (the
-    resync-size drill first, smallest array first, then the instance-replacement drill)."""
+    resync-size drill first, largest array first, then the instance-replacement drill)."""
     rows = results[(results["workload"] == "resync") & (results["metric"] == "resync_s")]
     table = rows[["config", "size_mib", "value"]].rename(columns={"value": "resync_s"})
     table = table.assign(rate_mib_s=table["size_mib"] / table["resync_s"])
@@ -218,8 +212,8 @@ def resync_table(results: pd.DataFrame, meta: dict[str, Any] | None = None) -> p
         rate = model_resync_rate(results, meta)
         table = table.assign(model_s=table["size_mib"] / rate)
     table = table.assign(drill_order=(table["config"] != "drill-resync-size").astype(int))
-    return table.sort_values(["drill_order", "size_mib"]).drop(columns="drill_order"
-                                                               ).reset_index(drop=True)
+    return table.sort_values(["drill_order", "size_mib"], ascending=[True, False]).drop(
+        columns="drill_order").reset_index(drop=True)
 
 
 def resync_request_kib(results: pd.DataFrame) -> float | None:
@@ -232,13 +226,14 @@ def resync_request_kib(results: pd.DataFrame) -> float | None:
 
 
 def model_resync_rate(results: pd.DataFrame, meta: dict[str, Any]) -> float:
-    """MiB/s the model assumes for every resync: the rate of the smallest array's, so the model
-    (time = size / rate) predicts the larger ones. Without a timed resync: md's ceiling."""
+    """MiB/s the model assumes for every resync: the largest timed array's rate (where md's
+    fixed start-up costs weigh least), so time = size / rate can be checked on the smaller
+    ones. Without a timed resync: md's ceiling."""
     rows = results[(results["config"] == "drill-resync-size") & (results["metric"] == "resync_s")]
     if rows.empty:
         return run_settings(meta)["ceiling_kib_s"] / 1024
-    smallest = rows.sort_values("size_mib").iloc[0]
-    return float(smallest["size_mib"] / smallest["value"])
+    largest = rows.sort_values("size_mib").iloc[-1]
+    return float(largest["size_mib"] / largest["value"])
 
 
 def drill_events(results: pd.DataFrame) -> pd.DataFrame:
