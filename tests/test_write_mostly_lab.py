@@ -92,26 +92,26 @@ def test_the_cap_caps_and_writes_wait_for_the_slow_leg(legs, request):
     recorded = request.getfixturevalue(legs)["run"]
     results, settings = recorded.results, tables.run_settings(recorded.meta)
     cap = settings["cap_iops"]
-    assert cap == (200 if legs == "disks" else 200)
+    assert cap == 200  # the shared VM's QEMU throttle, and the loop legs' default io limit
     # The slow device alone, at depth 16: no more operations per second than the cap.
     capped = tables.measured(results, "slow-only", "randwrite-qd16", "iops")
     fast = tables.measured(results, "fast-only", "randwrite-qd16", "iops")
     assert capped < 1.25 * cap < fast, (capped, cap, fast)
-    # The cap alone at depth 1 spaces operations about 1/cap apart (timer ticks: +-40 %).
-    spacing_us = tables.measured(results, "slow-cap-only", "randwrite-qd1", "clat_p50_us")
-    assert 0.6 * 1e6 / cap < spacing_us or \
-        tables.measured(results, "slow-cap-only", "randwrite-qd1", "iops") < 1.25 * cap
+    # The cap alone at depth 1: no more operations per second than the cap either.
+    assert tables.measured(results, "slow-cap-only", "randwrite-qd1", "iops") < 1.25 * cap
     # Flat out at depth 1, every write of a mirror without write-behind waits for the slow
-    # leg (0.7: percentiles come from histogram bins and the guest's timer ticks vary).
-    slow = tables.measured(results, "slow-only", "randwrite-qd1", "clat_p50_us")
+    # leg: it is no faster than the capped device alone (0.7: percentiles come from histogram
+    # bins, and a busy machine's timer ticks make single short runs vary).
+    capped_us = tables.measured(results, "slow-cap-only", "randwrite-qd1", "clat_p50_us")
     for config in ("raid1", "raid1-wm", "raid1-wm-bitmap"):
-        assert tables.measured(results, config, "randwrite-qd1", "clat_p50_us") >= 0.7 * slow
-    # Where the kernel wrote behind (max_backlog_used > 0), writes left the slow leg's regime.
+        assert tables.measured(results, config, "randwrite-qd1", "clat_p50_us") >= \
+            0.7 * capped_us, config
+    # Where the kernel wrote behind (max_backlog_used > 0), writes left the slow leg's regime:
+    # the paced writer of at least one such cell ran well below the capped device's latency.
     wb = tables.write_behind_table(results, recorded.meta)
     assert set(wb["config"]) == set(WRITE_BEHIND_CELLS)
-    assert (wb["max_backlog"] > 0).any(), wb
-    for _, cell in wb[wb["max_backlog"] > 0].iterrows():
-        assert cell["paced_p50_us"] < 0.5 * slow, cell
+    behind = wb[wb["max_backlog"] > 0]
+    assert len(behind) and (behind["paced_p50_us"] < 0.5 * capped_us).any(), wb
     # How write-mostly was set does not change whether writes go behind; the slot may.
     for slot in (0, 1):
         pair = wb[wb["slot"] == slot].set_index("marked")["max_backlog"] > 0
