@@ -160,7 +160,7 @@ def test_the_run_feeds_every_figure_and_chart_of_the_page(legs, request):
     for chart in (charts.slow_leg_chart(results, meta), charts.latency_chart(results, meta),
                   charts.write_behind_chart(results, meta),
                   charts.resync_model_chart(results, meta), charts.legs_chart(results),
-                  charts.drills_chart(results), charts.resync_chart(results)):
+                  charts.drills_chart(results, meta), charts.resync_chart(results)):
         assert len(json.dumps(chart.to_dict())) < 600_000
     for table in (lab.provenance(recorded), lab.legs_display(recorded),
                   lab.write_behind_display({"this run": recorded})):

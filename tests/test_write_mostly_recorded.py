@@ -154,7 +154,7 @@ def test_charts_build_from_every_shipped_run_and_stay_small(run, newer, loop):
         for chart in (charts.slow_leg_chart(results, meta), charts.latency_chart(results, meta),
                       charts.write_behind_chart(results, meta),
                       charts.resync_model_chart(results, meta), charts.legs_chart(results),
-                      charts.drills_chart(results), charts.resync_chart(results)):
+                      charts.drills_chart(results, meta), charts.resync_chart(results)):
             assert len(json.dumps(chart.to_dict())) < 600_000
     params = charts.latency_chart(run.results, run.meta).to_dict()["params"]
     assert {p["name"] for p in params} == {"WORKLOAD", "PCT"}

@@ -113,17 +113,35 @@ def legs_chart(results: pd.DataFrame) -> alt.TopLevelMixin:
     data["share"] = data["count"] / totals.where(totals > 0, 1)
     order = [tables.CONFIG_LABELS[c] for c in tables.CONFIG_ORDER
              if tables.CONFIG_LABELS[c] in set(data["label"])]
-    return alt.Chart(data).mark_bar().encode(
-        y=alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=360)),
-        x=alt.X("share:Q", axis=alt.Axis(format="%"), title="share of the I/Os the legs served"),
+    # The model: a write-mostly mirror reads only the fast leg; every mirror writes both.
+    model = []
+    for config in [c for c in tables.CONFIG_ORDER if tables.CONFIG_LABELS[c] in set(data["label"])]:
+        settings = tables.CONFIGS[config]
+        fast_share = {"reads": 1.0 if settings.write_mostly or settings.leg == "fast" else
+                      0.0 if settings.leg == "slow" else None,
+                      "writes": 0.5 if settings.raid else None}
+        for op, share in fast_share.items():
+            if share is not None:
+                model.append({"label": settings.label, "op": op, "model_fast_share": share})
+    y = alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=360))
+    bars = alt.Chart().transform_filter("isValid(datum.share)").mark_bar().encode(
+        y=y, x=alt.X("share:Q", axis=alt.Axis(format="%"),
+                     title="share of the I/Os the legs served"),
         color=alt.Color("leg:N", title=None, scale=alt.Scale(domain=["fast leg", "slow leg"])),
-        column=alt.Column("op:N", title=None),
         tooltip=[alt.Tooltip("label:N", title="configuration"),
                  alt.Tooltip("op:N", title="operation"), alt.Tooltip("leg:N", title="leg"),
                  alt.Tooltip("count:Q", format=",.0f", title="operations"),
-                 alt.Tooltip("share:Q", format=".2%", title="share")],
-    ).properties(width=200, height=alt.Step(22),
-                 title="Where the reads and the writes landed (per-device counters)")
+                 alt.Tooltip("share:Q", format=".2%", title="share")])
+    ticks = alt.Chart().transform_filter("isValid(datum.model_fast_share)").mark_tick(
+        color=MODEL_COLOR, thickness=3, size=20).encode(
+        y=y, x="model_fast_share:Q",
+        tooltip=[alt.Tooltip("label:N", title="configuration"),
+                 alt.Tooltip("model_fast_share:Q", format=".0%",
+                             title="model: the fast leg's share")])
+    both = pd.concat([data, pd.DataFrame(model)], ignore_index=True)
+    return alt.layer(bars, ticks, data=both).properties(width=200, height=alt.Step(22)).facet(
+        column=alt.Column("op:N", title=None)).properties(
+        title="Where the reads and the writes landed (black: the model's fast-leg share)")
 
 
 def write_behind_chart(results: pd.DataFrame, meta: dict[str, Any]) -> alt.TopLevelMixin:
@@ -172,8 +190,10 @@ def write_behind_chart(results: pd.DataFrame, meta: dict[str, Any]) -> alt.TopLe
         title="Write-behind at depth 1, write by write (black: the model)")
 
 
-def drills_chart(results: pd.DataFrame) -> alt.TopLevelMixin:
-    """The drills' steps on a time line, and the new fast leg's recovery percentage."""
+def drills_chart(results: pd.DataFrame, meta: dict[str, Any] | None = None
+                 ) -> alt.TopLevelMixin:
+    """The drills' steps on a time line, and the new fast leg's recovery percentage beside the
+    model's (the array's size at the resync model's rate, from when the new leg was added)."""
     events = tables.drill_events(results)
     if events.empty:
         return nothing_to_draw("This run has no drills.")
@@ -193,10 +213,24 @@ def drills_chart(results: pd.DataFrame) -> alt.TopLevelMixin:
                 scale=alt.Scale(domain=[0, 100])),
         tooltip=[alt.Tooltip("t_s:Q", format=".1f", title="seconds"),
                  alt.Tooltip("percent:Q", format=".1f", title="recovered (%)")])
+    layers = [recovery]
+    added = events[(events["config"] == "drill-fast-leg-lost")
+                   & (events["event"] == "new fast leg added")]
+    sizes = results[(results["config"] == "drill-fast-leg-lost")
+                    & (results["metric"] == "resync_s")]
+    if meta is not None and len(added) and len(sizes) and len(timeline):
+        rate = tables.model_resync_rate(results, meta)
+        start, size = float(added["t_s"].iloc[0]), float(sizes["size_mib"].iloc[0])
+        end = start + size / rate
+        model = pd.DataFrame({"t_s": [start, end, max(end, float(timeline["t_s"].max()))],
+                              "percent": [0.0, 100.0, 100.0]})
+        layers.append(alt.Chart(model).mark_line(color=MODEL_COLOR, strokeDash=[4, 3]).encode(
+            x="t_s:Q", y="percent:Q"))
     return alt.vconcat(
         (points + labels).properties(width=520, height=160, title="Failure drills, step by step"),
-        recovery.properties(width=520, height=160,
-                            title="Instance replacement: the new fast leg catches up"))
+        alt.layer(*layers).properties(
+            width=520, height=160,
+            title="Instance replacement: the new fast leg catches up (dashed: the model)"))
 
 
 def resync_model_chart(results: pd.DataFrame, meta: dict[str, Any]) -> alt.TopLevelMixin:
