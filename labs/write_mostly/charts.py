@@ -52,8 +52,7 @@ def slow_leg_chart(results: pd.DataFrame, meta: dict[str, Any]) -> alt.TopLevelM
     layers = alt.layer(bars, ticks, summed, data=parts)
     return layers.properties(width=380, height=alt.Step(28)).facet(
         row=alt.Row("op:N", title=None, header=alt.Header(labelExpr="datum.value + 's'")),
-    ).properties(title="The slow leg, part by part (black: the model, 1000/cap + delay asked; "
-                       "grey: the parts measured apart, added)")
+    ).properties(title="The slow leg, part by part (black: model; grey: parts added)")
 
 
 def latency_chart(results: pd.DataFrame, meta: dict[str, Any] | None = None
@@ -74,7 +73,8 @@ def latency_chart(results: pd.DataFrame, meta: dict[str, Any] | None = None
         y=y, x=alt.X("latency_us:Q", scale=alt.Scale(type="log", domain=[10, 3_000_000]),
                      title="completion latency (µs, log scale)"),
         x2=alt.datum(10),  # bars start at the axis: a log scale has no zero
-        color=alt.Color("label:N", sort=order, legend=None),
+        color=alt.Color("label:N", sort=order, legend=None,
+                        scale=alt.Scale(scheme="tableau20")),
         tooltip=[alt.Tooltip("label:N", title="configuration"),
                  alt.Tooltip("workload:N", title="workload"),
                  alt.Tooltip("percentile:N", title="percentile"),
@@ -154,8 +154,9 @@ def write_behind_chart(results: pd.DataFrame, meta: dict[str, Any]) -> alt.TopLe
         return nothing_to_draw("This run has no per-write log of the write-behind cells.")
     cells = [c for c in tables.CONFIG_ORDER if c in set(timeline["config"])]
     labels = [tables.CONFIG_LABELS[c] for c in cells]
-    default = next((c for c in cells if float(wb.set_index("config").loc[c, "max_backlog"]) > 0),
-                   cells[0])
+    indexed = wb.set_index("config")
+    default = next((c for c in cells if pd.notna(indexed.loc[c, "fill_s"])),
+                   next((c for c in cells if indexed.loc[c, "max_backlog"] > 0), cells[0]))
     cell = dropdown("CELL", tables.CONFIG_LABELS[default], labels, label="write-behind cell")
     points = alt.Chart(timeline).transform_filter("datum.label == CELL").mark_point(
         size=12, filled=True, opacity=0.6).encode(
