@@ -63,8 +63,8 @@ def ratio_text(value: float | None, reference: float | None, what: str = "") -> 
     return f"{1 / ratio:.1f} times less than{what}"
 
 
-def figures(run: RecordedRun) -> dict[str, str]:
-    """Every number the lab page quotes, formatted, computed from a recorded run."""
+def run_figures(run: RecordedRun) -> dict[str, str]:
+    """Every number the lab page quotes about one run, formatted, computed from it."""
     results, meta = run.results, run.meta
     settings = tables.run_settings(meta)
     cap, delay = settings["cap_iops"], settings["delay_ms"]

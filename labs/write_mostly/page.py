@@ -17,7 +17,7 @@ from labs.book import theme  # noqa: F401  (the book's chart theme and offline r
 from labs.book.panel import LabPanel
 from labs.records import RUN_ID_PATTERN, RecordedRun, load_run, runs_root
 from labs.write_mostly import charts, tables
-from labs.write_mostly.figures import NOT_MEASURED, figures, ms, us
+from labs.write_mostly.figures import NOT_MEASURED, ms, run_figures, us
 from labs.write_mostly.params import WRITE_BEHIND_CELLS, Parameters
 
 __all__ = ["companion_run", "figures", "legs_display", "panel", "provenance",
@@ -45,6 +45,14 @@ def release_name(run: RecordedRun) -> str:
         host.get("vm", {}).get("release", "bookworm"), "Debian")
     short = release.replace("GNU/Linux ", "")
     return f"{short}, kernel {run.meta['tool_versions'].get('kernel', host.get('kernel'))}"
+
+
+def figures(run: RecordedRun) -> dict[str, str]:
+    """Every number the lab page quotes: this run's, and what it says beside the companion
+    runs (Debian 13's kernel, prefixed new_; loop legs, prefixed loop_)."""
+    return {**run_figures(run),
+            **release_figures({"old": run, "new": companion_run("trixie")}),
+            **loop_figures(companion_run("loop"))}
 
 
 def provenance(run: RecordedRun) -> pd.DataFrame:
@@ -139,7 +147,7 @@ def release_figures(runs: dict[str, RecordedRun | None]) -> dict[str, str]:
             f[f"{key}_wb_verdict"] = NOT_MEASURED
             f[f"{key}_how_set_verdict"] = NOT_MEASURED
             continue
-        figures_of_run = figures(run)
+        figures_of_run = run_figures(run)
         f[f"{key}_release"] = release_name(run)
         f[f"{key}_wb_verdict"] = figures_of_run["wb_verdict"]
         f[f"{key}_how_set_verdict"] = figures_of_run["how_set_verdict"]
@@ -156,7 +164,7 @@ def loop_figures(run: RecordedRun | None) -> dict[str, str]:
                                               "loop_cap", "loop_cap_iops", "loop_release",
                                               "loop_cap_error", "loop_resync_rate",
                                               "loop_wb_verdict")}
-    f = figures(run)
+    f = run_figures(run)
     settings = tables.run_settings(run.meta)
     cap_iops = tables.measured(run.results, "slow-cap-only", "randwrite-qd1", "iops")
     return {"loop_fast_write": f["fast_randwrite-qd1_p50"],
@@ -169,7 +177,7 @@ def loop_figures(run: RecordedRun | None) -> dict[str, str]:
             "loop_wb_verdict": f["wb_verdict"]}
 
 
-__all__ += ["loop_figures", "ms", "release_name"]
+__all__ += ["loop_figures", "ms", "release_name", "run_figures"]
 
 
 def explain_figures() -> dict[str, str]:
