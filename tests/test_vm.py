@@ -262,11 +262,11 @@ def test_fault_injection_kill_during_setup_then_clean_leaks_nothing(lab_env, tmp
     scenarios = [
         # name, command, env, line that starts the kill clock, clean args, leaks, kills wanted
         ("local", [sys.executable, "tests/fault_setup.py", "local"], local_env,
-         "setup starting", ["clean"], lambda: _local_leaks(tmp_path / "local-work"), 11),
+         "setup starting", ["clean"], lambda: _local_leaks(tmp_path / "local-work"), 4),
         ("vm1", [sys.executable, "tests/fault_setup.py", "vm1"], guest_env, "setup starting",
-         ["clean", "--host", "vm1"], lambda: _guest_leaks(get_host("vm1")), 5),
+         ["clean", "--host", "vm1"], lambda: _guest_leaks(get_host("vm1")), 2),
         ("vm-up", [sys.executable, "-m", "labs", "vm", "up", "--cpus", "1"], up_env, "vm up:",
-         ["clean"], lambda: {"qemu": len(qemu_processes_under(up_state))}, 6),
+         ["clean"], lambda: {"qemu": len(qemu_processes_under(up_state))}, 2),
     ]
     per_scenario: list[str] = []
     for name, command, env, start_marker, clean_args, count_leaks, wanted in scenarios:
@@ -303,7 +303,9 @@ def test_fault_injection_kill_during_setup_then_clean_leaks_nothing(lab_env, tmp
                             f"in {time.monotonic() - scenario_started:.0f} s")
     report(f"fault injection (seed {FAULT_SEED}): {kills} kills, {kills_mid_setup} during "
            f"set-up, {leaks_found} leaks found; " + "; ".join(per_scenario))
-    assert kills_mid_setup >= 20 and leaks_found == 0
+    # CI-sized: the labs' own kills are in test_fault_injection.py, and the full count
+    # (200 kills and more over every lab) is benchmarks/fault_injection.py.
+    assert kills_mid_setup >= 8 and leaks_found == 0
 
 
 def test_a_killed_image_build_is_cleaned_up(tmp_path):

@@ -1,4 +1,4 @@
-"""The "Set up and run the labs" appendix page: the labs table, from the registry and runs."""
+"""The catalog of labs as the book shows it (the set-up page): from the registry and runs."""
 
 from __future__ import annotations
 
