@@ -180,10 +180,11 @@ class Harness:
                                           logs / f"{name}-{number}.log")
             if phase == "after the end":
                 self.log(f"{name}: the run ended before the kill at {after_s:.1f} s: not counted")
-                self.cli("clean", timeout_s=900)
+                self.cli("clean", "--keep-vms", timeout_s=900)
                 continue
             done += 1
-            cleaned = self.cli("clean", timeout_s=900)
+            # --keep-vms: the VM is the harness's, not the lab's; clean what is inside it.
+            cleaned = self.cli("clean", "--keep-vms", timeout_s=900)
             left = self.leftovers(on_vm)
             unfinished = list((self.base / "runs").glob("*/.staging-*"))
             if unfinished:

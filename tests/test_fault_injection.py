@@ -42,3 +42,5 @@ def test_killed_vm_lab_leaves_nothing_after_clean(lab_vms, figures):
     assert harness.report() == 0, [k for k in harness.kills if k.leaked]
     kills = [k for k in harness.kills if k.how != "final run"]
     figures(f"fault injection (CI subset, vm1): {[(k.how, k.phase) for k in kills]}, 0 leaks")
+    # `clean --keep-vms` cleaned inside the VMs and left the session's pair running.
+    assert {"vm1", "vm2"} <= set(harness.cli("hosts").stdout.split())

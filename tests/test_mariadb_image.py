@@ -7,7 +7,7 @@ import socket
 import pytest
 
 from labs.infra import images
-from labs.infra.containers import ContainerSpec, exec_in
+from labs.infra.containers import ContainerSpec, exec_in, wait_healthy
 from labs.infra.inventory import get_host
 from labs.infra.workspace import LabWorkspace
 from labs.progress import Progress
@@ -118,7 +118,7 @@ def test_restart_keeps_the_data_directory(lab, tmp_path):
                    "INSERT INTO kept.t VALUES (1), (2)")
     container.stop(timeout=60)
     container.start()
-    lab.wait_healthy(container, 120)
+    wait_healthy(container, 120)
     assert sql(container, "SELECT COUNT(*) FROM kept.t") == "2"
     log = container.logs().decode()
     assert log.count("storage-labs: initialising") == 1
