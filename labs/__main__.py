@@ -26,6 +26,8 @@ COMMANDS: dict[str, str] = {
     "hosts": "labs.commands.hosts",
     "clean": "labs.commands.clean",
     "check-device": "labs.commands.check_device",
+    "export": "labs.commands.export",
+    "import": "labs.commands.import_runs",
 }
 
 

@@ -10,6 +10,9 @@ JupyterLab); anywhere else (a log file, CI, a pipe read by the live panel) it pr
 plain line per step on stderr, `[torn-pages    12 s] step 3/17: ...`, which is easy to read
 and to parse. Progress never goes to stdout: stdout carries the lab's command line and its
 result, so a reader can pipe them.
+
+A lab run on several hosts at once gives each host its own reporter, named after lab and
+host (`[template@seat-a  12 s] ...`), each drawn on its own line (`position`) in a terminal.
 """
 
 from __future__ import annotations
@@ -30,8 +33,10 @@ QUIET_DETAIL_S = 20.0  # without a terminal, transient details are printed this 
 class Progress:
     def __init__(self, name: str, total_steps: int, *, stream: IO[str] | None = None,
                  callback: Callable[[float, str], None] | None = None,
-                 interactive: bool | None = None):
+                 interactive: bool | None = None, position: int | None = None):
         self.name = name
+        # With several reporters at once (one per host), what `say` prints names its reporter.
+        self.say_prefix = f"[{name}] " if position is not None else ""
         self.total = max(int(total_steps), 1)
         self.stream = stream or sys.stderr
         self.callback = callback  # (fraction done, step text), for widgets
@@ -44,7 +49,8 @@ class Progress:
         if interactive:
             self.bar = tqdm(total=self.total, desc=name, unit="step", file=self.stream,
                             bar_format="{desc}: step {n_fmt}/{total_fmt} {bar} [{elapsed}] "
-                                       "{postfix}", leave=True, dynamic_ncols=True)
+                                       "{postfix}", leave=True, dynamic_ncols=True,
+                            position=position)
 
     def expect(self, total_steps: int) -> None:
         """Set how many steps the job takes, once it knows (a lab knows after validating)."""
@@ -88,6 +94,7 @@ class Progress:
 
     def say(self, text: str) -> None:
         """A fact the reader should find in the output (an image chosen, a host used): stdout."""
+        text = self.say_prefix + text
         if self.bar is not None:
             self.bar.write(text, file=sys.stdout)
         else:

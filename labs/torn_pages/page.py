@@ -215,3 +215,23 @@ def panel() -> LabPanel:
                     chart=lambda recorded: settings_chart(recorded.results),
                     title="Torn pages: full_page_writes on and off, then a torn page",
                     needs_root=True, defaults={"profile": "quick"})
+
+
+HEADLINE_MEASURES = {"tps": ("transactions per second", "tps", "higher"),
+                     "wal_bytes_per_tx": ("WAL bytes per transaction", "bytes/tx", "lower")}
+
+
+def headline(run: RecordedRun) -> pd.DataFrame:
+    """The run's headline measures for labs.book.compare: per pgbench leg, transactions per
+    second and WAL bytes per transaction (this lab has no model of them: model is NaN)."""
+    from labs.book.compare import headline_table
+
+    rows = []
+    for leg in leg_summary(run.results).to_dict("records"):
+        setting = leg["setting"].replace("checkpoint_timeout", "timeout")
+        config = f"{setting}, {leg['disk']}, full_page_writes {leg['full_page_writes']}"
+        for metric, (measure, unit, better) in HEADLINE_MEASURES.items():
+            if pd.notna(leg.get(metric)):
+                rows.append({"measure": measure, "config": config, "value": leg[metric],
+                             "unit": unit, "better": better, "model": None})
+    return headline_table(rows)

@@ -125,3 +125,37 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f["ex_node_stream_h"] = f"{transfer_hours(3.5e12, stream_rate):.1f}"
     f["ex_ceiling_h"] = f"{transfer_hours(3.5e12, ceiling_mib_s):.1f}"
     return f
+
+
+HEADLINE_WORKLOADS = {"randread-qd1": "read latency p50, 4 KiB at depth 1",
+                      "randwrite-qd1": "write latency p50, 4 KiB at depth 1"}
+
+
+def headline(run: RecordedRun) -> pd.DataFrame:
+    """The run's headline measures for labs.book.compare: median latency at depth 1 per
+    configuration, with the chapter's model built from the same run's legs: a write-mostly
+    mirror reads like the fast leg alone; a mirror writes like its slower leg, unless it
+    writes behind, when it writes like the fast leg."""
+    from labs.book.compare import headline_table
+    from labs.write_mostly.params import CONFIGURATIONS
+
+    results = run.results
+    rows = results[(results["metric"] == "clat_p50_us") & (results["leg"] == "array")
+                   & results["workload"].isin(list(HEADLINE_WORKLOADS))]
+    p50 = {(row.config, row.workload): float(row.value) for row in rows.itertuples()}
+    table = []
+    for config in CONFIGURATIONS:
+        for workload, measure in HEADLINE_WORKLOADS.items():
+            if (config.name, workload) not in p50:
+                continue  # a quick profile leaves some configurations out
+            if workload.startswith("randread"):
+                model = p50.get(("fast-only", workload)) if config.write_mostly else None
+            elif config.raid:
+                legs = "fast-only" if config.write_behind else "slow-only"
+                model = p50.get((legs, workload))
+            else:
+                model = None
+            table.append({"measure": measure, "config": config.label,
+                          "value": p50[(config.name, workload)], "unit": "us",
+                          "better": "lower", "model": model})
+    return headline_table(table)
