@@ -201,7 +201,7 @@ def _write_archive(target: Path, manifest: dict, contents: dict[str, bytes], whe
     members.update(contents)
     try:
         with open(partial, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw,
-                                                       mtime=0) as zipped, \
+                                                       mtime=0, compresslevel=6) as zipped, \
                 tarfile.open(fileobj=zipped, mode="w", format=tarfile.PAX_FORMAT) as archive:
             for name, data in members.items():
                 info = tarfile.TarInfo(name)

@@ -25,6 +25,8 @@ from typing import IO
 
 from tqdm.auto import tqdm
 
+from labs.errors import Interrupted
+
 STEP_LINE = re.compile(r"^\[(?P<name>\S+)\s+(?P<elapsed>\d+) s\] step (?P<step>\d+)/(?P<total>\d+)"
                        r": (?P<text>.*)$")
 QUIET_DETAIL_S = 20.0  # without a terminal, transient details are printed this often at most
@@ -41,6 +43,7 @@ class Progress:
         self.stream = stream or sys.stderr
         self.callback = callback  # (fraction done, step text), for widgets
         self.done = 0
+        self.stop_requested = False  # set by `interrupt`, from another thread
         self.started = time.monotonic()
         self._last_detail = 0.0
         if interactive is None:
@@ -63,8 +66,19 @@ class Progress:
     def elapsed_s(self) -> float:
         return time.monotonic() - self.started
 
+    def interrupt(self) -> None:
+        """Make the lab stop at its next step or detail (a lab that runs only Python, such as
+        a simulation, has no host command to interrupt)."""
+        self.stop_requested = True
+
+    def _stop_if_asked(self) -> None:
+        if self.stop_requested:
+            self.stop_requested = False  # once: the lab's cleanup may report progress too
+            raise Interrupted(f"{self.name}: interrupted")
+
     def step(self, text: str) -> None:
         """A new step starts (steps beyond the total stretch the total)."""
+        self._stop_if_asked()
         self.done += 1
         if self.done > self.total:
             self.total = self.done
@@ -80,6 +94,7 @@ class Progress:
     def detail(self, text: str, transient: bool = False) -> None:
         """Something inside the current step. Transient details (a percentage that keeps
         changing) are rate-limited without a terminal."""
+        self._stop_if_asked()
         if self.bar is not None:
             if transient:
                 self.bar.set_postfix_str(text[:80], refresh=True)

@@ -175,10 +175,11 @@ def model_error(table: pd.DataFrame) -> float | None:
 
 def describe_run(run: RecordedRun) -> str:
     host = classes.host_description(run)
-    profile = run.meta["parameters"].get("profile", "?")
+    profile = run.meta["parameters"].get("profile")
     vm = host["virtual machine"]
-    return (f"`{run.lab}/{run.run_id}` ({profile} profile; kernel {host['kernel']}, "
-            f"{host['CPUs']} CPUs{'' if vm in ('no', 'unknown') else ', ' + vm})")
+    return (f"`{run.lab}/{run.run_id}` ({f'{profile} profile; ' if profile else ''}kernel "
+            f"{host['kernel']}, {host['CPUs']} CPUs"
+            f"{'' if vm in ('no', 'unknown') else ', ' + vm})")
 
 
 # ------------------------------------------------------------------------------------------
@@ -331,7 +332,8 @@ def show_yours(lab: str, headline: Callable, shipped: RecordedRun, book: pd.Data
     if None not in errors:
         lines.append(f"Against the model, the median error was {errors[1]:.0%} for your run "
                      f"and {errors[0]:.0%} for the book's.".replace("%", " %"))
-    if yours.meta["parameters"].get("profile") != shipped.meta["parameters"].get("profile"):
+    profiles = {run.meta["parameters"].get("profile") for run in (yours, shipped)}
+    if len(profiles) > 1 and None not in profiles:
         lines.append("The two runs used different profiles: a quick run measures for less "
                      "time, so expect more noise in it.")
     _say("\n".join(f"- {line}" for line in lines))

@@ -85,7 +85,11 @@ def main(args: argparse.Namespace) -> int:
                       file=sys.stderr)
             last = refusals[-1]
             raise ExportRefused(last.path, f"{last.reason} (nothing was imported)")
-        placed = place(exports, targets)
+        try:
+            placed = place(exports, targets)
+        except OSError as error:  # a full disk, a folder without write permission
+            raise LabError(f"import: could not write {error.filename or root} "
+                           f"({error.strerror or error}); nothing was imported") from None
     seconds = time.monotonic() - started
     for export, folder in zip(exports, placed, strict=True):
         where = f"class {args.class_name}" if in_class else "your runs"

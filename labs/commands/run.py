@@ -17,9 +17,8 @@ import dataclasses
 import time
 
 from labs import registry
-from labs.errors import LabError, UsageError
+from labs.errors import Interrupted, LabError, UsageError
 from labs.infra.group import HostRun, run_on_hosts
-from labs.infra.hosts import HostInterrupted
 from labs.infra.inventory import get_host
 from labs.lab import HOST_NAME
 from labs.progress import Progress
@@ -105,7 +104,7 @@ def run_many(lab: registry.Lab, args: argparse.Namespace) -> int:
     seconds = time.monotonic() - started
     failed = []
     for name, outcome in outcomes.items():
-        if isinstance(outcome, HostInterrupted):
+        if isinstance(outcome, Interrupted):
             raise KeyboardInterrupt  # the whole run was interrupted
         if isinstance(outcome, BaseException):
             failed.append(name)

@@ -96,6 +96,8 @@ def _interrupt_all(members: list[HostRun], log: Callable[[str], None]) -> None:
     names = ", ".join(m.host.name for m in running) or "no host"
     log(f"interrupted: stopping the lab on {names} and removing what it made "
         f"(Ctrl-C again to leave at once; then run `python -m labs clean`)")
+    for member in running:
+        member.progress.interrupt()  # a lab between host commands stops at its next step
     stoppers = [threading.Thread(target=m.host.interrupt, daemon=True) for m in running]
     for stopper in stoppers:
         stopper.start()

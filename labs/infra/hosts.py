@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from labs.errors import LabError, UsageError
+from labs.errors import Interrupted, LabError, UsageError
 from labs.infra.paths import command_marker, state_dir
 
 DEFAULT_TIMEOUT_S = 300
@@ -88,12 +88,8 @@ class UnknownHost(UsageError):
     """No host of that name."""
 
 
-class HostInterrupted(KeyboardInterrupt):
-    """The host was interrupted while a lab ran on it (a Ctrl-C during a run on many hosts).
-
-    A KeyboardInterrupt, not a LabError: lab code that handles a failed command
-    (`except LabError`) must not carry on after it.
-    """
+class HostInterrupted(Interrupted):
+    """The host was interrupted while a lab ran on it (a Ctrl-C during a run on many hosts)."""
 
     def __init__(self, host: str):
         super().__init__(f"host {host}: interrupted")
