@@ -334,3 +334,20 @@ def test_the_largest_run_exports_and_imports(places, capsys, figures):
     figures(f"largest run {largest.lab}/{largest.run_id}: {size / 1e6:.1f} MB on disk, export "
             f"{exported:.2f} s to {out.stat().st_size / 1e6:.1f} MB, import {imported:.2f} s")
     assert os.path.getsize(out) < size
+
+
+def test_clean_removes_what_an_interrupted_import_left_in_a_class(places, capsys, monkeypatch):
+    import subprocess
+
+    monkeypatch.setenv("LABS_STATE_DIR", str(places / "state"))
+    gone = subprocess.Popen(["true"])  # a process that has ended: nobody writes that folder
+    gone.wait()
+    gone_pid = gone.pid
+    lab = places / "classes" / "demo" / "ada" / "quorum"
+    stale = lab / f".staging-20260101T000000Z-local-{gone_pid}-abcdef12"
+    (stale / "raw").mkdir(parents=True)
+    (stale / "run.json").write_text("{}")
+    code, out, err = cli(capsys, "clean")
+    assert code == 0, err
+    assert not stale.exists() and lab.is_dir()
+    assert "deleted the unfinished run folder" in out
