@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "vm": "labs.commands.vm",
     "hosts": "labs.commands.hosts",
     "clean": "labs.commands.clean",
+    "leftovers": "labs.commands.leftovers",
     "check-device": "labs.commands.check_device",
     "export": "labs.commands.export",
     "import": "labs.commands.import_runs",

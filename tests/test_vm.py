@@ -262,11 +262,11 @@ def test_fault_injection_kill_during_setup_then_clean_leaks_nothing(lab_env, tmp
     scenarios = [
         # name, command, env, line that starts the kill clock, clean args, leaks, kills wanted
         ("local", [sys.executable, "tests/fault_setup.py", "local"], local_env,
-         "setup starting", ["clean"], lambda: _local_leaks(tmp_path / "local-work"), 11),
+         "setup starting", ["clean"], lambda: _local_leaks(tmp_path / "local-work"), 4),
         ("vm1", [sys.executable, "tests/fault_setup.py", "vm1"], guest_env, "setup starting",
-         ["clean", "--host", "vm1"], lambda: _guest_leaks(get_host("vm1")), 5),
+         ["clean", "--host", "vm1"], lambda: _guest_leaks(get_host("vm1")), 2),
         ("vm-up", [sys.executable, "-m", "labs", "vm", "up", "--cpus", "1"], up_env, "vm up:",
-         ["clean"], lambda: {"qemu": len(qemu_processes_under(up_state))}, 6),
+         ["clean"], lambda: {"qemu": len(qemu_processes_under(up_state))}, 2),
     ]
     per_scenario: list[str] = []
     for name, command, env, start_marker, clean_args, count_leaks, wanted in scenarios:
@@ -303,7 +303,9 @@ def test_fault_injection_kill_during_setup_then_clean_leaks_nothing(lab_env, tmp
                             f"in {time.monotonic() - scenario_started:.0f} s")
     report(f"fault injection (seed {FAULT_SEED}): {kills} kills, {kills_mid_setup} during "
            f"set-up, {leaks_found} leaks found; " + "; ".join(per_scenario))
-    assert kills_mid_setup >= 20 and leaks_found == 0
+    # CI-sized: the labs' own kills are in test_fault_injection.py, and the full count
+    # (200 kills and more over every lab) is benchmarks/fault_injection.py.
+    assert kills_mid_setup >= 8 and leaks_found == 0
 
 
 def test_a_killed_image_build_is_cleaned_up(tmp_path):
@@ -359,3 +361,36 @@ def test_qemu_command_line_throttles_forwards_on_loopback_and_links_the_pair(tmp
     assert "socket,id=net1,udp=127.0.0.1:4002,localaddr=127.0.0.1:4001" in text
     assert "mac=52:54:00:77:00:02" in text and "systemd.hostname=vm2" in text
     assert command[command.index("-m") + 1] == "512" and "-daemonize" in command
+
+
+def test_the_release_is_part_of_the_recipe_and_of_the_vm_state(tmp_path):
+    keys = vm_image.SSHKeys(tmp_path / "k", "ssh-ed25519 AAAA client", tmp_path / "h",
+                            "ssh-ed25519 AAAA host")
+    hashes = {release: vm_image.recipe_hash(keys, release) for release in vm_image.RELEASES}
+    assert len(set(hashes.values())) == len(vm_image.RELEASES)
+    assert vm_image.recipe_hash(keys) == hashes[vm_image.DEFAULT_RELEASE] == hashes["bookworm"]
+    assert vm_image.recipe(keys, "trixie")["suite"] == "trixie"
+    # Debian 13 has no postgresql-contrib (its postgresql package carries pgbench).
+    assert "postgresql-contrib" in vm_image.packages("bookworm")
+    assert "postgresql-contrib" not in vm_image.packages("trixie")
+    # A state file written before releases existed still loads, as bookworm.
+    old = {f.name: 0 for f in machine.VMState.__dataclass_fields__.values()
+           if f.name != "release"}
+    old.update(name="vm1", directory=str(tmp_path), accel="tcg", private_ip="",
+               lab_devices=[], image_hash="0", started_at="")
+    (tmp_path / "vm1").mkdir()
+    (tmp_path / "vm1" / "state.json").write_text(json.dumps(old))
+    state = machine.VMState(**json.loads((tmp_path / "vm1" / "state.json").read_text()))
+    assert state.release == "bookworm"
+
+
+@pytest.mark.parametrize("action", ["build", "up"])
+def test_an_unknown_release_is_one_line_and_exit_2(tmp_path, action):
+    env = {**os.environ, "LABS_STATE_DIR": str(tmp_path / "state"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    result = subprocess.run([sys.executable, "-m", "labs", "vm", action, "--release", "sid"],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and "--release sid: use one of bookworm, trixie" \
+        in result.stderr
+    assert not (tmp_path / "cache").exists()  # nothing built, nothing booted

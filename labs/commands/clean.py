@@ -19,7 +19,7 @@ import labs.infra.workspace  # noqa: F401  (loop, mount, md, dm, drbd, file, wor
 from labs import classes, records
 from labs.errors import UsageError
 from labs.infra.inventory import get_host, is_known_name
-from labs.infra.journal import Journal, retire_journal
+from labs.infra.journal import Journal, JournalEntry, retire_journal
 from labs.infra.paths import state_dir
 from labs.infra.vm import machine  # vm
 
@@ -28,6 +28,8 @@ HELP = "tear down what the safety journal lists (after a crash too)"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", help="clean only this host (default: every journaled host)")
+    parser.add_argument("--keep-vms", action="store_true",
+                        help="leave running lab VMs up (their insides are still cleaned)")
 
 
 def journaled_hosts() -> list[str]:
@@ -40,7 +42,11 @@ def journaled_hosts() -> list[str]:
     return sorted(names, key=order)
 
 
-def clean_host(name: str, log: Callable[[str], None] = print) -> int:
+def running_vm(entry: JournalEntry) -> bool:
+    return entry.kind == "vm" and machine.is_vm_name(entry.id) and machine.is_running(entry.id)
+
+
+def clean_host(name: str, log: Callable[[str], None] = print, keep_vms: bool = False) -> int:
     """Tear down one host's journal; returns how many resources were removed."""
     journal = Journal(name)
     if not journal.live_entries():
@@ -52,7 +58,7 @@ def clean_host(name: str, log: Callable[[str], None] = print) -> int:
         return 0
     host = get_host(name)
     try:
-        return len(journal.clean(host, log=log))
+        return len(journal.clean(host, log=log, keep=running_vm if keep_vms else None))
     finally:
         host.close()
 
@@ -62,7 +68,7 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"clean: no host named {args.host!r} (not local, not vm1/vm2, not in "
                          f"the inventory, and never used): nothing was cleaned")
     names = [args.host] if args.host else journaled_hosts()
-    removed = sum(clean_host(name) for name in names)
+    removed = sum(clean_host(name, keep_vms=args.keep_vms) for name in names)
     staged = []
     if not args.host or args.host == "local":
         staged = records.remove_stale_staging()

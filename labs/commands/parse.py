@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from labs import rawfiles
-from labs.tools import mdadm, pgbench
+from labs.tools import drbd_state, mdadm, pgbench
 
 HELP = "parse a tool's output file into a table or JSON"
 
@@ -37,7 +37,12 @@ def _pgbench(args: argparse.Namespace) -> str:
     return "\n".join(f"{key:<28} {value}" for key, value in record.items())
 
 
-# tool -> (help, what FILE is, extra arguments, formatter)
+def _drbd(args: argparse.Namespace) -> str:
+    parsed = drbd_state.parse_drbd(rawfiles.read_text(args.file, "DRBD status"), str(args.file))
+    return json.dumps(drbd_state.as_json(parsed), indent=None if not args.json else 2)
+
+
+# tool -> (help, what FILE is, formatter)
 TOOLS = {
     "fio": ("fio JSON or JSON+ output -> one row per job and direction that did I/O",
             "fio output (--output-format=json or json+)", _fio),
@@ -45,6 +50,8 @@ TOOLS = {
                "progress", "a saved copy of /proc/mdstat", _mdstat),
     "pgbench": ("a pgbench summary (stdout), with its -l logs -> TPS, latency percentiles",
                 "pgbench's stdout, saved to a file", _pgbench),
+    "drbd": ("/proc/drbd (8.4) or `drbdadm status` text -> roles, disk states, counters, "
+             "sync progress", "a saved copy of /proc/drbd or of drbdadm status", _drbd),
 }
 
 

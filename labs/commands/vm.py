@@ -15,8 +15,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="vm_action", metavar="ACTION",
                                     parser_class=type(parser))
     actions.required = True
-    build = actions.add_parser("build", help="build (or reuse) the cached Debian 12 image")
+    build = actions.add_parser("build", help="build (or reuse) the cached Debian image")
     build.add_argument("--force", action="store_true", help="rebuild even if cached")
+    default = image.DEFAULT_RELEASE
+    release_help = (f"Debian release of the image: {', '.join(image.RELEASES)} "
+                    f"(default {default}, Debian {image.RELEASES[default]})")
+    build.add_argument("--release", default=image.DEFAULT_RELEASE, help=release_help)
     boot = actions.add_parser("up", help="boot vm1 (and vm2 with --pair) from fresh overlays")
     boot.add_argument("--pair", action="store_true",
                       help="two VMs on a private link (10.77.0.1 and 10.77.0.2)")
@@ -29,6 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="QEMU throttle on /dev/vdc, I/O per second (0: none; default 200)")
     boot.add_argument("--slow-bps", type=int, default=0,
                       help="QEMU throttle on /dev/vdc, bytes per second (0: none)")
+    boot.add_argument("--release", default=image.DEFAULT_RELEASE, help=release_help)
     actions.add_parser("status", help="list this install's lab VMs")
     run = actions.add_parser("run", help="run a command on a VM; its exit code is passed on")
     run.add_argument("name", help="vm1 or vm2")
@@ -40,18 +45,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     if args.vm_action == "build":
-        print(f"vm build: suite={image.SUITE} force={args.force} cache={image.cache_dir()}")
-        built_image, built, seconds = image.build_image(force=args.force)
+        image.check_release(args.release)
+        print(f"vm build: release={args.release} force={args.force} cache={image.cache_dir()}")
+        built_image, built, seconds = image.build_image(force=args.force, release=args.release)
         what = "built" if built else "already cached (recipe unchanged)"
         print(f"vm build: image {built_image.recipe_hash} {what} in {seconds:.1f} s: "
               f"{built_image.directory}")
         return 0
     if args.vm_action == "up":
+        image.check_release(args.release)
         print(f"vm up: pair={args.pair} memory_mib={args.memory} cpus={args.cpus} "
-              f"disk_mib={args.disk_mib} slow_iops={args.slow_iops} slow_bps={args.slow_bps}")
+              f"disk_mib={args.disk_mib} slow_iops={args.slow_iops} slow_bps={args.slow_bps} "
+              f"release={args.release}")
         machine.up(pair=args.pair, memory_mib=args.memory, cpus=args.cpus,
                    data_disk_mib=args.disk_mib, slow_iops=args.slow_iops,
-                   slow_bps=args.slow_bps)
+                   slow_bps=args.slow_bps, release=args.release)
         return 0
     if args.vm_action == "status":
         rows = machine.status()
@@ -64,6 +72,7 @@ def main(args: argparse.Namespace) -> int:
             print(f"{row['name']}: {'running' if row['running'] else 'stopped'} "
                   f"accel={row['accel']} ssh=127.0.0.1:{row['ssh_port']} "
                   f"boot_s={row['boot_s']} memory_mib={row['memory_mib']} cpus={row['cpus']} "
+                  f"release={row.get('release', image.DEFAULT_RELEASE)} "
                   f"private_ip={row['private_ip'] or '-'} disks={','.join(row['lab_devices'])} "
                   f"console={row['directory']}/serial.log")
         return 0

@@ -39,6 +39,6 @@ def host_facts(host: Host) -> dict[str, Any]:
         state = machine.read_state(host.name)
         if state is not None:
             facts["vm"] = {key: getattr(state, key) for key in (
-                "accel", "cpus", "memory_mib", "slow_iops", "slow_bps", "image_hash")}
+                "accel", "cpus", "memory_mib", "slow_iops", "slow_bps", "image_hash", "release")}
     facts["controller"] = local_host_facts()
     return facts

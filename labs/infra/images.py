@@ -7,7 +7,11 @@ A reader with internet can use official images. Where nothing can be pulled,
 2. `docker import` of that folder as a base image;
 3. a `docker build` on top, from the recipe folder `labs/infra/image_recipes/NAME/`, that
    installs the engine from Debian's mirror, with an entrypoint that behaves like the
-   official image's for what the labs use.
+   official image's for what the labs use. A recipe whose engine is not a Debian package
+   names a host-side `prepare` step (labs.infra.image_prepare): the recipe folder is copied
+   into a journaled scratch build context, the step fetches the engine's files into it
+   (Maven Central jars, a PyPI wheel) and checks them against the recipe's sha256 list,
+   and `docker build` runs on that context.
 
 Both images carry the hash of their recipe as a label; a build is skipped when an image with
 the same recipe hash exists, so an image is rebuilt only when its recipe changes. Images are
@@ -21,6 +25,7 @@ import hashlib
 import json
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +33,7 @@ import docker
 import docker.errors
 
 from labs.errors import UsageError
+from labs.infra import image_prepare
 from labs.infra.containers import ContainerError, local_engine
 from labs.infra.scratch import scratch_folder
 from labs.progress import Progress
@@ -45,6 +51,9 @@ class ImageRecipe:
     tag: str  # the local build
     official: str | None  # the image a reader with a registry may use instead
     description: str
+    # Fills the build context (a copy of the recipe folder) on this machine before
+    # `docker build`; None: the folder is the context as it is.
+    prepare: Callable[[Path, Progress], None] | None = None
 
     @property
     def folder(self) -> Path:
@@ -54,6 +63,17 @@ class ImageRecipe:
 RECIPES: dict[str, ImageRecipe] = {
     "postgres": ImageRecipe("postgres", "storage-labs/postgres:15", "postgres:15",
                             "PostgreSQL 15 with contrib (pgbench, pageinspect) from Debian 12"),
+    # MariaDB 10.11 with sysbench beside it, so sysbench reaches the server over its unix
+    # socket as root (no password exists anywhere); no official image bundles both.
+    "mariadb": ImageRecipe("mariadb", "storage-labs/mariadb:10.11", None,
+                           "MariaDB 10.11 and sysbench 1.0.20 from Debian 12"),
+    # No official fallback: the labs set the node up through this image's entrypoint.
+    "cassandra": ImageRecipe("cassandra", "storage-labs/cassandra:5.0.9", None,
+                             "Apache Cassandra 5.0.9: Maven Central jars on Debian's OpenJDK 17",
+                             prepare=image_prepare.fetch_maven_jars),
+    "rocksdb": ImageRecipe("rocksdb", "storage-labs/rocksdb:0.3.29", None,
+                           "RocksDB (rocksdict 0.3.29 from PyPI) behind a small HTTP server, "
+                           "on Debian's Python 3.11", prepare=image_prepare.fetch_wheels),
 }
 
 
@@ -141,15 +161,35 @@ def build(name: str, client: docker.DockerClient | None = None,
         progress.say(f"{recipe.tag} is up to date (recipe {digest}); nothing to build")
         return recipe.tag
     base = build_base(client, progress, force=force)
-    progress.step(f"docker build of {recipe.tag} ({recipe.description})")
+    build_recipe_image(client, recipe, base, recipe.tag, progress)
+    return recipe.tag
+
+
+def build_recipe_image(client: docker.DockerClient, recipe: ImageRecipe, base: str, tag: str,
+                       progress: Progress, nocache: bool = False) -> None:
+    """`docker build` of a recipe on `base` as `tag`, after its host-side step if any."""
+    if recipe.prepare is None:
+        _docker_build(client, recipe, recipe.folder, base, tag, progress, nocache)
+        return
+    # Journaled (labs.infra.scratch): a killed build's context is cleaned later.
+    with scratch_folder(Path("/var/tmp/storage-labs-images"), f"{recipe.name}-context-") as tmp:
+        context = tmp / "context"
+        shutil.copytree(recipe.folder, context)
+        recipe.prepare(context, progress)
+        _docker_build(client, recipe, context, base, tag, progress, nocache)
+
+
+def _docker_build(client: docker.DockerClient, recipe: ImageRecipe, context: Path, base: str,
+                  tag: str, progress: Progress, nocache: bool) -> None:
+    progress.step(f"docker build of {tag} ({recipe.description})")
     try:
-        client.images.build(path=str(recipe.folder), tag=recipe.tag, buildargs={"BASE": base},
-                            labels={RECIPE_LABEL: digest}, rm=True, forcerm=True, pull=False)
+        client.images.build(path=str(context), tag=tag, buildargs={"BASE": base},
+                            labels={RECIPE_LABEL: recipe_hash(recipe)}, rm=True, forcerm=True,
+                            pull=False, nocache=nocache)
     except docker.errors.BuildError as error:
         tail = [str(item.get("stream", "")).strip() for item in error.build_log][-5:]
-        raise ContainerError(f"building {recipe.tag} failed: {error.msg} "
+        raise ContainerError(f"building {tag} failed: {error.msg} "
                              f"({' | '.join(t for t in tail if t)})") from None
-    return recipe.tag
 
 
 def choose_image(client: docker.DockerClient, name: str, flag: str | None) -> ImageChoice:

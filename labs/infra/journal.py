@@ -146,15 +146,17 @@ class Journal:
     def owns(self, kind: str, resource_id: str) -> bool:
         return any(e.kind == kind and e.id == resource_id for e in self.live_entries())
 
-    def clean(self, host: Host, log: Callable[[str], None] = print) -> list[JournalEntry]:
-        """Tear down every live entry, newest first. Returns what was torn down.
+    def clean(self, host: Host, log: Callable[[str], None] = print,
+              keep: Callable[[JournalEntry], bool] | None = None) -> list[JournalEntry]:
+        """Tear down every live entry (but those `keep` names), newest first. Returns what
+        was torn down.
 
         A teardown that fails does not stop the others; failed ones get a second try at the
         end (an older entry may have been what kept them busy), then the first error is
         raised and the entries stay in the journal for the next `clean`.
         """
         torn_down: list[JournalEntry] = []
-        entries = self.live_entries()
+        entries = [e for e in self.live_entries() if not (keep and keep(e))]
         if entries:
             wait_for_orphaned_commands(host)
         for entry in entries:

@@ -40,25 +40,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from labs.errors import UsageError
+from labs.models.checks import positive as _positive
+from labs.models.checks import whole as _whole
 
 MB = 1_000_000  # OSTEP's and drive makers' megabyte
 POLICIES = ("fifo", "sstf", "sptf")
 
 
-def _positive(name: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise UsageError(f"{name} must be a finite number, got {value!r}")
-    if value <= 0:
-        raise UsageError(f"{name} must be positive, got {value}")
-    return float(value)
 
 
-def _whole(name: str, value: int, minimum: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise UsageError(f"{name} must be a whole number, got {value!r}")
-    if value < minimum:
-        raise UsageError(f"{name} must be at least {minimum}, got {value}")
-    return int(value)
 
 
 def mean_distance_power(exponent: float) -> float:

@@ -15,45 +15,17 @@ Kinds:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
-from labs.errors import UsageError
-from labs.models import disk, ssd
+from labs.models import disk, problems, ssd
+from labs.models.problems import Kind, Problem, Solution
 
 KINDS = ("random-vs-sequential", "schedule", "littles-law", "ssd-qd")
 
 
-@dataclass(frozen=True)
-class Solution:
-    text: str
-    numbers: dict
-
-
-@dataclass(frozen=True)
-class Problem:
-    kind: str
-    seed: int
-    params: dict = field(hash=False)
-    text: str
-
-    def solve(self) -> Solution:
-        return _SOLVERS[self.kind](self.params)
-
-
 def make_problem(kind: str, seed: int) -> Problem:
     """The problem of `kind` generated from `seed` (a whole number >= 0)."""
-    if kind not in KINDS:
-        raise UsageError(f"unknown problem kind {kind!r}; choose one of {', '.join(KINDS)}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise UsageError(f"seed must be a whole number >= 0, got {seed!r}")
-    seed = int(seed)
-    # The kind is mixed into the stream so that seed 1 of two kinds are unrelated draws.
-    rng = np.random.default_rng([seed, KINDS.index(kind)])
-    params = _GENERATORS[kind](rng)
-    reproduce = f"(regenerate: make_problem({kind!r}, seed={seed}))"
-    return Problem(kind, seed, params, _TEXTS[kind](params) + "\n" + reproduce)
+    return problems.make(_KINDS, kind, seed, "(regenerate: make_problem({kind!r}, seed={seed}))")
 
 
 def _pick(rng: np.random.Generator, choices):
@@ -250,9 +222,10 @@ def _solve_ssd_qd(p: dict) -> Solution:
     return Solution(text, est.as_dict())
 
 
-_GENERATORS = {"random-vs-sequential": _gen_random_vs_sequential, "schedule": _gen_schedule,
-               "littles-law": _gen_littles_law, "ssd-qd": _gen_ssd_qd}
-_TEXTS = {"random-vs-sequential": _text_random_vs_sequential, "schedule": _text_schedule,
-          "littles-law": _text_littles_law, "ssd-qd": _text_ssd_qd}
-_SOLVERS = {"random-vs-sequential": _solve_random_vs_sequential, "schedule": _solve_schedule,
-            "littles-law": _solve_littles_law, "ssd-qd": _solve_ssd_qd}
+_KINDS = {
+    "random-vs-sequential": Kind(_gen_random_vs_sequential, _text_random_vs_sequential,
+                                 _solve_random_vs_sequential),
+    "schedule": Kind(_gen_schedule, _text_schedule, _solve_schedule),
+    "littles-law": Kind(_gen_littles_law, _text_littles_law, _solve_littles_law),
+    "ssd-qd": Kind(_gen_ssd_qd, _text_ssd_qd, _solve_ssd_qd),
+}

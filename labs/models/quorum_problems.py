@@ -17,46 +17,21 @@ Kinds:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from math import comb
 
 import numpy as np
 
-from labs.errors import UsageError
+from labs.models import problems
 from labs.models import quorum as model
+from labs.models.problems import Kind, Problem, Solution
 
 KINDS = ("sizing", "zones", "availability", "kth-ack")
 
 
-@dataclass(frozen=True)
-class Solution:
-    text: str
-    numbers: dict
-
-
-@dataclass(frozen=True)
-class Problem:
-    kind: str
-    seed: int
-    params: dict = field(hash=False)
-    text: str
-
-    def solve(self) -> Solution:
-        return _SOLVERS[self.kind](self.params)
-
-
 def make_problem(kind: str, seed: int) -> Problem:
     """The problem of `kind` generated from `seed` (a whole number >= 0)."""
-    if kind not in KINDS:
-        raise UsageError(f"unknown problem kind {kind!r}; choose one of {', '.join(KINDS)}")
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise UsageError(f"--seed must be a whole number >= 0, got {seed!r}")
-    seed = int(seed)
-    # The kind is mixed into the stream, so seed 1 of two kinds are unrelated draws.
-    rng = np.random.default_rng([seed, KINDS.index(kind)])
-    params = _GENERATORS[kind](rng)
-    again = f"(again: python -m labs quorum --problem {kind} --seed {seed}; add -c to solve)"
-    return Problem(kind, seed, params, _TEXTS[kind](params) + "\n" + again)
+    return problems.make(_KINDS, kind, seed, "(again: python -m labs quorum --problem {kind} "
+                                             "--seed {seed}; add -c to solve)")
 
 
 def _pick(rng: np.random.Generator, choices: tuple) -> object:
@@ -182,9 +157,9 @@ def _solve_kth_ack(p: dict) -> Solution:
     return Solution(text, {"commit_ms": times[w - 1], "all_ms": times[-1]})
 
 
-_GENERATORS = {"sizing": _gen_sizing, "zones": _gen_zones, "availability": _gen_availability,
-               "kth-ack": _gen_kth_ack}
-_TEXTS = {"sizing": _text_sizing, "zones": _text_zones, "availability": _text_availability,
-          "kth-ack": _text_kth_ack}
-_SOLVERS = {"sizing": _solve_sizing, "zones": _solve_zones, "availability": _solve_availability,
-            "kth-ack": _solve_kth_ack}
+_KINDS = {
+    "sizing": Kind(_gen_sizing, _text_sizing, _solve_sizing),
+    "zones": Kind(_gen_zones, _text_zones, _solve_zones),
+    "availability": Kind(_gen_availability, _text_availability, _solve_availability),
+    "kth-ack": Kind(_gen_kth_ack, _text_kth_ack, _solve_kth_ack),
+}

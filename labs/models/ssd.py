@@ -21,20 +21,14 @@ in the system. For storage: queue depth = IOPS x latency.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from labs.errors import UsageError
+from labs.models.checks import positive as _positive
 
 MB = 1_000_000
 
 
-def _positive(name: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise UsageError(f"{name} must be a finite number, got {value!r}")
-    if value <= 0:
-        raise UsageError(f"{name} must be positive, got {value}")
-    return float(value)
 
 
 # ----------------------------------------------------------------------------------------

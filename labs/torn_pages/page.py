@@ -1,212 +1,373 @@
-"""What the torn-pages lab page shows: tables, figures, charts and the live panel.
+"""What the torn-pages pages show: the figures quoted in the text, tables, charts, the panel.
 
 Pure page code (pandas, Altair, the book's plumbing): it reads a recorded run and never
-touches a host or a container.
+touches a host or a container. `figures(run)` computes every number and every sentence about
+the run's shape that the lab page quotes; `explain_figures()` does the same for the model
+alone on the explanation page.
 """
 
 from __future__ import annotations
 
-import altair as alt
+import math
+
 import pandas as pd
 
 from labs import PROJECT_ROOT
-from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.panel import LabPanel
 from labs.records import RecordedRun, run_summary
+from labs.torn_pages import charts, model, tables
 from labs.torn_pages.params import Parameters
 
-SETTING_ORDER = ["checkpoint_timeout 30 s", "checkpoint_timeout 300 s", "forced CHECKPOINT"]
-SETTING_KEYS = {"checkpoint_timeout 30 s": "cpt30s", "checkpoint_timeout 300 s": "cpt300s",
-                "forced CHECKPOINT": "forced"}
-LEG_MEASURES = {
-    "wal_bytes_per_tx": "WAL bytes per transaction",
-    "wal_fpi_per_tx": "full-page images per transaction",
-    "tps": "transactions per second",
-    "latency_p50": "latency p50 (ms)",
-    "latency_p99": "latency p99 (ms)",
-}
-BURST_SERIES = {
-    "wal_fpi_per_tx_interval": "full-page images per transaction",
-    "wal_bytes_per_tx_interval": "WAL bytes per transaction",
-    "wal_mib_per_second": "WAL written (MiB/s)",
-    "wal_fpi_per_second": "full-page images per second",
-    "tps_per_second": "transactions per second",
-}
 REFERENCE_DIR = PROJECT_ROOT / "data" / "reference"
+# The explanation page's worked example: a table the size of this lab's full profile
+# (pgbench scale 16: about 26,000 pages of accounts), one page changed per transaction.
+EXAMPLE = {"pages": 26_000, "tps": 1500, "interval_s": 300, "base_bytes": 420,
+           "image_bytes": 8192}
 
 
-def _setting(row) -> str:
-    if row["workload"] == "forced-checkpoint":
-        return "forced CHECKPOINT"
-    return f"checkpoint_timeout {int(row['checkpoint_timeout_s'])} s"
-
-
-def _disk(limit_mibps) -> str:
-    return f"writes limited to {int(limit_mibps)} MiB/s" if limit_mibps else "no limit"
-
-
-def leg_summary(results):
-    """One row per pgbench leg: disk, setting, full_page_writes, and measures as columns."""
-    legs = results[results["workload"].isin(["steady", "forced-checkpoint"])
-                   & results["time_s"].isna()].copy()
-    legs["setting"] = legs.apply(_setting, axis=1)
-    legs["disk"] = legs["write_limit_mibps"].map(_disk)
-    table = legs.pivot_table(index=["disk", "setting", "full_page_writes"], columns="metric",
-                             values="value", aggfunc="first").reset_index()
-    table.columns.name = None
-    return table
-
-
-def fpw_ratios(results):
-    """Per setting: the on/off values and their ratios (the chapter's headline numbers)."""
-    table = leg_summary(results)
-    rows = []
-    pairs = sorted(set(zip(table["disk"], table["setting"], strict=True)),
-                   key=lambda p: (p[0] != "no limit", p[0], SETTING_ORDER.index(p[1])))
-    for disk, setting in pairs:
-        same = table[(table["disk"] == disk) & (table["setting"] == setting)]
-        on = same[same["full_page_writes"] == "on"].iloc[0]
-        off = same[same["full_page_writes"] == "off"].iloc[0]
-        rows.append({
-            "disk": disk, "setting": setting,
-            "tps_on": on["tps"], "tps_off": off["tps"],
-            "tps_off_over_on": off["tps"] / on["tps"],
-            "wal_bytes_per_tx_on": on["wal_bytes_per_tx"],
-            "wal_bytes_per_tx_off": off["wal_bytes_per_tx"],
-            "wal_on_over_off": on["wal_bytes_per_tx"] / off["wal_bytes_per_tx"],
-            "fpi_per_tx_on": on["wal_fpi_per_tx"],
-            "latency_p99_ms_on": on["latency_p99"], "latency_p99_ms_off": off["latency_p99"],
-        })
-    return pd.DataFrame(rows)
-
-
-def burst_timeline(results):
-    """The forced-checkpoint legs, per second: WAL MiB/s, FPIs/s and TPS."""
-    rows = results[(results["workload"] == "forced-checkpoint")
-                   & results["metric"].isin(list(BURST_SERIES))].copy()
-    rows["series"] = rows["metric"].map(BURST_SERIES)
-    return rows[["full_page_writes", "series", "time_s", "value"]].reset_index(drop=True)
-
-
-def forced_checkpoint_times(results):
-    rows = results[results["metric"] == "forced_checkpoint_at"]
-    return rows[["full_page_writes", "value"]].rename(columns={"value": "time_s"})
-
-
-def torn_page_outcomes(results):
-    """The torn-page experiments as a small table, one row per variant."""
-    rows = results[results["workload"] == "torn-page"]
-    table = rows.pivot_table(index="variant", columns="metric", values="value",
-                             aggfunc="first")
-    order = [v for v in ["tear-stopped", "fpw-on", "fpw-off", "fpw-off-nochecksums"]
-             if v in table.index]
-    return table.loc[order]
-
-
-def reference_rds():
+def reference_rds() -> pd.DataFrame:
     return pd.read_csv(REFERENCE_DIR / "rds-optimized-writes.csv")
 
 
 def settings_chart(results):
-    """Bars per checkpoint setting, full_page_writes on vs off; a dropdown picks the measure."""
-    table = leg_summary(results)
-    long = table.melt(id_vars=["disk", "setting", "full_page_writes"],
-                      value_vars=list(LEG_MEASURES), var_name="metric", value_name="value")
-    long["measure"] = long["metric"].map(LEG_MEASURES)
-    measure = alt.param(name="measure", value=LEG_MEASURES["wal_bytes_per_tx"],
-                        bind=alt.binding_select(options=list(LEG_MEASURES.values()),
-                                                name="measure "))
-    disks = sorted(long["disk"].unique(), key=lambda d: d != "no limit")
-    disk = alt.param(name="disk", value=disks[0],
-                     bind=alt.binding_select(options=disks, name="disk "))
-    return alt.Chart(long).mark_bar().encode(
-        x=alt.X("setting:N", sort=SETTING_ORDER, title=None, axis=alt.Axis(labelAngle=-20)),
-        xOffset=alt.XOffset("full_page_writes:N", sort=["on", "off"]),
-        y=alt.Y("value:Q", title="value of the chosen measure"),
-        color=alt.Color("full_page_writes:N", sort=["on", "off"],
-                        scale=alt.Scale(domain=["on", "off"], range=["#D55E00", "#0072B2"])),
-        tooltip=["setting", "full_page_writes", "measure",
-                 alt.Tooltip("value:Q", format=",.2f")],
-    ).add_params(measure, disk).transform_filter(
-        (alt.datum.measure == measure) & (alt.datum.disk == disk)).properties(
-        width=420, height=260,
-        title="pgbench with full_page_writes on and off (each leg starts at a checkpoint)")
+    return charts.settings_chart(results)
 
 
 def burst_chart(results):
-    """Per-second series around a forced CHECKPOINT; dropdown for the series, legend filter."""
-    timeline = burst_timeline(results)
-    marks = forced_checkpoint_times(results)
-    series = alt.param(name="series", value=BURST_SERIES["wal_fpi_per_tx_interval"],
-                       bind=alt.binding_select(options=list(BURST_SERIES.values()),
-                                               name="series "))
-    legend = alt.selection_point(fields=["full_page_writes"], bind="legend")
-    color = alt.Color("full_page_writes:N", sort=["on", "off"],
-                      scale=alt.Scale(domain=["on", "off"], range=["#D55E00", "#0072B2"]))
-    lines = alt.Chart(timeline).mark_line(point=True).encode(
-        x=alt.X("time_s:Q", title="seconds since pgbench started"),
-        y=alt.Y("value:Q", title="value of the chosen series"),
-        color=color,
-        opacity=alt.condition(legend, alt.value(1.0), alt.value(0.15)),
-        tooltip=["full_page_writes", "series", alt.Tooltip("time_s:Q", format=".1f"),
-                 alt.Tooltip("value:Q", format=",.2f")],
-    ).add_params(series, legend).transform_filter(alt.datum.series == series)
-    rules = alt.Chart(marks).mark_rule(strokeDash=[4, 3]).encode(
-        x="time_s:Q", color=color, tooltip=[alt.Tooltip("time_s:Q", title="CHECKPOINT at",
-                                                        format=".1f")])
-    return (lines + rules).properties(
-        width=520, height=260, title="What a checkpoint does to the WAL (dashed: CHECKPOINT)")
+    return charts.burst_chart(results)
 
 
 def comparison_chart(results):
-    """The article's figure (InnoDB doublewrite on/off) beside this run (full_page_writes)."""
-    ref = reference_rds()
-    ref["minutes"] = ref["duration_s"] / 60
-    ref["protection"] = ref["doublewrite"].map({"on": "doublewrite on",
-                                                "off": "doublewrite off (atomic 16 KiB)"})
-    article = alt.Chart(ref).mark_bar().encode(
-        x=alt.X("protection:N", title=None, sort=["doublewrite on"],
-                axis=alt.Axis(labelAngle=-30)),
-        y=alt.Y("minutes:Q", title="minutes to insert 30 M rows (lower is better)"),
-        color=alt.Color("protection:N", legend=None,
-                        scale=alt.Scale(range=["#0072B2", "#D55E00"])),
-        tooltip=["configuration", alt.Tooltip("minutes:Q", format=".1f")],
-    ).properties(width=200, height=260,
-                 title="RDS for MySQL (Jade 2025): 2.1x")
-    ours = fpw_ratios(results)
-    ours = ours[ours["setting"] != "forced CHECKPOINT"].copy()
-    ours["setting"] = ours["setting"].str.replace("checkpoint_timeout ", "timeout ") + \
-        ", " + ours["disk"].str.replace("writes limited to ", "disk ")
-    long = ours.melt(id_vars=["setting"], value_vars=["tps_on", "tps_off"],
-                     var_name="leg", value_name="tps")
-    long["protection"] = long["leg"].map({"tps_on": "full_page_writes on",
-                                          "tps_off": "full_page_writes off"})
-    lab = alt.Chart(long).mark_bar().encode(
-        x=alt.X("setting:N", sort=list(ours["setting"]), title=None,
-                axis=alt.Axis(labelAngle=-30)),
-        xOffset=alt.XOffset("protection:N", sort=["full_page_writes on"]),
-        y=alt.Y("tps:Q", title="pgbench TPS (higher is better)"),
-        color=alt.Color("protection:N", sort=["full_page_writes on"],
-                        scale=alt.Scale(range=["#D55E00", "#0072B2"])),
-        tooltip=["setting", "protection", alt.Tooltip("tps:Q", format=",.0f")],
-    ).properties(width=360, height=260, title="PostgreSQL 15, this run")
-    return alt.hconcat(article, lab).resolve_scale(color="independent")
+    return charts.comparison_chart(results, reference_rds())
+
+
+def _num(value: float, digits: int = 2) -> str:
+    return "n/a" if value is None or math.isnan(value) else f"{value:,.{digits}f}"
+
+
+def _pct(error: float) -> str:
+    """A model error as text: '12 % above' (the model over the measurement) or 'below'."""
+    if math.isnan(error):
+        return "n/a"
+    return f"{abs(error) * 100:.0f} % {'above' if error > 0 else 'below'}"
+
+
+def settings_table(results) -> pd.DataFrame:
+    """The settings side by side, measured and modelled, with readable headings."""
+    table = tables.settings(results)
+
+    def pair(a, b, digits):
+        return [f"{x:.{digits}f} / {y:.{digits}f}" for x, y in zip(a, b, strict=True)]
+
+    out = pd.DataFrame({
+        "disk": table["disk"], "setting": table["setting"],
+        "TPS on / off": pair(table["tps_on"], table["tps_off"], 0),
+        "images per tx, on: measured / model": pair(table["fpi_per_tx_on"],
+                                                    table["model_fpi_per_tx_on"], 3),
+        "WAL on ÷ off: measured / model": pair(table["wal_on_over_off"],
+                                               table["model_wal_on_over_off"], 1),
+    })
+    if "model_tps_on" in table:
+        out["TPS on / off: model"] = [
+            "" if pd.isna(a) else f"{a:.0f} / {b:.0f}"
+            for a, b in zip(table["model_tps_on"], table["model_tps_off"], strict=True)]
+    return out
+
+
+def _windows(run: RecordedRun) -> dict[str, object]:
+    """The forced-checkpoint legs: windows at the start, before and after the checkpoint."""
+    table = tables.intervals(run.results)
+    marks = tables.forced_checkpoints(run.results)
+    fresh = table[(table["workload"] == "forced-checkpoint")
+                  & (table["full_page_writes"] == "on")]
+    replay = table[table["workload"] == "forced-checkpoint-replay"]
+    off = table[(table["workload"] == "forced-checkpoint")
+                & (table["full_page_writes"] == "off")]
+    mark = marks[(marks["workload"] == "forced-checkpoint") & (marks["full_page_writes"] == "on")]
+    # Interval boundaries are kept to 0.01 s; the redo point is one of them.
+    redo_at = round(float(mark["forced_checkpoint_redo_at"].iloc[0]), 2)
+    end = float(fresh["time_s"].max())
+    # Wide enough to hold at least one sample interval, at most 3 s.
+    lengths = fresh["time_s"] - fresh["inspected_interval_start"]
+    width = max(min(3.0, redo_at / 4), 1.2 * float(lengths.median()))
+    return {"fresh": fresh, "replay": replay, "off": off, "redo_at": redo_at, "end": end,
+            "width": width}
+
+
+def burst_figures(run: RecordedRun) -> dict[str, str]:
+    w = _windows(run)
+    fresh, replay, redo_at, width, end = w["fresh"], w["replay"], w["redo_at"], w["width"], w["end"]
+    windows = {"start": (0, width), "before": (redo_at - width, redo_at),
+               "after": (redo_at, redo_at + width), "end": (end - width, end)}
+    out: dict[str, str] = {"burst_window_s": f"{width:.1f}", "burst_redo_at_s": f"{redo_at:.1f}"}
+    values = {}
+    for name, (start, stop) in windows.items():
+        measured = tables.window_mean(fresh, "fpi_per_tx", start, stop)
+        modelled = tables.window_mean(fresh, "model_fpi_per_tx", start, stop)
+        values[name] = measured
+        out[f"burst_{name}_fpi"] = _num(measured)
+        out[f"burst_{name}_model"] = _num(modelled)
+        out[f"burst_{name}_error"] = _pct(modelled / measured - 1 if measured else math.nan)
+    fell_1 = "fell" if values["before"] < values["start"] else "rose"
+    jump = "jumped" if values["after"] > values["before"] else "did not rise"
+    fell_2 = "fell" if values["end"] < values["after"] else "rose"
+    out["burst_shape_sentence"] = (
+        f"started at {out['burst_start_fpi']} images per transaction, {fell_1} to "
+        f"{out['burst_before_fpi']} in the last {width:.1f} s before the forced CHECKPOINT, "
+        f"{jump} to {out['burst_after_fpi']} in the {width:.1f} s after it began, and {fell_2} "
+        f"to {out['burst_end_fpi']} by the end of the leg")
+    total_measured = float(fresh["inspected_fpi"].sum())
+    total_model = float((fresh["model_fpi_per_tx"] * fresh["inspected_commits"]).sum())
+    out["burst_total_measured"] = f"{total_measured:,.0f}"
+    out["burst_total_model"] = f"{total_model:,.0f}"
+    out["burst_total_error"] = _pct(total_model / total_measured - 1 if total_measured else
+                                    math.nan)
+    leg = tables.legs(run.results).set_index("leg").loc[fresh["leg"].iloc[0]]
+    out["burst_heap_pages"] = f"{leg['accounts_heap_pages']:,.0f}"
+    out["burst_index_pages"] = f"{leg['accounts_index_pages']:,.0f}"
+    out["burst_hot_share"] = f"{leg['hot_update_share'] * 100:.0f} %"
+    hot = tables.legs(run.results)
+    replayed = hot[hot["workload"] == "forced-checkpoint-replay"]["hot_update_share"]
+    out["replay_hot_share"] = (f"{replayed.iloc[0] * 100:.0f} %" if len(replayed) else "n/a")
+    out["burst_tps"] = f"{leg['tps']:,.0f}"
+    out["burst_tau_s"] = f"{leg['accounts_heap_pages'] / leg['tps']:.0f}"
+    out["burst_image_bytes"] = f"{tables.image_bytes(run.results):,.0f}"
+    lag = tables.stats_lag(fresh)
+    out["stats_lag_images"] = f"{lag['max_behind_images']:,.0f}"
+    out["stats_lag_s"] = f"{lag['max_behind_s']:.1f}"
+    out["stats_total_images"] = f"{lag['total_stats_images']:,.0f}"
+    out["wal_total_images"] = f"{lag['total_images']:,.0f}"
+    start_pages = tables.window_mean(fresh, "accounts_pages_per_tx", 0, width)
+    out["fresh_pages_per_tx"] = _num(start_pages)
+    off_max = w["off"]["fpi_per_tx"].max() if not w["off"].empty else math.nan
+    out["off_max_fpi"] = _num(off_max, 3)
+    if replay.empty:
+        out["replay_sentence"] = "This run has no replayed leg."
+        return out
+    replay_start = tables.window_mean(replay, "fpi_per_tx", 0, width)
+    replay_pages = tables.window_mean(replay, "accounts_pages_per_tx", 0, width)
+    replay_end = tables.window_mean(replay, "fpi_per_tx", redo_at - width, redo_at)
+    out["replay_start_fpi"] = _num(replay_start)
+    out["replay_before_fpi"] = _num(replay_end)
+    out["replay_pages_per_tx"] = _num(replay_pages)
+    ratio = start_pages / replay_pages if replay_pages else math.nan
+    out["replay_pages_ratio"] = _num(ratio, 1)
+    if replay_start < 0.5 * values["start"]:
+        out["replay_sentence"] = (
+            f"Replaying the previous leg's transactions, the first {width:.1f} s carried "
+            f"{out['replay_start_fpi']} images per transaction instead of "
+            f"{out['burst_start_fpi']}: each transaction changed "
+            f"{out['replay_pages_per_tx']} accounts pages that the interval had not already "
+            f"changed, against {out['fresh_pages_per_tx']} with new transactions")
+    else:
+        out["replay_sentence"] = (
+            f"In this run the replayed leg carried about as many images at its start as "
+            f"new transactions ({out['replay_start_fpi']} against "
+            f"{out['burst_start_fpi']} per transaction): its rows were still spread over the "
+            f"table ({out['replay_pages_per_tx']} accounts pages changed per transaction, "
+            f"against {out['fresh_pages_per_tx']})")
+    return out
+
+
+def device_sentence(table: pd.DataFrame, close: float = 0.15) -> str:
+    """How close the model's bytes per transaction came to the loop device's count."""
+    legs = []
+    for row in table.to_dict("records"):
+        for side in ("on", "off"):
+            legs.append((row["disk"], row["setting"], side, row[f"device_error_{side}"]))
+    near = [abs(e) for *_, e in legs if abs(e) <= close]
+    text = (f"the model's were within {max(near) * 100:.0f} % of the measured in "
+            f"{len(near)} of the {len(legs)} legs" if near else
+            f"the model's were more than {close * 100:.0f} % off in every leg")
+    far = [(d, s, side, e) for d, s, side, e in legs if abs(e) > close]
+    for disk, setting, side, error in far:
+        text += (f"; in the leg with {setting}, {disk}, full-page writes {side}, the disk took "
+                 f"{abs(1 / (1 + error) - 1) * 100:.0f} % {'less' if error > 0 else 'more'} "
+                 f"than the model counts")
+    return text
+
+
+def settings_figures(run: RecordedRun) -> dict[str, str]:
+    table = tables.settings(run.results)
+    out: dict[str, str] = {}
+    fast = table[(table["disk"] == tables.NO_LIMIT) & table["setting"].str.startswith("check")]
+    if len(fast) >= 2:
+        short, long = fast.iloc[0], fast.iloc[-1]
+        more = "more" if short["fpi_per_tx_on"] > long["fpi_per_tx_on"] else "fewer"
+        model_more = ("more" if short["model_fpi_per_tx_on"] > long["model_fpi_per_tx_on"]
+                      else "fewer")
+        out["interval_sentence"] = (
+            f"With {short['setting']} the legs with full-page writes on carried "
+            f"{short['fpi_per_tx_on']:.3f} images per transaction, with {long['setting']} "
+            f"{long['fpi_per_tx_on']:.3f}: the shorter interval carried {more} "
+            f"(the model: {short['model_fpi_per_tx_on']:.3f} and "
+            f"{long['model_fpi_per_tx_on']:.3f}, {model_more})")
+    else:
+        out["interval_sentence"] = (
+            "This run compared a single checkpoint setting, so it cannot show how the "
+            "interval changes the number of images")
+    fast_all = table[table["disk"] == tables.NO_LIMIT]
+    out["device_sentence"] = device_sentence(table)
+    errors = fast_all["wal_ratio_error"].abs()
+    out["wal_ratio_error_max"] = f"{errors.max() * 100:.0f} %" if len(errors) else "n/a"
+    out["wal_ratio_range"] = (f"{fast_all['wal_on_over_off'].min():.1f} to "
+                              f"{fast_all['wal_on_over_off'].max():.1f}")
+    tps = fast_all["tps_off_over_on"]
+    out["nolimit_tps_range"] = f"{tps.min():.2f} to {tps.max():.2f}"
+    slow = table[table["disk"] != tables.NO_LIMIT]
+    if slow.empty:
+        out["slow_sentence"] = "This run has no write-limited legs."
+        for key in ("slow_tps_on_error", "slow_tps_off_error", "slow_device_mibps_on",
+                    "slow_device_mibps_off", "slow_limit_mibps", "slow_saturation_sentence",
+                    "slow_recycled_ratio"):
+            out[key] = "n/a"
+        return out
+    parts = []
+    for row in slow.itertuples():
+        parts.append(f"{row.setting}: {row.tps_off_over_on:.2f} times as many transactions "
+                     f"per second with full-page writes off (model "
+                     f"{row.model_tps_off_over_on:.2f})")
+    out["slow_sentence"] = "; ".join(parts)
+    out["slow_recycled_ratio"] = (
+        f"{slow['model_tps_off_over_on_recycled'].min():.2f}"
+        if len(slow) == 1 else f"{slow['model_tps_off_over_on_recycled'].min():.2f} to "
+                               f"{slow['model_tps_off_over_on_recycled'].max():.2f}")
+    out["slow_tps_on_error"] = _pct(float(slow["tps_on_error"].mean()))
+    out["slow_tps_off_error"] = _pct(float(slow["tps_off_error"].mean()))
+    out["slow_device_mibps_on"] = _num(float(
+        (slow["device_bytes_per_tx_on"] * slow["tps_on"]).mean()) / 2**20)
+    out["slow_device_mibps_off"] = _num(float(
+        (slow["device_bytes_per_tx_off"] * slow["tps_off"]).mean()) / 2**20)
+    limit = float(slow["write_limit_mibps"].iloc[0])
+    out["slow_limit_mibps"] = f"{int(limit)}"
+    used = {side: float((slow[f"device_bytes_per_tx_{side}"] * slow[f"tps_{side}"]).mean())
+            / 2**20 / limit for side in ("on", "off")}
+    idle = [f"with full-page writes {side}" for side in ("on", "off") if used[side] < 0.8]
+    if idle:
+        out["slow_saturation_sentence"] = (
+            f"The model assumes the disk writes at its limit all the time; {' and '.join(idle)} "
+            f"it did not (it took {used['on'] * 100:.0f} % and {used['off'] * 100:.0f} % of "
+            f"the limit), so there the transactions were waiting for something else: each "
+            f"commit's flush queues behind the other writes in the throttle, and with "
+            f"{int(run.meta['parameters']['clients'])} clients the TPS is the clients divided "
+            f"by that wait, not the limit divided by the bytes")
+    else:
+        out["slow_saturation_sentence"] = (
+            f"In both legs the disk wrote close to its limit ({used['on'] * 100:.0f} % and "
+            f"{used['off'] * 100:.0f} %), which is what the model assumes")
+    return out
 
 
 def figures(run: RecordedRun) -> dict[str, str]:
-    """The headline numbers of a run, formatted for the page's text."""
-    figures: dict[str, str] = {}
-    for row in fpw_ratios(run.results).itertuples():
-        disk = "nolimit" if row.disk == "no limit" else "limited"
-        setting = SETTING_KEYS.get(row.setting, row.setting.replace(" ", "_"))
-        key = f"{disk}_{setting}"
-        figures[f"{key}_tps_off_over_on"] = f"{row.tps_off_over_on:.2f}"
-        figures[f"{key}_wal_on_over_off"] = f"{row.wal_on_over_off:.1f}"
-    return figures
+    """Every number and shape the lab page quotes, computed from the run."""
+    results = run.results
+    out: dict[str, str] = {}
+    lab_rows = results[results["workload"] == "lab"].set_index("metric")["value"]
+    out["wall_min"] = f"{lab_rows.get('wall_time', math.nan) / 60:.0f}"
+    out["load_start"] = _num(lab_rows.get("load_average_1min_start", math.nan), 1)
+    out["load_end"] = _num(lab_rows.get("load_average_1min_end", math.nan), 1)
+    out["cpus"] = f"{run.meta['host']['cpu_count']}"
+    out["profile"] = str(run.meta["parameters"].get("profile", "full"))
+    out.update(settings_figures(run))
+    out.update(burst_figures(run))
+    ratios = tables.settings(results)
+    ref = reference_rds().set_index("doublewrite")["duration_s"]
+    out["article_ratio"] = f"{ref['on'] / ref['off']:.2f}"
+    lab = ratios[ratios["setting"] != tables.FORCED]["tps_off_over_on"]
+    out["lab_tps_ratio_range"] = f"{lab.min():.2f} to {lab.max():.2f}"
+    torn = tables.torn_page_outcomes(results)
+    out["silent_rows_visible"] = f"{int(torn.loc['fpw-off-nochecksums', 'rows_visible'])}"
+    out["rows_expected"] = f"{int(torn.loc['fpw-on', 'rows_expected'])}"
+    out.update(exercise_figures(run))
+    return out
+
+
+def exercise_figures(run: RecordedRun) -> dict[str, str]:
+    """The lab page's exercise answers, computed from the run."""
+    table = tables.settings(run.results)
+    out: dict[str, str] = {}
+    row = table.iloc[0]
+    extra = row["wal_bytes_per_tx_on"] - row["wal_bytes_per_tx_off"]
+    out["ex_setting"] = f"{row['setting']} ({row['disk']})"
+    out["ex_extra_bytes"] = f"{extra:,.0f}"
+    out["ex_fpi_on"] = f"{row['fpi_per_tx_on']:.3f}"
+    out["ex_bytes_per_image"] = f"{extra / row['fpi_per_tx_on']:,.0f}"
+    out["ex_image_bytes_wal"] = f"{tables.image_bytes(run.results):,.0f}"
+    fast = table[(table["disk"] == tables.NO_LIMIT) & (table["setting"] != tables.FORCED)]
+    last = fast.iloc[-1]
+    extra_last = last["wal_bytes_per_tx_on"] - last["wal_bytes_per_tx_off"]
+    out["ex_hour_setting"] = last["setting"]
+    out["ex_hour_gib"] = f"{extra_last * last['tps_on'] * 3600 / 2**30:.1f}"
+    legs = tables.legs(run.results)
+    on = legs[(legs["setting"] == last["setting"]) & (legs["disk"] == tables.NO_LIMIT)
+              & (legs["full_page_writes"] == "on")].iloc[0]
+    interval_s = last["checkpoint_interval_s"]
+    full = model.leg_images_per_tx(tables.pools(on), last["tps_on"], interval_s, interval_s)
+    out["ex_hour_model_fpi"] = f"{full:.3f}"
+    return out
+
+
+def server_log_lines(run: RecordedRun, variant: str) -> str:
+    """The lines of a torn-page variant's server log that report the bad page."""
+    log = (run.raw_dir / "torn" / variant / "server.log").read_text().splitlines()
+    return "\n".join(line for line in log if "invalid page" in line or "verification" in line)
+
+
+def explain_figures() -> dict[str, str]:
+    """The explanation page's worked example and exercise answers, from the model alone."""
+    e = EXAMPLE
+    pool = model.PagePool(e["pages"], 1.0)
+
+    def wal_ratio(images: float) -> str:
+        wal = model.wal_bytes_per_tx(e["base_bytes"], e["image_bytes"], images)
+        return f"{wal / e['base_bytes']:.1f}"
+
+    out = {"ex_pages": f"{e['pages']:,}", "ex_tps": f"{e['tps']:,}",
+           "ex_interval_s": f"{e['interval_s']}", "ex_base_bytes": f"{e['base_bytes']}",
+           "ex_image_bytes": f"{e['image_bytes']:,}"}
+    out["ex_tau_s"] = f"{e['pages'] / e['tps']:.1f}"
+    out["ex_ten_percent_s"] = f"{model.burst_seconds(pool, e['tps'], 0.1):.0f}"
+    mean = model.leg_images_per_tx(pool, e["tps"], e["interval_s"], e["interval_s"])
+    out["ex_mean_images"] = f"{mean:.3f}"
+    wal = model.wal_bytes_per_tx(e["base_bytes"], e["image_bytes"], mean)
+    out["ex_wal_per_tx"] = f"{wal:,.0f}"
+    out["ex_wal_ratio"] = wal_ratio(mean)
+    out["ex_wal_mibps"] = f"{wal * e['tps'] / 2**20:.1f}"
+    short = model.leg_images_per_tx(pool, e["tps"], 30, 30)
+    out["ex_short_mean_images"] = f"{short:.3f}"
+    out["ex_short_wal_ratio"] = wal_ratio(short)
+    big = model.PagePool(10 * e["pages"], 1.0)
+    big_mean = model.leg_images_per_tx(big, e["tps"], e["interval_s"], e["interval_s"])
+    out["ex_big_pages"] = f"{10 * e['pages']:,}"
+    out["ex_big_tau_s"] = f"{10 * e['pages'] / e['tps']:.0f}"
+    out["ex_big_mean_images"] = f"{big_mean:.3f}"
+    out["ex_big_wal_ratio"] = wal_ratio(big_mean)
+    first_minute = model.images_between(pool, 0, e["tps"] * 60)
+    whole = model.touched_pages(pool, e["tps"] * e["interval_s"])
+    out["ex_first_minute_images"] = f"{first_minute:,.0f}"
+    out["ex_first_minute_share"] = f"{first_minute / whole * 100:.0f} %"
+    return out
+
+
+def explorer():
+    return charts.model_explorer(EXAMPLE["base_bytes"], EXAMPLE["image_bytes"])
 
 
 def provenance(run: RecordedRun) -> pd.DataFrame:
-    return run_summary(run)
+    """Where the run comes from; the lab's command in full, its tools' commands counted
+    (they are all in run.json), so the table fits the page."""
+    table = run_summary(run)
+    commands = run.meta["commands"]
+    pgbench_runs = sum(1 for c in commands[1:] if c.startswith("pgbench"))
+    table.loc[table[""] == "command", "recorded run"] = (
+        f"{commands[0]} (then {pgbench_runs} pgbench commands, listed in run.json)")
+    return table
+
+
+def provenance_table(run: RecordedRun):
+    """The provenance table styled so long values wrap instead of running off the page."""
+    return provenance(run).style.hide(axis="index").set_properties(
+        **{"white-space": "normal", "word-break": "break-word", "text-align": "left"})
 
 
 def panel() -> LabPanel:
@@ -217,21 +378,23 @@ def panel() -> LabPanel:
                     needs_root=True, defaults={"profile": "quick"})
 
 
-HEADLINE_MEASURES = {"tps": ("transactions per second", "tps", "higher"),
-                     "wal_bytes_per_tx": ("WAL bytes per transaction", "bytes/tx", "lower")}
-
-
 def headline(run: RecordedRun) -> pd.DataFrame:
-    """The run's headline measures for labs.book.compare: per pgbench leg, transactions per
-    second and WAL bytes per transaction (this lab has no model of them: model is NaN)."""
+    """The run's headline measures for labs.book.compare: per disk, setting and
+    full_page_writes, transactions per second and WAL bytes per transaction, each with the
+    first-touch model's figure where the page has one (WAL with images; write-limited tps)."""
     from labs.book.compare import headline_table
 
     rows = []
-    for leg in leg_summary(run.results).to_dict("records"):
+    for leg in tables.settings(run.results).to_dict("records"):
         setting = leg["setting"].replace("checkpoint_timeout", "timeout")
-        config = f"{setting}, {leg['disk']}, full_page_writes {leg['full_page_writes']}"
-        for metric, (measure, unit, better) in HEADLINE_MEASURES.items():
-            if pd.notna(leg.get(metric)):
-                rows.append({"measure": measure, "config": config, "value": leg[metric],
-                             "unit": unit, "better": better, "model": None})
+        for side in ("on", "off"):
+            config = f"{setting}, {leg['disk']}, full_page_writes {side}"
+            model_wal = leg["model_wal_bytes_per_tx_on"] if side == "on" else None
+            model_tps = leg.get(f"model_tps_{side}")
+            rows.append({"measure": "transactions per second", "config": config,
+                         "value": leg[f"tps_{side}"], "unit": "tps", "better": "higher",
+                         "model": model_tps if pd.notna(model_tps) else None})
+            rows.append({"measure": "WAL bytes per transaction", "config": config,
+                         "value": leg[f"wal_bytes_per_tx_{side}"], "unit": "bytes/tx",
+                         "better": "lower", "model": model_wal})
     return headline_table(rows)

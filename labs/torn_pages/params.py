@@ -12,12 +12,18 @@ from labs.lab import LabParameters, option
 class Parameters(LabParameters):
     LAB = "torn-pages"
     PROFILES = {
+        # ci: the smallest run that still does every step on the real system (one
+        # checkpoint setting, legs shorter than its interval).
+        "ci": {"scale": 4, "duration_s": 12, "checkpoint_timeouts_s": (30,),
+               "burst_duration_s": 12, "warmup_s": 2, "slow_duration_s": 10,
+               "fs_size_mib": 4096},
         "quick": {"scale": 8, "duration_s": 35, "burst_duration_s": 24, "warmup_s": 10,
                   "slow_duration_s": 20},
         "full": {},
     }
 
-    seed: int = option(7, "pgbench --random-seed, and the order of the on/off legs",
+    seed: int = option(7, "pgbench --random-seed of the warm-up (each leg adds its number), "
+                          "and the order of the on/off legs",
                        minimum=0, maximum=2**31 - 1)
     image: str | None = option(None, "container image (default: the local build if present, "
                                      "else the official postgres:15)")
@@ -48,6 +54,7 @@ class Parameters(LabParameters):
             raise UsageError("--checkpoint-timeouts-s: give at least one, e.g. 30,300")
 
     def leg_count(self) -> int:
-        """pgbench legs: on and off per setting (twice with a slow disk) and the burst legs."""
+        """pgbench legs: on and off per setting (twice with a slow disk), and the three
+        forced-checkpoint legs (on, off, and on again replaying the previous leg's seed)."""
         per_disk = 2 * len(self.checkpoint_timeouts_s)
-        return per_disk * (2 if self.write_mibps else 1) + 2
+        return per_disk * (2 if self.write_mibps else 1) + 3

@@ -1,28 +1,36 @@
 """Lab: a write-mostly RAID1 of a fast local disk and a slow network disk (the "super disk").
 
-    python -m labs run write-mostly --host vm1 [--profile quick] [--seed 42]
+    python -m labs run write-mostly --host vm1 [--profile ci|quick|full] [--legs disks|loop]
 
-On a lab VM the two legs are the VM's data disks: the first is plain (the local NVMe
-stand-in), the second is throttled by QEMU (the network-disk stand-in), with a dm-delay on
-top. The lab measures both legs raw, builds RAID1 arrays over them (plain, write-mostly,
-with a bitmap, with write-behind), runs 4 KiB random reads and writes at queue depth 1 and
-16, counts where the I/O landed per leg, and runs failure drills each followed by a data
-check that catches a single lost or wrong 4 KiB block.
+The legs are either a lab VM's two data disks (the second capped by QEMU in operations per
+second) or two loop devices over files in the lab's work dir (the second capped by a cgroup
+io limit), so any Linux host with md and device-mapper can run it; a dm-delay goes over the
+slow leg either way. The lab measures both legs raw and the slow leg's cap and delay apart,
+builds RAID1 arrays over them (plain, write-mostly, with a bitmap, with write-behind in every
+combination of mirror slot and of how write-mostly was set), runs 4 KiB random reads and
+writes at queue depth 1 and 16, counts where the I/O landed per leg, logs every write of the
+write-behind cells, and runs failure drills each followed by a data check that catches a
+single lost or wrong 4 KiB piece.
 
-params.py  parameters, profiles, the configurations and workloads compared
-model.py   what the chapter predicts (transfer time, the article's figures)
-run.py     the lab on a host: legs, arrays, fio, per-leg counters
-drills.py  the failure drills and the data checks
-page.py    what the lab page shows: tables, figures, provenance, the panel
-charts.py  the lab page's Altair charts
+params.py     parameters, profiles, the configurations and workloads compared
+legs.py       the two legs (VM disks or loop devices), the host check, the loop legs' limit
+run.py        the lab on a host: arrays, fio, per-leg counters
+drills.py     the failure drills and the data checks
+model.py      what the chapter predicts (slow leg, write-behind backlog, transfer times)
+reference.py  Hyperconnect's published figures, read closely
+tables.py     tidy tables of a run, with the model beside each measurement
+figures.py    every number and shape word the lab page quotes
+page.py       what the pages show: tables, provenance, the panel, companion runs
+charts.py     the pages' Altair charts
 """
 
 from labs.write_mostly.params import Parameters
 
 NAME = "write-mostly"
-DESCRIPTION = ("write-mostly RAID1 of a fast and a slow leg: latency per configuration, where "
-               "reads land, failure drills with data checks, resync time")
+DESCRIPTION = ("write-mostly RAID1 of a fast and a slow leg: the slow leg's parts, latency per "
+               "configuration, where reads land, write-behind by slot, failure drills, resync")
 BOOK_PAGE = "book/write-mostly/lab.md"
-NEEDS = "a lab host with md and device-mapper and two spare disks: a lab VM (vm1)"
+NEEDS = ("a lab host with md RAID1 and dm-delay: loop legs on such a Linux host (--legs loop), "
+         "or a lab VM's two disks (vm1)")
 
 __all__ = ["BOOK_PAGE", "DESCRIPTION", "NAME", "NEEDS", "Parameters"]

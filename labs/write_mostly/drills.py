@@ -9,8 +9,9 @@ import time
 from typing import Any
 
 from labs.errors import LabError
+from labs.tools import fio as fio_tool
 from labs.tools import mdadm as md
-from labs.write_mostly.params import MD_NAME, WORKLOADS
+from labs.write_mostly.params import DATA_BLOCK_SIZE, MD_NAME, WORKLOADS
 
 
 class DataCheckFailed(LabError):
@@ -19,6 +20,37 @@ class DataCheckFailed(LabError):
 
 class Drills:
     """Losing the slow leg, losing the fast leg, resync time against size, the control."""
+
+    # -- data checks --------------------------------------------------------------------------
+
+    def data_job(self, target: str, **options: str | int) -> fio_tool.FioJob:
+        # Sequential, seeded, a crc32c over every 64 KiB block and the block's own offset in
+        # its header: a lost 4 KiB piece (zeros), a stale one or one from elsewhere all fail.
+        # 64 KiB rather than 4 KiB blocks: the slow leg is limited in operations per second.
+        return fio_tool.FioJob(name="data", filename=target, rw="write", bs=DATA_BLOCK_SIZE,
+                               iodepth=16, size=f"{self.profile.data_mib}M",
+                               seed=self.params.seed,
+                               options={"verify": "crc32c", **options})
+
+    def write_data(self, target: str, drill: str) -> None:
+        self.fio(f"{drill}/data-write", [self.data_job(target, do_verify=0)])
+
+    def check_data(self, target: str, drill: str, step: str, expect_ok: bool = True) -> bool:
+        """Read the data back through `target` and verify every block; records the outcome."""
+        document, _rows, deltas, _log = self.fio(f"{drill}/data-check-{step}",
+                                                 [self.data_job(target, verify_only=1)],
+                                                 allow_error=True)
+        ok = not fio_tool.job_errors(document)
+        self.run.add_result(config=drill, workload=f"data-check-{step}", metric="data_check_ok",
+                            value=1.0 if ok else 0.0, unit="count", leg="array")
+        self.record_leg_counts(drill, f"data-check-{step}", deltas)
+        outcome = "intact" if ok else "FAILED" + (" (expected: this is the control)"
+                                                  if not expect_ok else "")
+        self.progress.detail(f"data check {step}: {outcome}")
+        if expect_ok and not ok:
+            raise DataCheckFailed(f"{drill}: data check '{step}' found a lost or wrong block "
+                                  f"(see raw/fio/{drill}/data-check-{step}.json)")
+        return ok
 
     def drill_slow_leg_lost(self) -> None:
         """The network disk goes away: the array serves on, degraded, from the fast leg."""
@@ -45,7 +77,7 @@ class Drills:
             workload, array, runtime_s=self.profile.drill_runtime_s,
             offset_mib=self.profile.data_mib, size_mib=self.profile.data_mib)])
             for workload in served])
-        for workload, (_doc, rows, deltas) in zip(served, outcomes, strict=True):
+        for workload, (_doc, rows, deltas, _log) in zip(served, outcomes, strict=True):
             self.record_fio_rows(drill, rows, deltas, workload, WORKLOADS[workload][1],
                                  phase="degraded")
         self.event(drill, "served degraded", t0)
@@ -119,7 +151,7 @@ class Drills:
         self.guarded(argv, [device])
 
     def reads_phase(self, array: str, drill: str, phase: str) -> None:
-        _doc, rows, deltas = self.fio(f"{drill}/randread-{phase}", [self.workload_job(
+        _doc, rows, deltas, _log = self.fio(f"{drill}/randread-{phase}", [self.workload_job(
             "randread-qd16", array, runtime_s=self.profile.drill_runtime_s,
             size_mib=self.profile.data_mib)])
         self.record_fio_rows(drill, rows, deltas, "randread-qd16", 16, phase=phase)

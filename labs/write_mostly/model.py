@@ -1,8 +1,68 @@
-"""What the write-mostly chapter predicts, as functions (pure: no host, no run)."""
+"""What the write-mostly chapter predicts, as functions (pure: no host, no run).
+
+The slow leg at queue depth 1: an operations-per-second cap of C forces at least 1/C seconds
+between operations, and a delay of d adds d to each one, so
+
+    slow-leg latency  ≈  1000 / C  +  d            (milliseconds; C in I/O per second)
+
+and a mirror without write-behind completes a write only when the slow leg has it, so its
+write latency is about the same. That sum assumes the two parts queue one after the other;
+a cap that counts from the last operation it let through can overlap with the delay instead.
+
+Write-behind lets up to N writes wait for the slow leg; a writer at W writes per second
+against a slow leg that drains S per second fills it in
+
+    fill time  =  N / (W − S)                      (never, if W ≤ S)
+
+after which the next write waits for the whole backlog: about N / S seconds. A resync (or
+streaming a node's data from its peers) moves `size` bytes at a steady rate: size / rate.
+"""
 
 from __future__ import annotations
 
+import math
+
 from labs.errors import UsageError
+
+MD_SPEED_LIMIT_MAX_KIB_S = 200_000  # md's default /proc/sys/dev/raid/speed_limit_max
+
+
+def slow_leg_latency_ms(cap_iops: float | None, delay_ms: float, device_ms: float = 0.0
+                        ) -> float:
+    """Latency of one operation on the slow leg at queue depth 1: the cap's spacing (none
+    without a cap), plus the delay, plus what the device underneath takes (`device_ms`)."""
+    if delay_ms < 0 or device_ms < 0:
+        raise UsageError("delay and device time must not be negative")
+    spacing = 1000.0 / cap_iops if cap_iops else 0.0
+    if cap_iops is not None and cap_iops < 0:
+        raise UsageError(f"cap of {cap_iops} I/O per second: must not be negative")
+    return spacing + delay_ms + device_ms
+
+
+def backlog_fill_s(depth: int, write_iops: float, slow_iops: float) -> float:
+    """Seconds until `depth` writes wait for the slow leg (math.inf if it keeps up)."""
+    if depth <= 0 or slow_iops <= 0 or write_iops <= 0:
+        raise UsageError("depth, write rate and slow-leg rate must be positive")
+    if write_iops <= slow_iops:
+        return math.inf
+    return depth / (write_iops - slow_iops)
+
+
+def backlog_stall_s(depth: int, slow_iops: float) -> float:
+    """How long the write that finds the backlog full waits: the whole backlog drains first."""
+    if depth <= 0 or slow_iops <= 0:
+        raise UsageError("depth and slow-leg rate must be positive")
+    return depth / slow_iops
+
+
+def resync_rate_mib_s(cap_iops: float | None, request_kib: float,
+                      ceiling_kib_s: float = MD_SPEED_LIMIT_MAX_KIB_S) -> float:
+    """The rate a resync reaches: md's ceiling, unless the slow leg's cap times the size of
+    the requests it is read in is lower."""
+    ceiling = ceiling_kib_s / 1024
+    if not cap_iops or request_kib <= 0:
+        return ceiling
+    return min(ceiling, cap_iops * request_kib / 1024)
 
 
 def transfer_hours(size_bytes: float, rate_mib_s: float) -> float:
@@ -14,16 +74,13 @@ def transfer_hours(size_bytes: float, rate_mib_s: float) -> float:
 
 def implied_rate_mib_s(size_bytes: float, hours: float) -> float:
     """The steady rate that moves size_bytes in `hours` (e.g. a reported recovery time)."""
+    if hours <= 0:
+        raise UsageError(f"hours must be positive, not {hours}")
     return size_bytes / (hours * 3600) / (1024 * 1024)
 
 
-# Figures reported by Hyperconnect's engineering blog (2025) on the super disk: a node of
-# about 1.8 TB took 12 to 24 hours to rebuild by streaming from its peers; the RAID resync
-# of a 3.66 TB array took about an hour, and md showed speed=200256K/sec at its start.
-ARTICLE = {
-    "stream_node_bytes": 1.8e12,
-    "stream_hours": (12.0, 24.0),
-    "resync_array_kib": 3659399168,
-    "resync_reported_hours": 1.0,
-    "resync_md_speed_kib_s": 200256,
-}
+def relative_error(model: float, measured: float) -> float:
+    """(model − measured) / measured: + when the model predicts more than was measured."""
+    if measured == 0:
+        raise UsageError("cannot compare a model with a measurement of 0")
+    return (model - measured) / measured

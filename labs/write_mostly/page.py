@@ -1,20 +1,58 @@
-"""What the write-mostly lab page shows: figures, provenance and the live panel.
+"""What the write-mostly lab page shows: figures, tables, provenance and the live panel.
 
-Pure page code: it reads a recorded run (pandas) and never touches a host.
+Pure page code: it reads recorded runs (pandas) and never touches a host.
+
+The page shows the shipped run (data/runs/write-mostly/SHIPPED, Debian 12's kernel on the
+lab VM's disks) and beside it two companion runs named the same way: SHIPPED-trixie (the same
+lab on Debian 13's kernel) and SHIPPED-loop (loop-device legs).
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pandas as pd
 
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.panel import LabPanel
-from labs.errors import LabError
-from labs.records import RecordedRun
-from labs.write_mostly import charts
-from labs.write_mostly.model import ARTICLE, implied_rate_mib_s, transfer_hours
-from labs.write_mostly.params import WRITE_BEHIND, Parameters
-from labs.write_mostly.tables import latency_table, resync_table, summary_table
+from labs.records import RUN_ID_PATTERN, RecordedRun, load_run, runs_root
+from labs.write_mostly import charts, tables
+from labs.write_mostly.figures import NOT_MEASURED, ms, run_figures, us
+from labs.write_mostly.params import WRITE_BEHIND_CELLS, Parameters
+
+__all__ = ["companion_run", "figures", "legs_display", "panel", "provenance",
+           "release_figures", "write_behind_display"]
+
+COMPANIONS = {"trixie": "SHIPPED-trixie", "loop": "SHIPPED-loop"}
+
+
+def companion_run(role: str, root: Path | None = None) -> RecordedRun | None:
+    """The run the page shows beside the shipped one ("trixie" or "loop"), if it ships one."""
+    marker = Path(root or runs_root()) / "write-mostly" / COMPANIONS[role]
+    if not marker.is_file():
+        return None
+    run_id = marker.read_text().strip()
+    if not RUN_ID_PATTERN.match(run_id):
+        return None
+    return load_run(marker.parent / run_id)
+
+
+def release_name(run: RecordedRun) -> str:
+    """'Debian 12 (kernel 6.1.0-50-amd64)' from what the run's host reported."""
+    host = run.meta["host"]
+    release = host.get("os_release") or {"bookworm": "Debian GNU/Linux 12 (bookworm)",
+                                          "trixie": "Debian GNU/Linux 13 (trixie)"}.get(
+        host.get("vm", {}).get("release", "bookworm"), "Debian")
+    short = release.replace("GNU/Linux ", "")
+    return f"{short}, kernel {run.meta['tool_versions'].get('kernel', host.get('kernel'))}"
+
+
+def figures(run: RecordedRun) -> dict[str, str]:
+    """Every number the lab page quotes: this run's, and what it says beside the companion
+    runs (Debian 13's kernel, prefixed new_; loop legs, prefixed loop_)."""
+    return {**run_figures(run),
+            **release_figures({"old": run, "new": companion_run("trixie")}),
+            **loop_figures(companion_run("loop"))}
 
 
 def provenance(run: RecordedRun) -> pd.DataFrame:
@@ -22,108 +60,99 @@ def provenance(run: RecordedRun) -> pd.DataFrame:
     meta = run.meta
     host = meta["host"]
     vm = host.get("vm", {})
-    legs = meta["parameters"]
+    parameters = meta["parameters"]
+    settings = tables.run_settings(meta)
+    cap = (f"capped at {settings['cap_iops']:g} I/O per second by {settings['cap_by']}"
+           if settings["cap_iops"] else "no cap the lab knows of")
+    if settings["legs"] == "loop":
+        legs = (f"loop devices over files in the lab's work dir: fast "
+                f"{parameters.get('fast_device')}; slow {parameters.get('slow_device')}, {cap}, "
+                f"plus dm-delay {parameters.get('slow_delay_ms')} ms")
+    else:
+        legs = (f"fast {parameters.get('fast_device')}; slow {parameters.get('slow_device')} "
+                f"{cap}, plus dm-delay {parameters.get('slow_delay_ms')} ms")
+    load = host.get("load_average", {})
     rows = [
-        ("run", f"{meta['lab']}/{meta['run_id']}"),
-        ("command", meta["parameters"].get("command_line", "-")),
+        ("run", f"{meta['lab']}/{meta['run_id']} ({parameters.get('profile')} profile)"),
+        ("command", parameters.get("command_line", "-")),
         ("seed", str(meta["seed"])),
-        ("host", f"{host.get('name')}, kernel {host.get('kernel')}, {host.get('cpu_count')} "
-                 f"CPUs" + (f", lab VM under {vm.get('accel', '?').upper()}" if vm else "")),
-        ("legs", f"fast {legs.get('fast_device')}; slow {legs.get('slow_device')} throttled by "
-                 f"QEMU to {vm.get('slow_iops', '?')} I/O per second, plus dm-delay "
-                 f"{legs.get('slow_delay_ms')} ms"),
+        ("host", f"{host.get('name')}, {release_name(run)}, {host.get('cpu_count')} CPUs"
+                 + (f", lab VM under {vm.get('accel', '?').upper()}" if vm else "")),
+        ("legs", legs),
         ("tools", ", ".join(f"{k} {v}" for k, v in sorted(meta["tool_versions"].items()))),
         ("project commit", meta["git_commit"][:12]),
         ("started / finished (UTC)", f"{meta['started_at']} / {meta['finished_at']}"),
     ]
+    if load:
+        rows.append(("load of the machine running QEMU (1-min average, 2 cores)",
+                     f"{load['controller_before'][0]:.1f} before, "
+                     f"{load.get('controller_after', [float('nan')])[0]:.1f} after"))
     return pd.DataFrame(rows, columns=["", "recorded run"])
 
 
 def panel() -> LabPanel:
     """The live panel of the lab page: run the lab on a lab host, record it, redraw."""
-    return LabPanel(Parameters, fields=("host", "profile", "seed", "slow_delay_ms"),
-                    chart=lambda recorded: charts.latency_chart(recorded.results),
-                    title="write-mostly RAID1 on a lab VM", defaults={"profile": "quick"})
+    return LabPanel(Parameters, fields=("host", "profile", "legs", "seed", "slow_delay_ms"),
+                    chart=lambda recorded: charts.latency_chart(recorded.results,
+                                                                recorded.meta),
+                    title="write-mostly RAID1 on a lab VM or loop devices",
+                    defaults={"profile": "quick"})
 
 
-def _us(value: float) -> str:
-    return f"{value / 1000:.1f} ms" if value >= 1000 else f"{value:.0f} µs"
+def legs_display(run: RecordedRun) -> pd.DataFrame:
+    """The legs alone and the slow leg's parts at depth 1, as the page's table shows them."""
+    rows = []
+    labels = {"fast-only": "fast leg", "slow-only": "slow leg (cap and delay)",
+              "slow-cap-only": "slow leg's cap alone", "slow-delay-only": "slow leg's delay alone"}
+    for config, label in labels.items():
+        values = {f"{op} p50": us(tables.measured(run.results, config, f"rand{op}-qd1",
+                                                  "clat_p50_us")) for op in ("read", "write")}
+        if all(v == NOT_MEASURED for v in values.values()):
+            continue
+        rows.append({"what": label, **values,
+                     "reads per second at depth 16": _count(tables.measured(
+                         run.results, config, "randread-qd16", "iops"))})
+    return pd.DataFrame(rows)
 
 
-def figures(run: RecordedRun) -> dict[str, str]:
-    """Every number the lab page quotes, formatted, computed from a recorded run."""
-    results = run.results
-    summary = summary_table(results).set_index("config")
-    latency = latency_table(results)
-    resync = resync_table(results)
+def _count(value: float | None) -> str:
+    return f"{value:,.0f}" if value is not None else "—"
 
-    def p(config: str, workload: str, percentile: str = "p50") -> float:
-        row = latency[(latency.config == config) & (latency.workload == workload)
-                      & (latency.percentile == percentile)]
-        if row.empty:
-            raise LabError(f"run {run.run_id}: no {percentile} latency for {config}/{workload}")
-        return float(row.latency_us.iloc[0])
 
-    def iops(config: str, workload: str) -> float:
-        rows = results[(results.config == config) & (results.workload == workload)
-                       & (results.metric == "iops")]
-        return float(rows.value.iloc[0])
+def write_behind_display(runs: dict[str, RecordedRun]) -> pd.DataFrame:
+    """The write-behind cells by slot and by how write-mostly was set, one column pair per
+    run (e.g. per Debian release): the largest backlog and the flat-out writer's median."""
+    rows = []
+    for name in WRITE_BEHIND_CELLS:
+        config = tables.CONFIGS[name]
+        row = {"slow leg's slot": str(config.slow_slot),
+               "write-mostly set": "at creation" if config.marked == "create" else "via sysfs"}
+        for label, run in runs.items():
+            table = tables.write_behind_table(run.results, run.meta)
+            cell = table[table["config"] == name] if len(table) else table
+            row[f"{label}: most writes behind"] = (f"{cell['max_backlog'].iloc[0]:.0f}"
+                                                   if len(cell) else "—")
+            row[f"{label}: write median"] = (us(cell["write_p50_us"].iloc[0]) if len(cell)
+                                             else "—")
+        rows.append(row)
+    return pd.DataFrame(rows)
 
+
+def release_figures(runs: dict[str, RecordedRun | None]) -> dict[str, str]:
+    """What the page says about write-behind on each release, computed from each run."""
     f: dict[str, str] = {}
-    for leg in ("fast", "slow"):
-        for workload in ("randread-qd1", "randwrite-qd1"):
-            for percentile in ("p50", "p99"):
-                f[f"{leg}_{workload}_{percentile}"] = _us(p(f"{leg}-only", workload, percentile))
-        f[f"{leg}_read_qd16_iops"] = f"{iops(f'{leg}-only', 'randread-qd16'):,.0f}"
-    f["slow_iops_cap"] = str(run.meta["host"].get("vm", {}).get("slow_iops", "?"))
-    f["delay_ms"] = str(run.meta["parameters"]["slow_delay_ms"])
-    f["plain_share"] = f"{summary.loc['raid1', 'slow_read_share']:.1%}"
-    f["wm_share"] = f"{summary.loc['raid1-wm', 'slow_read_share']:.2%}"
-    f["fast_read_p50"] = _us(p("fast-only", "randread-qd1"))
-    f["wm_read_p50"] = _us(p("raid1-wm", "randread-qd1"))
-    f["plain_read_qd16_p99"] = _us(p("raid1", "randread-qd16", "p99"))
-    f["wm_read_qd16_p99"] = _us(p("raid1-wm", "randread-qd16", "p99"))
-    f["wm_write_p50"] = _us(p("raid1-wm", "randwrite-qd1"))
-    f["wb_write_p50"] = _us(p("raid1-wm-wb", "randwrite-qd1"))
-    f["wb_paced_p50"] = _us(p("raid1-wm-wb", "randwrite-qd1-paced"))
-    f["wm_paced_p50"] = _us(p("raid1-wm", "randwrite-qd1-paced"))
-    f["wb_qd16_iops"] = f"{iops('raid1-wm-wb', 'randwrite-qd16'):,.0f}"
-    f["slow_qd16_write_iops"] = f"{iops('slow-only', 'randwrite-qd16'):,.0f}"
-    backlog = results[results.metric == "write_behind_max_backlog"].set_index("config")["value"]
-    f["backlog_slot0"] = f"{backlog['raid1-wm-wb']:.0f}"
-    f["backlog_slot1"] = f"{backlog['raid1-wm-wb-slot1']:.0f}"
-    f["slot1_write_p50"] = _us(p("raid1-wm-wb-slot1", "randwrite-qd1"))
-    rate = float(resync.size_mib.sum() / resync.resync_s.sum())
-    stream_rate = implied_rate_mib_s(ARTICLE["stream_node_bytes"], ARTICLE["stream_hours"][0])
-    ceiling_mib_s = 200000 / 1024
-    f["resync_rate"] = f"{rate:.0f} MiB/s"
-    f["resync_sizes"] = ", ".join(f"{s:.0f} MiB in {t:.1f} s" for s, t in
-                                  zip(resync.size_mib, resync.resync_s, strict=True))
-    f["node_resync_h"] = f"{transfer_hours(3.5e12, rate):.0f}"
-    f["stream_rate"] = f"{stream_rate:.0f} MiB/s"
-    ratio = rate / stream_rate
-    f["resync_vs_stream"] = ("faster than" if ratio > 1.2 else
-                             "slower than" if ratio < 0.8 else "about as fast as")
-    f["ceiling_h"] = f"{transfer_hours(3.5e12, ceiling_mib_s):.1f}"
-    f["article_estimate_h"] = (
-        f"{ARTICLE['resync_array_kib'] / ARTICLE['resync_md_speed_kib_s'] / 3600:.1f}")
-    wall = results[results.metric == "wall_time_s"].value.iloc[0]
-    f["wall_min"] = f"{wall / 60:.0f}"
-    readd = results[(results.config == "drill-slow-leg-lost") & (results.metric == "resync_s")]
-    f["readd_s"] = f"{readd.value.iloc[0]:.1f} s"
-    replace = resync[resync.config == "drill-fast-leg-lost"].iloc[0]
-    f["replace_resync"] = f"{replace.size_mib:.0f} MiB in {replace.resync_s:.1f} s"
-    # Exercises.
-    fast_write_iops = iops("fast-only", "randwrite-qd1")
-    slow_write_iops = iops("slow-only", "randwrite-qd16")
-    burst_s = WRITE_BEHIND / max(fast_write_iops - slow_write_iops, 1)
-    f["ex_fast_w"] = f"{fast_write_iops:,.0f}"
-    f["ex_slow_w"] = f"{slow_write_iops:,.0f}"
-    f["ex_burst_ms"] = f"{burst_s * 1000:.0f} ms"
-    f["ex_lost_kib"] = f"{WRITE_BEHIND * 4:,} KiB"
-    f["ex_node_resync_h"] = f"{transfer_hours(3.5e12, rate):.1f}"
-    f["ex_node_stream_h"] = f"{transfer_hours(3.5e12, stream_rate):.1f}"
-    f["ex_ceiling_h"] = f"{transfer_hours(3.5e12, ceiling_mib_s):.1f}"
+    for key, run in runs.items():
+        if run is None:
+            f[f"{key}_release"] = NOT_MEASURED
+            f[f"{key}_wb_verdict"] = NOT_MEASURED
+            f[f"{key}_how_set_verdict"] = NOT_MEASURED
+            continue
+        figures_of_run = run_figures(run)
+        f[f"{key}_release"] = release_name(run)
+        f[f"{key}_wb_verdict"] = figures_of_run["wb_verdict"]
+        f[f"{key}_how_set_verdict"] = figures_of_run["how_set_verdict"]
+        f[f"{key}_backlog_slot1_create"] = figures_of_run["backlog_slot1_create"]
+        f[f"{key}_write_p50_slot1_create"] = figures_of_run["write_p50_slot1_create"]
     return f
 
 
@@ -159,3 +188,69 @@ def headline(run: RecordedRun) -> pd.DataFrame:
                           "value": p50[(config.name, workload)], "unit": "us",
                           "better": "lower", "model": model})
     return headline_table(table)
+
+
+def loop_figures(run: RecordedRun | None) -> dict[str, str]:
+    """The loop-device legs, measured alone (prefixed loop_)."""
+    if run is None:
+        return {key: NOT_MEASURED for key in ("loop_fast_write", "loop_slow_write",
+                                              "loop_cap_write", "loop_delay_write",
+                                              "loop_cap", "loop_cap_iops", "loop_release",
+                                              "loop_cap_error", "loop_resync_rate",
+                                              "loop_wb_verdict")}
+    f = run_figures(run)
+    settings = tables.run_settings(run.meta)
+    cap_iops = tables.measured(run.results, "slow-cap-only", "randwrite-qd1", "iops")
+    return {"loop_fast_write": f["fast_randwrite-qd1_p50"],
+            "loop_slow_write": f["slow_randwrite-qd1_p50"],
+            "loop_cap_write": f["part_cap_write"], "loop_delay_write": f["part_delay_write"],
+            "loop_cap": f"{settings['cap_iops']:g}" if settings["cap_iops"] else NOT_MEASURED,
+            "loop_cap_iops": f"{cap_iops:,.0f}" if cap_iops else NOT_MEASURED,
+            "loop_cap_error": f["part_cap_write_error"],
+            "loop_release": release_name(run), "loop_resync_rate": f["resync_rate"],
+            "loop_wb_verdict": f["wb_verdict"]}
+
+
+__all__ += ["loop_figures", "ms", "release_name", "run_figures"]
+
+
+def explain_figures() -> dict[str, str]:
+    """The explanation page's figures: Hyperconnect's, read closely, and the exercises'
+    answers, computed from the model (prefixed hc_ and ex_)."""
+    from labs.write_mostly.model import (
+        MD_SPEED_LIMIT_MAX_KIB_S,
+        backlog_fill_s,
+        backlog_stall_s,
+        implied_rate_mib_s,
+        slow_leg_latency_ms,
+        transfer_hours,
+    )
+    from labs.write_mostly.params import WRITE_BEHIND
+    from labs.write_mostly.reference import article_figures, figure, stream_rate
+
+    f = article_figures()
+    array_bytes = figure("array_recovery_kib") * 1024
+    ceiling = MD_SPEED_LIMIT_MAX_KIB_S / 1024
+    # Exercise 1: a burst against a network disk that takes 3,000 writes per second.
+    f["ex1_write"], f["ex1_slow"] = "5,000", "3,000"
+    fill = backlog_fill_s(WRITE_BEHIND, 5000, 3000)
+    f["ex1_fill_ms"] = f"{fill * 1000:.0f} ms"
+    f["ex1_writes"] = f"{fill * 5000:,.0f}"
+    f["ex1_stall_ms"] = f"{backlog_stall_s(WRITE_BEHIND, 3000) * 1000:.0f} ms"
+    # Exercise 2: acknowledged writes that may exist only on the local disk.
+    f["ex2_kib_4k"] = f"{WRITE_BEHIND * 4:,} KiB"
+    f["ex2_mib_64k"] = f"{WRITE_BEHIND * 64 / 1024:.0f} MiB"
+    # Exercise 3: the slow leg at depth 1.
+    f["ex3_latency"] = f"{slow_leg_latency_ms(3000, 1.0):.2f} ms"
+    f["ex3_rate"] = f"{1000 / slow_leg_latency_ms(3000, 1.0):,.0f}"
+    # Exercise 4: Hyperconnect's array, resynced and streamed.
+    f["ex4_ceiling_h"] = f"{transfer_hours(array_bytes, ceiling):.1f}"
+    f["ex4_needed"] = f"{implied_rate_mib_s(array_bytes, 1):,.0f} MiB/s"
+    f["ex4_stream_h"] = " to ".join(
+        f"{transfer_hours(array_bytes, stream_rate(h)):.0f}"
+        for h in (figure("stream_hours_min"), figure("stream_hours_max")))
+    f["wb_depth"] = str(WRITE_BEHIND)
+    return f
+
+
+__all__ += ["explain_figures"]

@@ -8,10 +8,10 @@ from labs.errors import UsageError
 from labs.lab import LabParameters, option
 
 BLOCK_SIZE = "4k"
-DATA_BLOCK_SIZE = "64k"  # the drills' verified data
+DATA_BLOCK_SIZE = "64k"  # the drills' verified data: a checksum over every 64 KiB block
 # Workloads (name -> fio rw, queue depth, I/O per second or 0 for as fast as possible);
-# every configuration runs all of them. The paced writer asks for fewer writes than the slow
-# leg can take, the case write-behind is made for; the others run flat out.
+# every mirror runs all of them. The paced writer asks for fewer writes than the slow leg can
+# take, the case write-behind is made for; the others run flat out.
 WORKLOADS = {
     "randread-qd1": ("randread", 1, 0),
     "randread-qd16": ("randread", 16, 0),
@@ -19,13 +19,19 @@ WORKLOADS = {
     "randwrite-qd16": ("randwrite", 16, 0),
     "randwrite-qd1-paced": ("randwrite", 1, 40),
 }
+QD1_WORKLOADS = ("randread-qd1", "randwrite-qd1")  # the slow leg's parts, measured at depth 1
 WRITE_BEHIND = 256  # mdadm's default limit of outstanding write-behind writes
 MD_NAME = "wm"  # the array appears as /dev/md/wm
+TIMELINE_S = 3.0  # how much of the flat-out writer's per-write log goes into results.csv
+LEG_MODES = ("auto", "disks", "loop")
 
 
 @dataclass(frozen=True)
 class Profile:
-    """How long and how large: --quick for tests and first tries, full for the book."""
+    """How long and how large: ci for the tests, quick for first tries, full for the book.
+
+    Every profile runs every configuration, workload and drill; they differ in time and size.
+    """
 
     name: str
     runtime_s: float  # per fio workload
@@ -34,73 +40,100 @@ class Profile:
     resync_sizes_mib: tuple[int, ...]  # array sizes of the resync-vs-size drill
     drill_runtime_s: float  # the short workloads inside drills
     drill_array_mib: int  # array size in the instance-replacement drill
-    workloads: tuple[str, ...] = tuple(WORKLOADS)
+
+    @property
+    def leg_mib(self) -> int:
+        """How large each leg must be (loop legs are made this size)."""
+        return max(*self.resync_sizes_mib, self.drill_array_mib, self.region_mib) + 16
 
 
 PROFILE_SETTINGS = {
-    # quick leaves out the flat-out writer at depth 16 (the slowest, and no claim rests on it)
-    # and the configurations marked full_only.
-    "quick": Profile("quick", runtime_s=1, region_mib=64, data_mib=16,
-                     resync_sizes_mib=(32,), drill_runtime_s=1, drill_array_mib=64,
-                     workloads=("randread-qd1", "randread-qd16", "randwrite-qd1",
-                                "randwrite-qd1-paced")),
-    "full": Profile("full", runtime_s=8, region_mib=256, data_mib=64,
+    "ci": Profile("ci", runtime_s=1, region_mib=32, data_mib=8, resync_sizes_mib=(32,),
+                  drill_runtime_s=1, drill_array_mib=32),
+    "quick": Profile("quick", runtime_s=2, region_mib=64, data_mib=16,
+                     resync_sizes_mib=(32, 64), drill_runtime_s=1, drill_array_mib=64),
+    "full": Profile("full", runtime_s=5, region_mib=256, data_mib=64,
                     resync_sizes_mib=(128, 256, 512), drill_runtime_s=3, drill_array_mib=256),
 }
 
 
 @dataclass(frozen=True)
 class Configuration:
-    """One way of using the legs; `raid` is False for a raw leg."""
+    """One way of using the legs; `raid` is False for a leg (or a part of one) alone."""
 
     name: str
     label: str
     raid: bool
-    leg: str | None = None  # raw configurations: which leg
+    # Legs alone: "fast", "slow" (cap and delay), "slow-cap" (the slow device without the
+    # delay), "fast-delay" (the delay over the fast device, without the cap).
+    leg: str | None = None
     write_mostly: bool = False
     bitmap: str = "none"
     write_behind: int | None = None
-    # The mirror slot of the slow leg. md lists write-mostly members last at creation, so the
-    # slow leg is in slot 1; slot 0 is reached by marking it write-mostly afterwards.
-    slow_slot: int = 1
-    full_only: bool = False
+    slow_slot: int = 1  # the mirror slot (role) of the slow leg: mdadm keeps the listed order
+    # How the slow leg became write-mostly: "create" (mdadm --write-mostly) or "sysfs".
+    marked: str = "create"
+    workloads: tuple[str, ...] = tuple(WORKLOADS)
+
+    @property
+    def part(self) -> bool:
+        """A part of the slow leg (the cap alone or the delay alone)."""
+        return self.leg in ("slow-cap", "fast-delay")
+
+
+def write_behind_cell(slot: int, marked: str) -> Configuration:
+    how = "at creation" if marked == "create" else "through sysfs"
+    return Configuration(f"wb-slot{slot}-{marked}",
+                         f"write-behind, slow leg in slot {slot}, write-mostly {how}",
+                         raid=True, write_mostly=True, bitmap="internal",
+                         write_behind=WRITE_BEHIND, slow_slot=slot, marked=marked)
 
 
 CONFIGURATIONS = (
     Configuration("fast-only", "fast leg alone", raid=False, leg="fast"),
-    Configuration("slow-only", "slow leg alone", raid=False, leg="slow"),
+    Configuration("slow-only", "slow leg alone (cap and delay)", raid=False, leg="slow"),
+    Configuration("slow-cap-only", "slow leg's cap alone (no delay)", raid=False,
+                  leg="slow-cap", workloads=QD1_WORKLOADS),
+    Configuration("slow-delay-only", "slow leg's delay alone (no cap)", raid=False,
+                  leg="fast-delay", workloads=QD1_WORKLOADS),
     Configuration("raid1", "RAID1, plain", raid=True),
     Configuration("raid1-wm", "RAID1, slow leg write-mostly", raid=True, write_mostly=True),
     Configuration("raid1-wm-bitmap", "RAID1, write-mostly + bitmap", raid=True,
-                  write_mostly=True, bitmap="internal", full_only=True),
-    Configuration("raid1-wm-wb", f"RAID1, write-mostly + bitmap + write-behind={WRITE_BEHIND}",
-                  raid=True, write_mostly=True, bitmap="internal", write_behind=WRITE_BEHIND,
-                  slow_slot=0),
-    # The same with the slow leg in slot 1, where mdadm puts it: on kernels whose md looks
-    # only at the first member to decide about write-behind, nothing is written behind.
-    Configuration("raid1-wm-wb-slot1", "the same, slow leg in mirror slot 1", raid=True,
-                  write_mostly=True, bitmap="internal", write_behind=WRITE_BEHIND,
-                  full_only=True),
+                  write_mostly=True, bitmap="internal"),
+    # Write-behind, two variables apart: the slow leg's mirror slot, and whether it was
+    # marked write-mostly by mdadm --create or afterwards through sysfs. Slot 1 at creation
+    # is the usual command (mdadm --create ... FAST --write-mostly SLOW).
+    write_behind_cell(1, "create"),
+    write_behind_cell(1, "sysfs"),
+    write_behind_cell(0, "create"),
+    write_behind_cell(0, "sysfs"),
 )
-
-
-# --- the model the resync drill is compared with --------------------------------------------
+WRITE_BEHIND_CELLS = tuple(c.name for c in CONFIGURATIONS if c.write_behind)
 
 
 @dataclass
 class Parameters(LabParameters):
     LAB = "write-mostly"
-    PROFILES = {"quick": {}, "full": {}}  # the profile's sizes are in PROFILE_SETTINGS
+    PROFILES = {"ci": {}, "quick": {}, "full": {}}  # sizes and times are in PROFILE_SETTINGS
 
     host: str = option("vm1", "lab host with md and dm (default vm1: start it with "
-                              "`python -m labs vm up`)")
+                              "`python -m labs vm up`; `local` runs on this machine)")
     seed: int = option(42, "fio's random seed", minimum=0, maximum=2**31 - 1)
-    fast_device: str | None = option(None, "fast leg (default: the host's first lab disk)")
-    slow_device: str | None = option(None, "slow leg (default: the host's second lab disk, "
-                                           "which a lab VM throttles)")
+    legs: str = option("auto", "what the legs are: `disks` (the host's two lab disks, a lab "
+                               "VM's QEMU-throttled pair), `loop` (loop devices over files in "
+                               "the lab's work dir, the slow one throttled by a cgroup io "
+                               "limit), or `auto` (disks if the host has two, else loop)",
+                       choices=LEG_MODES)
+    fast_device: str | None = option(None, "fast leg with --legs disks (default: the host's "
+                                           "first lab disk)")
+    slow_device: str | None = option(None, "slow leg with --legs disks (default: the host's "
+                                           "second lab disk, which a lab VM throttles)")
     slow_delay_ms: int = option(1, "dm-delay added to every I/O of the slow leg, in ms (0: "
-                                   "none; under TCG the guest's timers make it coarser: the "
-                                   "lab measures what it got)", minimum=0, maximum=1000)
+                                   "none; the lab measures what it got)",
+                                minimum=0, maximum=1000)
+    loop_slow_iops: int = option(200, "with --legs loop: the cgroup io limit on the slow "
+                                      "leg's reads and writes, each, per second",
+                                 minimum=10, maximum=100000)
     allow_device: list[str] = option([], "let the lab use this block device although it did "
                                           "not create it (its data is destroyed); repeatable",
                                       metavar="PATH")
@@ -112,9 +145,24 @@ class Parameters(LabParameters):
     def check(self) -> None:
         if self.fast_device and self.fast_device == self.slow_device:
             raise UsageError(f"the fast and slow legs must differ (both are {self.fast_device})")
+        if self.legs == "loop" and (self.fast_device or self.slow_device):
+            raise UsageError("--legs loop makes its own loop devices: drop --fast-device and "
+                             "--slow-device, or use --legs disks")
+
+
+def workload_groups(workloads: tuple[str, ...]) -> dict[str, list[str]]:
+    """The workloads by operation, in the order they run: reads, then the paced writer (it
+    leaves the write-behind backlog empty), the flat-out writer at depth 1 (whose log shows
+    the backlog fill from empty), and the one at depth 16."""
+    order = ["randread-qd1", "randread-qd16", "randwrite-qd1-paced", "randwrite-qd1",
+             "randwrite-qd16"]
+    groups: dict[str, list[str]] = {}
+    for workload in sorted(workloads, key=order.index):
+        groups.setdefault(WORKLOADS[workload][0], []).append(workload)
+    return groups
 
 
 def major_steps(profile: Profile) -> int:
     """How many top-level steps a run takes (for the progress bar)."""
-    configs = [c for c in CONFIGURATIONS if profile.name == "full" or not c.full_only]
-    return 3 + len(configs) + 2 + len(profile.resync_sizes_mib) + 1
+    # prepare, delay, prefill, configurations, two drills, resync sizes, control
+    return 3 + len(CONFIGURATIONS) + 2 + len(profile.resync_sizes_mib) + 1

@@ -1,18 +1,19 @@
 """Run the write-mostly lab on a lab host: legs, arrays, fio, per-leg counters.
 
-The drills (drills.py) are a mixin of the same lab object. Everything the lab creates (the
-dm-delay over the slow leg, each md array) goes through the LabWorkspace, which guards
-every device and journals every resource, so `python -m labs clean` can undo a killed run.
+The drills (drills.py) are a mixin of the same lab object. Everything the lab creates (loop
+legs, the dm-delay devices, each md array) goes through the LabWorkspace, which guards every
+device and journals every resource, so `python -m labs clean` can undo a killed run.
 """
 
 from __future__ import annotations
 
+import os
 import shlex
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
-from labs.errors import LabError, UsageError
+from labs.errors import LabError
 from labs.infra.facts import host_facts
 from labs.infra.hosts import CommandResult, Host
 from labs.infra.workspace import LabWorkspace
@@ -20,41 +21,24 @@ from labs.progress import Progress
 from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
 from labs.tools import fio as fio_tool
 from labs.tools import mdadm as md
-from labs.write_mostly.drills import DataCheckFailed, Drills
+from labs.write_mostly.drills import Drills
+from labs.write_mostly.legs import Legs, check_support, disk_legs, leg_mode, loop_legs
 from labs.write_mostly.params import (
     BLOCK_SIZE,
     CONFIGURATIONS,
-    DATA_BLOCK_SIZE,
     MD_NAME,
+    TIMELINE_S,
     WORKLOADS,
     Configuration,
     Parameters,
     major_steps,
+    workload_groups,
 )
 
-# (fio's JSON, its rows, the legs' counter deltas) for one fio run
-FioOutcome = tuple[dict[str, Any], list[dict[str, Any]], dict[str, md.DiskStat]]
+# (fio's JSON, its rows, the legs' counter deltas, its per-write latency log) for one fio run
+FioOutcome = tuple[dict[str, Any], list[dict[str, Any]], dict[str, md.DiskStat], str]
+SECTIONS = 6  # per fio run in a batch: before, fio, rc, after, stderr, log
 
-
-@dataclass
-class Legs:
-    """The devices md uses (`fast`, `slow`) and the disks under them, whose counters we read."""
-
-    fast: str
-    slow: str
-    fast_disk: str = ""
-    slow_disk: str = ""
-
-    def __post_init__(self) -> None:
-        self.fast_disk = self.fast_disk or self.fast
-        self.slow_disk = self.slow_disk or self.slow
-
-    def names(self) -> dict[str, str]:
-        return {"fast": self.fast_disk.removeprefix("/dev/"),
-                "slow": self.slow_disk.removeprefix("/dev/")}
-
-
-@dataclass
 
 class WriteMostlyLab(Drills):
     """The lab's steps on one host; results go to a labs.records.RunRecorder."""
@@ -71,30 +55,19 @@ class WriteMostlyLab(Drills):
         self.fio_runs = 0
         self.kernel_paths: dict[str, str] = {}  # /dev/mapper/x -> /dev/dm-N
 
-    def add_slow_delay(self) -> None:
-        """Put a dm-delay device over the slow disk: latency on every I/O, not only a cap."""
-        ms = self.params.slow_delay_ms
-        if ms <= 0:
-            return
-        self.progress.step(f"slow leg: dm-delay of {ms} ms over {self.legs.slow_disk}")
-        # Safe: a new device-mapper device over a disk the guard allows (make_dm checks).
-        device = self.ws.make_dm_delay("wm-slow-delay", self.legs.slow_disk, ms)
-        self.kernel_paths[device] = self.host.run(["readlink", "-f", device],
-                                                  timeout_s=60).stdout.strip()
-        self.legs.slow = device
-
     # -- helpers ------------------------------------------------------------------------------
-
-    def sudo(self, command: str | list[str], timeout_s: float = 300, check: bool = True
-             ) -> CommandResult:
-        text = command if isinstance(command, str) else shlex.join(command)
-        self.run.add_command(f"[{self.host.name}] {text}")
-        return self.host.sudo(command, timeout_s=timeout_s, check=check)
 
     def guarded(self, argv: list[str] | str, devices: list[str], check: bool = True
                 ) -> CommandResult:
         """A command that changes the lab's devices, after the guard allowed every one."""
         return self.ws.run_guarded(argv, devices, timeout_s=300, check=check)
+
+    def dm_delay(self, name: str, device: str) -> str:
+        # Safe: a new device-mapper device over a device the guard allows (make_dm checks).
+        path = self.ws.make_dm_delay(name, device, self.params.slow_delay_ms)
+        self.kernel_paths[path] = self.host.run(["readlink", "-f", path],
+                                                timeout_s=60).stdout.strip()
+        return path
 
     def leg_stats(self) -> dict[str, md.DiskStat]:
         names = self.legs.names()
@@ -115,9 +88,28 @@ class WriteMostlyLab(Drills):
         self.run.add_raw(f"mdstat/{raw_name}-member-state.txt", text)
         return md.parse_member_states(text)
 
+    def inspect_array(self, array: str, raw_name: str
+                      ) -> tuple[dict[str, frozenset[str]], dict[str, str]]:
+        """Member states, member slots and /proc/mdstat in one round trip (kept under raw/)."""
+        text = self.host.run(
+            f"k=$(basename $(readlink -f {array})); echo @@state; "
+            "grep -H . /sys/block/$k/md/dev-*/state; echo @@slot; "
+            "for d in /sys/block/$k/md/dev-*; do echo \"${d##*/dev-} $(cat $d/slot)\"; done; "
+            "echo @@mdstat; cat /proc/mdstat", timeout_s=60).stdout
+        states_text, rest = text.split("@@state\n", 1)[1].split("@@slot\n", 1)
+        slots_text, mdstat_text = rest.split("@@mdstat\n", 1)
+        self.run.add_raw(f"mdstat/{raw_name}-member-state.txt", states_text)
+        self.run.add_raw(f"mdstat/{raw_name}-member-slot.txt", slots_text)
+        self.run.add_raw(f"mdstat/{raw_name}-created.txt", mdstat_text)
+        slots = dict(line.split() for line in slots_text.splitlines() if len(line.split()) == 2)
+        return md.parse_member_states(states_text), slots
+
     def md_kernel_name(self, array: str) -> str:
         return self.host.run(["readlink", "-f", array], timeout_s=60).stdout.strip().removeprefix(
             "/dev/")
+
+    def kernel_name(self, device: str) -> str:
+        return self.kernel_paths.get(device, device).removeprefix("/dev/")
 
     def fio(self, raw_name: str, jobs: list[fio_tool.FioJob], *, allow_error: bool = False,
             ) -> FioOutcome:
@@ -125,42 +117,51 @@ class WriteMostlyLab(Drills):
         return self.fio_batch([(raw_name, jobs)], allow_error=allow_error)[0]
 
     def fio_batch(self, steps: list[tuple[str, list[fio_tool.FioJob]]], *,
-                  allow_error: bool = False) -> list[FioOutcome]:
+                  allow_error: bool = False, logs: dict[int, str] | None = None
+                  ) -> list[FioOutcome]:
         """Several fio runs in one round trip, each between two snapshots of the legs' counters.
 
         One command per batch keeps the lab's own overhead (an SSH round trip and a process
-        start cost a good fraction of a second under TCG) out of the time budget.
+        start cost a good fraction of a second under TCG) out of the time budget. `logs`
+        maps a step's index to the prefix of its fio latency log, read back after it ran.
         """
+        logs = logs or {}
         stats_command = md.disk_stats_command(self.legs.names().values())
         script = []
         for index, (_name, jobs) in enumerate(steps):
             argv = fio_tool.fio_command(jobs)
             self.run.add_command(f"[{self.host.name}] {shlex.join(argv)}")
             err = f"/tmp/labs-write-mostly-fio-{index}.err"
+            log = logs.get(index)
+            read_log = f"cat {log}_clat.*.log; rm -f {log}_*.log" if log else "true"
             script += [f"echo @@before; {stats_command}", "echo @@fio",
                        f"{shlex.join(argv)} 2>{err}; echo \"@@rc $?\"",
-                       f"echo @@after; {stats_command}", f"echo @@stderr; cat {err}; rm -f {err}"]
+                       f"echo @@after; {stats_command}", f"echo @@stderr; cat {err}; rm -f {err}",
+                       f"echo @@log; {read_log}"]
         self.fio_runs += len(steps)
         timeout = 120 + sum((j.runtime_s or 30) * 3 for _n, jobs in steps for j in jobs)
-        output = self.host.sudo("\n".join(script), timeout_s=timeout).stdout
+        output = self.host.sudo(self.legs.wrap("\n".join(script)), timeout_s=timeout).stdout
         sections: list[tuple[str, list[str]]] = []
         for line in output.splitlines(keepends=True):
             if line.startswith("@@"):
                 sections.append((line.strip(), []))
             elif sections:
                 sections[-1][1].append(line)
-        if len(sections) != 5 * len(steps):
-            raise LabError(f"fio batch on {self.host.name}: expected {5 * len(steps)} output "
-                           f"sections, got {len(sections)}")
+        if len(sections) != SECTIONS * len(steps):
+            raise LabError(f"fio batch on {self.host.name}: expected {SECTIONS * len(steps)} "
+                           f"output sections, got {len(sections)}")
         names = self.legs.names()
         results = []
         for index, (raw_name, _jobs) in enumerate(steps):
-            before_s, fio_s, rc_s, after_s, err_s = sections[5 * index: 5 * index + 5]
+            before_s, fio_s, rc_s, after_s, err_s, log_s = sections[
+                SECTIONS * index: SECTIONS * index + SECTIONS]
             exit_code = int(rc_s[0].split()[1])
-            stdout, stderr = "".join(fio_s[1]), "".join(err_s[1])
+            stdout, stderr, log_text = "".join(fio_s[1]), "".join(err_s[1]), "".join(log_s[1])
             self.run.add_raw(f"fio/{raw_name}.json", stdout)
             if stderr.strip():
                 self.run.add_raw(f"fio/{raw_name}.stderr.txt", stderr)
+            if log_text:
+                self.run.add_raw(f"fio/{raw_name}.clat.log", log_text)
             document = fio_tool.load_fio_json(stdout, f"fio {raw_name} on {self.host.name}")
             errors = fio_tool.job_errors(document)
             if (errors or exit_code != 0) and not allow_error:
@@ -169,17 +170,20 @@ class WriteMostlyLab(Drills):
             before = md.parse_disk_stats("".join(before_s[1]))
             after = md.parse_disk_stats("".join(after_s[1]))
             deltas = {leg: after[name] - before[name] for leg, name in names.items()}
-            results.append((document, fio_tool.fio_rows(document), deltas))
+            results.append((document, fio_tool.fio_rows(document), deltas, log_text))
         return results
 
     def workload_job(self, name: str, target: str, *, runtime_s: float, offset_mib: int = 0,
-                     size_mib: int | None = None) -> fio_tool.FioJob:
+                     size_mib: int | None = None, log: str = "") -> fio_tool.FioJob:
         rw, qd, rate_iops = WORKLOADS[name]
         options: dict[str, str | int] = {"norandommap": 1}
         if rate_iops:
             options["rate_iops"] = rate_iops
         if offset_mib:
             options["offset"] = f"{offset_mib}M"
+        if log:
+            # Every write's completion latency, to see when the write-behind backlog fills.
+            options.update(write_lat_log=log, log_avg_msec=0)
         return fio_tool.FioJob(name=name, filename=target, rw=rw, bs=BLOCK_SIZE, iodepth=qd,
                                size=f"{size_mib or self.profile.region_mib}M",
                                runtime_s=runtime_s, seed=self.params.seed, options=options)
@@ -211,6 +215,19 @@ class WriteMostlyLab(Drills):
             self.run.add_result(config=config, workload=workload, metric="slow_read_share",
                                 value=deltas["slow"].reads / total_reads, unit="ratio",
                                 leg="slow", **dimensions)
+
+    def record_write_log(self, config: str, log_text: str) -> None:
+        """The first seconds of the flat-out writer, write by write (fio's clat log: time in
+        ms, latency in ns)."""
+        for line in log_text.splitlines():
+            fields = [f.strip() for f in line.split(",")]
+            if len(fields) < 2 or not fields[0].isdigit():
+                continue
+            t_s = int(fields[0]) / 1000
+            if t_s > TIMELINE_S:
+                break
+            self.run.add_result(config=config, workload="randwrite-qd1", metric="write_clat_us",
+                                value=int(fields[1]) / 1000, unit="us", leg="array", t_s=t_s)
 
     # -- arrays -------------------------------------------------------------------------------
 
@@ -274,118 +291,48 @@ class WriteMostlyLab(Drills):
         self.run.add_raw(f"mdstat/{raw_prefix}-poll.txt", "\n".join(snapshots))
         return now
 
-    # -- data checks --------------------------------------------------------------------------
-
-    def data_job(self, target: str, **options: str | int) -> fio_tool.FioJob:
-        # Sequential, seeded, a crc32c over every 64 KiB block and the block's own offset in
-        # its header: a lost 4 KiB piece (zeros), a stale one or one from elsewhere all fail.
-        # 64 KiB rather than 4 KiB blocks: the slow leg is limited in operations per second.
-        return fio_tool.FioJob(name="data", filename=target, rw="write", bs=DATA_BLOCK_SIZE,
-                               iodepth=16, size=f"{self.profile.data_mib}M",
-                               seed=self.params.seed,
-                               options={"verify": "crc32c", **options})
-
-    def write_data(self, target: str, drill: str) -> None:
-        self.fio(f"{drill}/data-write", [self.data_job(target, do_verify=0)])
-
-    def check_data(self, target: str, drill: str, step: str, expect_ok: bool = True) -> bool:
-        """Read the data back through `target` and verify every block; records the outcome."""
-        document, _rows, deltas = self.fio(f"{drill}/data-check-{step}",
-                                           [self.data_job(target, verify_only=1)],
-                                           allow_error=True)
-        ok = not fio_tool.job_errors(document)
-        self.run.add_result(config=drill, workload=f"data-check-{step}", metric="data_check_ok",
-                            value=1.0 if ok else 0.0, unit="count", leg="array")
-        self.record_leg_counts(drill, f"data-check-{step}", deltas)
-        outcome = "intact" if ok else "FAILED" + (" (expected: this is the control)"
-                                                  if not expect_ok else "")
-        self.progress.detail(f"data check {step}: {outcome}")
-        if expect_ok and not ok:
-            raise DataCheckFailed(f"{drill}: data check '{step}' found a lost or wrong block "
-                                  f"(see raw/fio/{drill}/data-check-{step}.json)")
-        return ok
-
     # -- steps --------------------------------------------------------------------------------
 
     def prepare(self) -> None:
-        self.progress.step("preparing: loading raid1, checking tools and legs")
+        self.progress.step(f"preparing: {self.legs.mode} legs, raid1, tools")
         for device in (self.legs.fast, self.legs.slow):
             self.ws.check_device(device)
         names = self.legs.names()
-        facts = self.sudo(
+        facts = self.host.sudo(
             "modprobe raid1 && fio --version && mdadm --version 2>&1 | head -1 && uname -r && "
             "cat /proc/sys/dev/raid/speed_limit_min /proc/sys/dev/raid/speed_limit_max && "
             f"blockdev --getsize64 {self.legs.fast} {self.legs.slow} && "
             f"cat /sys/block/{names['fast']}/queue/rotational "
-            f"/sys/block/{names['slow']}/queue/rotational", timeout_s=60).stdout.split("\n")
+            f"/sys/block/{names['slow']}/queue/rotational && "
+            "(. /etc/os-release && echo \"$PRETTY_NAME\")", timeout_s=60).stdout.split("\n")
         fio_version, mdadm_version, kernel, limit_min, limit_max, *rest = facts
         self.run.add_tool_version("fio", fio_version.strip())
         self.run.add_tool_version("mdadm", mdadm_version.strip())
         self.run.add_tool_version("kernel", kernel.strip())
+        self.run.host["os_release"] = rest[4].strip()
         self.run.host["md_speed_limit_kib_s"] = {"min": int(limit_min), "max": int(limit_max)}
         for index, (leg, device) in enumerate((("fast", self.legs.fast),
                                                ("slow", self.legs.slow))):
             size = int(rest[index])
             self.run.host[f"{leg}_leg"] = {"device": device, "size_bytes": size,
                                            "rotational": rest[2 + index].strip()}
-            needed = (max(self.profile.resync_sizes_mib) + 8) * 1024 * 1024
+            needed = self.profile.leg_mib * 1024 * 1024 - 8 * 1024 * 1024
             if size < needed:
-                raise UsageError(f"{leg} leg {device} holds {size} bytes; the {self.profile.name}"
-                                 f" profile needs at least {needed}")
+                raise LabError(f"{leg} leg {device} holds {size} bytes; the {self.profile.name}"
+                               f" profile needs at least {needed}")
+        if self.legs.throttle:
+            # What the cgroup limit really is, as the kernel reports it inside the scope.
+            limit = self.host.sudo(self.legs.wrap(
+                "cat /sys/fs/cgroup$(cut -d: -f3 /proc/self/cgroup)/io.max"), timeout_s=60)
+            self.run.add_raw("cgroup-io.max.txt", limit.stdout)
         # Leftovers of an interrupted run would make mdadm refuse or auto-assemble.
         self.zero_superblocks(self.legs.fast, self.legs.slow)
-
-    def measure_configuration(self, config: Configuration) -> None:
-        self.progress.step(f"configuration {config.name}: {config.label}")
-        if config.raid:
-            fast = md.Member(self.legs.fast)
-            slow = md.Member(self.legs.slow, write_mostly=config.write_mostly
-                             and config.slow_slot == 1)
-            members = [fast, slow] if config.slow_slot == 1 else [slow, fast]
-            # --assume-clean: both legs start unsynchronised but nothing reads data it did not
-            # write here, and skipping the initial resync keeps it out of the measurement.
-            target = self.create_array(members, bitmap=config.bitmap,
-                                       write_behind=config.write_behind, assume_clean=True)
-            if config.write_mostly and config.slow_slot == 0:
-                self.set_write_mostly(target, self.legs.slow)
-                slow_name = self.kernel_paths.get(self.legs.slow, self.legs.slow)
-                states = self.member_states(target, config.name)
-                if "write_mostly" not in states.get(slow_name.removeprefix("/dev/"), ()):
-                    raise LabError(f"{config.name}: the slow leg is not write-mostly after "
-                                   f"setting it through sysfs (member states: {states})")
-            self.mdstat(f"{config.name}-created")
-        else:
-            target = getattr(self.legs, config.leg)
-        workloads = self.profile.workloads
-        self.progress.detail(f"{', '.join(workloads)}: {self.profile.runtime_s:g} s each")
-        outcomes = self.fio_batch([
-            (f"{config.name}/{workload}",
-             [self.workload_job(workload, target, runtime_s=self.profile.runtime_s)])
-            for workload in workloads])
-        for workload, (_doc, rows, deltas) in zip(workloads, outcomes, strict=True):
-            self.record_fio_rows(config.name, rows, deltas, workload, WORKLOADS[workload][1])
-        if config.raid:
-            self.mdstat(f"{config.name}-after")
-            if config.bitmap != "none":
-                # How many writes were ever in flight behind the fast leg (0: none).
-                kernel = self.md_kernel_name(target)
-                used = self.host.run(f"cat /sys/block/{kernel}/md/bitmap/max_backlog_used",
-                                     timeout_s=60).stdout.strip()
-                self.run.add_result(config=config.name, workload="all",
-                                    metric="write_behind_max_backlog", value=int(used),
-                                    unit="count", leg="slow")
-            self.destroy_array()
-
-    def event(self, drill: str, name: str, t0: float) -> None:
-        self.run.add_result(config=drill, workload="timeline", metric="event_s",
-                            value=round(time.monotonic() - t0, 3), unit="s", leg="array",
-                            event=name)
 
     def prefill(self) -> None:
         """Write the measured region of both legs once before reading it.
 
-        The VM's disks are thin (qcow2): a block never written reads back as zeros without
-        touching the host's disk, far faster than a real read. A drive in service is full.
+        VM disks are thin (qcow2) and loop files sparse: a block never written reads back as
+        zeros without touching a disk, far faster than a real read. A drive in service is full.
         """
         self.progress.step(f"prefill: writing the first {self.profile.region_mib} MiB of "
                            "both legs")
@@ -395,14 +342,112 @@ class WriteMostlyLab(Drills):
             for leg, device in (("fast", self.legs.fast), ("slow", self.legs.slow))]
         self.fio_batch(jobs)
 
+    def build_mirror(self, config: Configuration) -> str:
+        """The array of one configuration, with the slow leg in the slot the configuration
+        names, write-mostly as it says; checked in sysfs before anything is measured."""
+        fast, slow = self.legs.fast, self.legs.slow
+        at_create = config.write_mostly and config.marked == "create"
+        if config.slow_slot == 0 and at_create:
+            # mdadm's create mode cannot switch --write-mostly off again for a later device,
+            # so the slow leg alone (with a missing slot) makes the array, and the fast leg is
+            # added and recovered: the layout of a node whose local disk was replaced.
+            size = self.profile.region_mib
+            target = self.create_array([md.Member(slow, write_mostly=True), md.Member("missing")],
+                                       bitmap=config.bitmap, write_behind=config.write_behind,
+                                       size_mib=size)
+            self.manage(target, "add", fast)
+            seconds = self.wait_for_sync(target, f"{config.name}-recovery", time.monotonic())
+            self.run.add_result(config=config.name, workload="build", metric="resync_s",
+                                value=seconds, unit="s", leg="fast", size_mib=size)
+        else:
+            members = [md.Member(fast), md.Member(slow, write_mostly=at_create)]
+            if config.slow_slot == 0:
+                members.reverse()
+            # --assume-clean: both legs start unsynchronised but nothing reads data it did not
+            # write here, and skipping the initial resync keeps it out of the measurement.
+            target = self.create_array(members, bitmap=config.bitmap,
+                                       write_behind=config.write_behind, assume_clean=True)
+        if config.write_mostly and config.marked == "sysfs":
+            self.set_write_mostly(target, slow)
+        states, slots = self.inspect_array(target, config.name)
+        slow_name, fast_name = self.kernel_name(slow), self.kernel_name(fast)
+        marked = "write_mostly" in states.get(slow_name, ())
+        if (marked != config.write_mostly or "write_mostly" in states.get(fast_name, ())
+                or slots.get(slow_name) != str(config.slow_slot)):
+            raise LabError(f"{config.name}: the array is not as configured (member states "
+                           f"{dict(states)}, slots {slots})")
+        return target
+
+    def leg_target(self, config: Configuration) -> str:
+        if config.leg == "fast":
+            return self.legs.fast
+        if config.leg == "slow":
+            return self.legs.slow
+        if config.leg == "slow-cap":
+            return self.legs.slow_disk
+        return self.dm_delay("wm-fast-delay", self.legs.fast)  # the delay alone
+
+    def measure_configuration(self, config: Configuration) -> None:
+        self.progress.step(f"configuration {config.name}: {config.label}")
+        target = self.build_mirror(config) if config.raid else self.leg_target(config)
+        groups = workload_groups(config.workloads)
+        self.progress.detail(f"{', '.join(w for g in groups.values() for w in g)}: "
+                             f"{self.profile.runtime_s:g} s each")
+        log = f"/tmp/labs-write-mostly-{config.name}"
+        logs = {index: log for index, workloads in enumerate(groups.values())
+                if config.write_behind and "randwrite-qd1" in workloads}
+        # One fio per operation (its workloads one after another), between two snapshots of
+        # the legs' counters: a process start costs seconds under emulation.
+        outcomes = self.fio_batch([
+            (f"{config.name}/{group}",
+             [self.workload_job(workload, target, runtime_s=self.profile.runtime_s,
+                                log=log if config.write_behind and workload == "randwrite-qd1"
+                                else "") for workload in workloads])
+            for group, workloads in groups.items()], logs=logs)
+        for group, (_doc, rows, deltas, log_text) in zip(groups, outcomes, strict=True):
+            for row in rows:
+                self.record_fio_rows(config.name, [row], {}, row["job"],
+                                     WORKLOADS[row["job"]][1])
+            self.record_leg_counts(config.name, group, deltas)
+            if log_text:
+                self.record_write_log(config.name, log_text)
+        if config.leg == "fast-delay":
+            self.ws.remove("dm", "wm-fast-delay")
+        if not config.raid:
+            return
+        # /proc/mdstat, and how many writes were ever in flight behind the fast leg (0: none),
+        # in one round trip.
+        text = self.host.run(f"cat /proc/mdstat; echo @@backlog; k=$(basename $(readlink -f "
+                             f"{target})); cat /sys/block/$k/md/bitmap/max_backlog_used "
+                             "2>/dev/null || true", timeout_s=60).stdout
+        mdstat_text, used = text.split("@@backlog\n", 1)
+        self.run.add_raw(f"mdstat/{config.name}-after.txt", mdstat_text)
+        if config.bitmap != "none":
+            self.run.add_result(config=config.name, workload="all",
+                                metric="write_behind_max_backlog", value=int(used.strip()),
+                                unit="count", leg="slow")
+        self.destroy_array()
+
+    def event(self, drill: str, name: str, t0: float) -> None:
+        self.run.add_result(config=drill, workload="timeline", metric="event_s",
+                            value=round(time.monotonic() - t0, 3), unit="s", leg="array",
+                            event=name)
+
     def measure(self, configurations: tuple[Configuration, ...] = CONFIGURATIONS) -> None:
         self.prepare()
-        self.add_slow_delay()
         self.prefill()
-        for config in configurations:
-            if config.full_only and self.profile.name != "full":
-                continue
+        legs_alone = [c for c in configurations if not c.raid and c.leg != "slow"]
+        for config in legs_alone:  # the fast leg and the slow leg's parts, before the delay
             self.measure_configuration(config)
+        if self.params.slow_delay_ms > 0:
+            self.progress.step(f"slow leg: dm-delay of {self.params.slow_delay_ms} ms over "
+                               f"{self.legs.slow_disk}")
+            self.legs.slow = self.dm_delay("wm-slow-delay", self.legs.slow_disk)
+        else:
+            self.progress.step("slow leg: no dm-delay (--slow-delay-ms 0)")
+        for config in configurations:
+            if config.raid or config.leg == "slow":
+                self.measure_configuration(config)
         self.drill_slow_leg_lost()
         self.drill_fast_leg_lost()
         self.drill_resync_sizes()
@@ -412,38 +457,36 @@ class WriteMostlyLab(Drills):
 # --- command line ----------------------------------------------------------------------------
 
 
-def choose_legs(host: Host, params: Parameters) -> Legs:
-    devices = list(host.lab_devices)
-    fast = params.fast_device or (devices[0] if len(devices) > 0 else None)
-    slow = params.slow_device or (devices[1] if len(devices) > 1 else None)
-    if not fast or not slow:
-        raise UsageError(f"host {host.name} has no two lab disks: name the legs with "
-                         "--fast-device and --slow-device, or use a lab VM (vm1)")
-    if fast == slow:
-        raise UsageError(f"the fast and slow legs must differ (both are {fast})")
-    return Legs(fast, slow)
-
-
 def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     """The whole lab on `host`; returns the recorded run."""
     started = time.monotonic()
+    mode = leg_mode(host, params)
+    check_support(host, mode)  # before anything is made: one line if the host cannot
+    facts = host_facts(host)
+    vm_cap = facts.get("vm", {}).get("slow_iops")
+    legs = disk_legs(host, params, vm_cap) if mode == "disks" else None
     progress.expect(major_steps(params.settings))
-    legs = choose_legs(host, params)
     run_id = new_run_id(host.name)
     record = {**params.as_record(), "profile_settings": asdict(params.settings),
-              "fast_device": legs.fast, "slow_device": legs.slow,
-              "configurations": [asdict(c) for c in CONFIGURATIONS],
+              "legs_mode": mode, "configurations": [asdict(c) for c in CONFIGURATIONS],
               "workloads": {k: {"rw": v[0], "iodepth": v[1], "rate_iops": v[2],
                                 "bs": BLOCK_SIZE} for k, v in WORKLOADS.items()}}
+    # The machine is shared and a lab VM's timing depends on it: its load, before and after.
+    facts["load_average"] = {"controller_before": list(os.getloadavg())}
     recorder = RunRecorder(params.LAB, record, seed=params.seed, run_id=run_id,
-                           lab_host=host.name, host=host_facts(host))
+                           lab_host=host.name, host=facts)
     with recorder as rec:
         rec.add_command(params.command_line())
         with LabWorkspace(host, lab=params.LAB, run_id=run_id,
                           allow_devices=params.allow_device, log=progress.detail,
                           on_command=rec.add_command) as workspace:
+            if legs is None:
+                legs = loop_legs(workspace, params.settings, params.loop_slow_iops)
+            rec.parameters.update(fast_device=legs.fast, slow_device=legs.slow,
+                                  slow_cap_iops=legs.cap_iops, slow_cap_by=legs.cap_by)
             lab = WriteMostlyLab(host, workspace, rec, params, legs, progress)
             lab.measure()
         rec.add_result(config="lab", workload="wall", metric="wall_time_s",
                        value=time.monotonic() - started, unit="s", leg="none")
+        facts["load_average"]["controller_after"] = list(os.getloadavg())
     return load_run(recorder.final_path)

@@ -1,4 +1,8 @@
-"""Tidy tables of a write-mostly run: latency, per-leg counters, resync, drill timelines."""
+"""Tidy tables of a write-mostly run: latency, per-leg counters, resync, drill timelines.
+
+Every table works on any valid run (any profile, legs or host): a configuration or workload a
+run did not measure is simply absent, never a NaN the page has to explain.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +10,38 @@ from typing import Any
 
 import pandas as pd
 
-from labs.write_mostly.model import ARTICLE, implied_rate_mib_s, transfer_hours
-from labs.write_mostly.params import CONFIGURATIONS
+from labs.write_mostly.model import (
+    MD_SPEED_LIMIT_MAX_KIB_S,
+    backlog_fill_s,
+    backlog_stall_s,
+    slow_leg_latency_ms,
+)
+from labs.write_mostly.params import CONFIGURATIONS, WRITE_BEHIND, WRITE_BEHIND_CELLS
 
 PERCENTILES = {"clat_p50_us": "p50", "clat_p99_us": "p99", "clat_p999_us": "p99.9"}
 CONFIG_ORDER = [c.name for c in CONFIGURATIONS]
 CONFIG_LABELS = {c.name: c.label for c in CONFIGURATIONS}
+CONFIGS = {c.name: c for c in CONFIGURATIONS}
+
+
+def measured(results: pd.DataFrame, config: str, workload: str, metric: str) -> float | None:
+    """One array-level figure of a run, or None if the run did not measure it."""
+    rows = results[(results["config"] == config) & (results["workload"] == workload)
+                   & (results["metric"] == metric) & (results["leg"] == "array")]
+    return float(rows["value"].iloc[0]) if len(rows) else None
+
+
+def run_settings(meta: dict[str, Any]) -> dict[str, Any]:
+    """What a run asked for: its legs, the slow leg's cap and delay (None if unknown)."""
+    parameters = meta.get("parameters", {})
+    cap = parameters.get("slow_cap_iops")
+    if cap is None:  # runs recorded before the cap was written down: the lab VM's own
+        cap = meta.get("host", {}).get("vm", {}).get("slow_iops") or None
+    return {"legs": parameters.get("legs_mode", "disks"), "cap_iops": cap,
+            "delay_ms": float(parameters.get("slow_delay_ms", 0)),
+            "cap_by": parameters.get("slow_cap_by", "QEMU (throttling.iops-total)"),
+            "ceiling_kib_s": meta.get("host", {}).get("md_speed_limit_kib_s", {}).get(
+                "max", MD_SPEED_LIMIT_MAX_KIB_S)}
 
 
 def latency_table(results: pd.DataFrame) -> pd.DataFrame:
@@ -25,6 +55,134 @@ def latency_table(results: pd.DataFrame) -> pd.DataFrame:
     return table.reset_index(drop=True)
 
 
+def backlog(results: pd.DataFrame) -> dict[str, float]:
+    rows = results[results["metric"] == "write_behind_max_backlog"]
+    return dict(zip(rows["config"], rows["value"].astype(float), strict=True))
+
+
+def model_latency_us(results: pd.DataFrame, meta: dict[str, Any]) -> pd.DataFrame:
+    """What the model predicts for the median of each QD1 workload it speaks about.
+
+    The slow leg: the larger of the cap's spacing and the delay (slow_leg_model_us). A
+    mirror's write waits for the slow leg, unless its write-behind took writes (then the fast
+    leg's own write). A write-mostly mirror's read is
+    the fast leg's read.
+    """
+    settings = run_settings(meta)
+    slow = {op: slow_leg_model_us(results, meta, op) for op in ("read", "write")}
+    fast = {op: measured(results, "fast-only", f"rand{op}-qd1", "clat_p50_us")
+            for op in ("read", "write")}
+    used = backlog(results)
+    rows = []
+    for config in CONFIGURATIONS:
+        if config.name == "fast-only":
+            continue
+        for workload in ("randread-qd1", "randwrite-qd1", "randwrite-qd1-paced"):
+            if measured(results, config.name, workload, "clat_p50_us") is None:
+                continue
+            op = "read" if "read" in workload else "write"
+            value: float | None = None
+            if config.name == "slow-only":
+                value = slow[op]
+            elif config.name == "slow-cap-only" and settings["cap_iops"]:
+                value = 1e6 / settings["cap_iops"]
+            elif config.name == "slow-delay-only":
+                value = 1000 * settings["delay_ms"]
+            elif config.raid and op == "write":
+                behind = used.get(config.name, 0) > 0
+                value = fast["write"] if behind else slow["write"]
+            elif config.raid and config.write_mostly:
+                value = fast["read"]
+            if value is not None:
+                rows.append({"config": config.name, "label": config.label,
+                             "workload": workload, "percentile": "p50", "model_us": value})
+    return pd.DataFrame(rows, columns=["config", "label", "workload", "percentile",
+                                       "model_us"])
+
+
+def slow_leg_parts(results: pd.DataFrame, meta: dict[str, Any]) -> pd.DataFrame:
+    """The slow leg's parts at depth 1: measured median against the model, per operation."""
+    settings = run_settings(meta)
+    cap, delay = settings["cap_iops"], settings["delay_ms"]
+    parts = [("slow-cap-only", "the cap alone", (1000 / cap) if cap else None),
+             ("slow-delay-only", "the delay alone", delay),
+             ("slow-only", "cap and delay", slow_leg_latency_ms(cap, delay) if cap else None)]
+    rows = []
+    for config, part, model_ms in parts:
+        for op in ("read", "write"):
+            value = measured(results, config, f"rand{op}-qd1", "clat_p50_us")
+            if value is None:
+                continue
+            parts_sum = None
+            if config == "slow-only":
+                alone = [measured(results, c, f"rand{op}-qd1", "clat_p50_us")
+                         for c in ("slow-cap-only", "slow-delay-only")]
+                if None not in alone:
+                    parts_sum = sum(alone) / 1000
+            rows.append({"config": config, "part": part, "op": op, "measured_ms": value / 1000,
+                         "model_ms": model_ms, "parts_sum_ms": parts_sum,
+                         "error": (model_ms - value / 1000) / (value / 1000)
+                         if model_ms else None})
+    return pd.DataFrame(rows, columns=["config", "part", "op", "measured_ms", "model_ms",
+                                       "parts_sum_ms", "error"])
+
+
+def slow_leg_model_us(results: pd.DataFrame, meta: dict[str, Any], op: str) -> float | None:
+    """The model's slow leg at depth 1, in µs: the cap's spacing plus the delay asked for."""
+    settings = run_settings(meta)
+    return 1000 * slow_leg_latency_ms(settings["cap_iops"], settings["delay_ms"])
+
+
+def write_timeline(results: pd.DataFrame) -> pd.DataFrame:
+    """Every write of the flat-out writer at depth 1, first seconds, per write-behind cell."""
+    rows = results[results["metric"] == "write_clat_us"]
+    return pd.DataFrame({"config": rows["config"], "label": rows["config"].map(CONFIG_LABELS),
+                         "t_s": rows["t_s"].astype(float),
+                         "latency_ms": rows["value"] / 1000}).reset_index(drop=True)
+
+
+def write_behind_table(results: pd.DataFrame, meta: dict[str, Any]) -> pd.DataFrame:
+    """Per write-behind cell: max backlog, write medians, and the backlog's measured fill
+    time and stall against the model (None where the run did not measure)."""
+    settings = run_settings(meta)
+    fast_iops = measured(results, "fast-only", "randwrite-qd1", "iops")
+    slow_iops = settings["cap_iops"] or measured(results, "slow-only", "randwrite-qd1", "iops")
+    used = backlog(results)
+    timeline = write_timeline(results)
+    rows = []
+    stall_s = backlog_stall_s(WRITE_BEHIND, slow_iops) if slow_iops else None
+    for name in WRITE_BEHIND_CELLS:
+        config = CONFIGS[name]
+        if name not in used:
+            continue
+        writes = timeline[timeline["config"] == name].sort_values("t_s")
+        # A write that waited over half the model's stall found the backlog full; shorter
+        # waits (a bitmap update reaching the slow leg) do not count.
+        full = writes[writes["latency_ms"] > 500 * stall_s] if stall_s else writes[:0]
+        fill_measured = fill_model = write_rate = None
+        if len(full) and slow_iops:
+            first = full.iloc[0]
+            fill_measured = float(first["t_s"] - first["latency_ms"] / 1000)  # when it began
+            before = int((writes["t_s"] <= fill_measured).sum())
+            write_rate = before / fill_measured if fill_measured > 0 else 0
+            if write_rate > slow_iops:
+                fill_model = backlog_fill_s(WRITE_BEHIND, write_rate, slow_iops)
+        rows.append({
+            "config": name, "slot": config.slow_slot, "marked": config.marked,
+            "max_backlog": used[name],
+            "write_p50_us": measured(results, name, "randwrite-qd1", "clat_p50_us"),
+            "paced_p50_us": measured(results, name, "randwrite-qd1-paced", "clat_p50_us"),
+            "write_mean_us": measured(results, name, "randwrite-qd1", "clat_mean_us"),
+            "write_p999_us": measured(results, name, "randwrite-qd1", "clat_p999_us"),
+            "write_iops": measured(results, name, "randwrite-qd1", "iops"),
+            "fill_s": fill_measured, "fill_model_s": fill_model, "fill_write_iops": write_rate,
+            "stall_s": float(full["latency_ms"].iloc[0] / 1000) if len(full) else None,
+            "longest_wait_s": float(writes["latency_ms"].max() / 1000) if len(writes) else None,
+            "stall_model_s": stall_s, "fast_iops": fast_iops, "slow_iops": slow_iops,
+        })
+    return pd.DataFrame(rows)
+
+
 def leg_table(results: pd.DataFrame, configs: list[str] | None = None) -> pd.DataFrame:
     """Reads and writes each leg served, per configuration and workload (one row per leg)."""
     configs = configs or CONFIG_ORDER
@@ -33,37 +191,49 @@ def leg_table(results: pd.DataFrame, configs: list[str] | None = None) -> pd.Dat
     dims = ["config", "workload", "leg"] + (["phase"] if "phase" in rows else [])
     table = rows.pivot_table(index=dims, columns="metric", values="value", aggfunc="sum",
                              dropna=False).reset_index()
-    table = table.dropna(subset=["reads", "writes"], how="all")
-    return table
+    return table.dropna(subset=["reads", "writes"], how="all")
 
 
-def summary_table(results: pd.DataFrame) -> pd.DataFrame:
-    """The figures the chapter quotes: QD1 read/write p50 and p99, and the slow leg's read share."""
-    latency = latency_table(results)
-    qd1 = latency[latency["qd"] == 1]
-    out = []
-    for config in CONFIG_ORDER:
-        row: dict[str, Any] = {"config": config, "label": CONFIG_LABELS[config]}
-        for op, workload in (("read", "randread-qd1"), ("write", "randwrite-qd1")):
-            for percentile in ("p50", "p99"):
-                value = qd1[(qd1["config"] == config) & (qd1["workload"] == workload)
-                            & (qd1["percentile"] == percentile)]["latency_us"]
-                row[f"{op}_{percentile}_us"] = float(value.iloc[0]) if len(value) else None
-        reads = results[(results["config"] == config) & (results["metric"] == "reads")
-                        & results["workload"].str.startswith("randread")]
-        total = reads["value"].sum()
-        slow = reads[reads["leg"] == "slow"]["value"].sum()
-        row["slow_read_share"] = float(slow / total) if total else None
-        out.append(row)
-    return pd.DataFrame(out)
+def read_share(results: pd.DataFrame, config: str) -> float | None:
+    """The share of a configuration's random reads the slow leg served (None: not measured)."""
+    reads = results[(results["config"] == config) & (results["metric"] == "reads")
+                    & results["workload"].str.startswith("randread")]
+    total = reads["value"].sum()
+    return float(reads[reads["leg"] == "slow"]["value"].sum() / total) if total else None
 
 
-def resync_table(results: pd.DataFrame) -> pd.DataFrame:
-    """Every timed resync of a new fast leg: array size, seconds and the rate it implies."""
+def resync_table(results: pd.DataFrame, meta: dict[str, Any] | None = None) -> pd.DataFrame:
+    """Every timed resync of a new fast leg: size, seconds, rate, and the model's time (the
+    resync-size drill first, largest array first, then the instance-replacement drill)."""
     rows = results[(results["workload"] == "resync") & (results["metric"] == "resync_s")]
     table = rows[["config", "size_mib", "value"]].rename(columns={"value": "resync_s"})
     table = table.assign(rate_mib_s=table["size_mib"] / table["resync_s"])
-    return table.sort_values("size_mib").reset_index(drop=True)
+    if meta is not None:
+        rate = model_resync_rate(results, meta)
+        table = table.assign(model_s=table["size_mib"] / rate)
+    table = table.assign(drill_order=(table["config"] != "drill-resync-size").astype(int))
+    return table.sort_values(["drill_order", "size_mib"], ascending=[True, False]).drop(
+        columns="drill_order").reset_index(drop=True)
+
+
+def resync_request_kib(results: pd.DataFrame) -> float | None:
+    """The mean size of the slow leg's reads while a new fast leg was resynced."""
+    rows = results[(results["config"] == "drill-resync-size") & (results["leg"] == "slow")
+                   & results["workload"].str.startswith("resync-")]
+    reads = rows[rows["metric"] == "reads"]["value"].sum()
+    read_bytes = rows[rows["metric"] == "read_bytes"]["value"].sum()
+    return float(read_bytes / reads / 1024) if reads else None
+
+
+def model_resync_rate(results: pd.DataFrame, meta: dict[str, Any]) -> float:
+    """MiB/s the model assumes for every resync: the largest timed array's rate (where md's
+    fixed start-up costs weigh least), so time = size / rate can be checked on the smaller
+    ones. Without a timed resync: md's ceiling."""
+    rows = results[(results["config"] == "drill-resync-size") & (results["metric"] == "resync_s")]
+    if rows.empty:
+        return run_settings(meta)["ceiling_kib_s"] / 1024
+    largest = rows.sort_values("size_mib").iloc[-1]
+    return float(largest["size_mib"] / largest["value"])
 
 
 def drill_events(results: pd.DataFrame) -> pd.DataFrame:
@@ -79,19 +249,12 @@ def recovery_timeline(results: pd.DataFrame, drill: str = "drill-fast-leg-lost"
         "t_s").reset_index(drop=True)
 
 
-def streaming_comparison(measured_resync_mib_s: float, sizes_tb: tuple[float, ...] = (
-        0.5, 1.0, 1.8, 2.5, 3.5)) -> pd.DataFrame:
-    """Hours to refill a node of each size: by resync (measured rate, md's default ceiling)
-    and by streaming from peers at the rate Hyperconnect's 12 to 24 hours for 1.8 TB imply."""
-    stream_fast = implied_rate_mib_s(ARTICLE["stream_node_bytes"], ARTICLE["stream_hours"][0])
-    stream_slow = implied_rate_mib_s(ARTICLE["stream_node_bytes"], ARTICLE["stream_hours"][1])
-    methods = {
-        f"resync at this run's rate ({measured_resync_mib_s:.0f} MiB/s)": measured_resync_mib_s,
-        "resync at md's default ceiling (195 MiB/s)": 200000 / 1024,
-        f"streaming from peers, best case ({stream_fast:.0f} MiB/s)": stream_fast,
-        f"streaming from peers, worst case ({stream_slow:.0f} MiB/s)": stream_slow,
-    }
-    rows = [{"method": method, "rate_mib_s": rate, "node_tb": size,
-             "hours": transfer_hours(size * 1e12, rate)}
-            for method, rate in methods.items() for size in sizes_tb]
-    return pd.DataFrame(rows)
+def fill_time_check(table: pd.DataFrame) -> dict[str, float | None]:
+    """Model against measurement for the cells whose backlog filled: when the first write
+    found it full, and how long that write waited (medians over the cells)."""
+    filled = table[table["fill_s"].notna()] if "fill_s" in table else table[:0]
+    if filled.empty:
+        return {"measured_s": None, "model_s": None, "stall_s": None}
+    return {"measured_s": float(filled["fill_s"].median()),
+            "model_s": float(filled["fill_model_s"].median()),
+            "stall_s": float(filled["stall_s"].median())}

@@ -1,15 +1,16 @@
-"""The lab VM image: Debian 12 (bookworm) from Debian's packages, built with debootstrap.
+"""The lab VM image: Debian 12 (bookworm) or 13 (trixie) from Debian's packages, via debootstrap.
 
 API:
     image = build_image()                 # -> (Image, built_now, seconds); cached by recipe hash
-    cached_image()                        # -> Image | None
+    build_image(release="trixie")         # Debian 13 and its kernel instead of the default 12
+    cached_image(release="bookworm")      # -> Image | None
     ensure_keys()                         # -> SSHKeys (per-install client key and VM host key)
 
 The image lives in $XDG_CACHE_HOME/storage-labs/vm/<recipe hash>/ (~/.cache/...): a sparse
 raw ext4 disk, the kernel and initrd taken out of it (QEMU boots them with -kernel/-initrd,
 no bootloader), and build.json. The recipe hash covers the package list, the customisation
-below, the image size and the SSH public keys, so changing any of them builds a new image
-and nothing else does.
+below, the Debian release, the image size and the SSH public keys, so changing any of them
+builds a new image and nothing else does.
 
 Keys are made once per install in $XDG_CONFIG_HOME/storage-labs/ssh/ (mode 0600, never in the
 repository): the client key that logs in as root, and the VM's own host key, which we bake
@@ -28,12 +29,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from labs.errors import LabError
+from labs.errors import LabError, UsageError
 from labs.infra.paths import cache_dir, config_dir
 from labs.infra.scratch import scratch_folder
 from labs.progress import Progress
 
-SUITE = "bookworm"
+# Debian releases a lab VM can be built from (codename -> version); the first is the default.
+RELEASES = {"bookworm": "12", "trixie": "13"}
+DEFAULT_RELEASE = "bookworm"
+SUITE = DEFAULT_RELEASE  # the default release's codename (older callers read SUITE)
 IMAGE_SIZE_MIB = 8192
 RECIPE_VERSION = 1
 
@@ -52,6 +56,16 @@ PACKAGES: dict[str, str] = {
     "busybox-static": "a one-file container image, since no registry can be reached",
     "initramfs-tools": "the initrd that mounts the virtio root disk",
 }
+
+# What a release lacks of the list above: Debian 13 folds pgbench and the contrib modules into
+# its postgresql package and has no postgresql-contrib.
+NOT_IN_RELEASE: dict[str, set[str]] = {"bookworm": set(), "trixie": {"postgresql-contrib"}}
+
+
+def packages(release: str = DEFAULT_RELEASE) -> list[str]:
+    """The packages the image of `release` installs (sorted)."""
+    return sorted(set(PACKAGES) - NOT_IN_RELEASE[check_release(release)])
+
 
 NETWORK_FILES = {
     # The user-mode (SSH) NIC: DHCP from QEMU's built-in server.
@@ -117,15 +131,23 @@ def ensure_keys() -> SSHKeys:
                    host, Path(f"{host}.pub").read_text().strip())
 
 
-def recipe(keys: SSHKeys) -> dict:
-    return {"version": RECIPE_VERSION, "suite": SUITE, "packages": sorted(PACKAGES),
+def check_release(release: str) -> str:
+    """`release` if the lab VM image can be built from it, else a one-line UsageError."""
+    if release not in RELEASES:
+        raise UsageError(f"--release {release}: use one of {', '.join(RELEASES)}")
+    return release
+
+
+def recipe(keys: SSHKeys, release: str = DEFAULT_RELEASE) -> dict:
+    return {"version": RECIPE_VERSION, "suite": check_release(release),
+            "packages": packages(release),
             "size_mib": IMAGE_SIZE_MIB, "network": NETWORK_FILES, "sshd": SSHD_CONFIG,
             "enable": ENABLE_UNITS, "disable": DISABLE_UNITS,
             "client_pub": keys.client_pub, "host_pub": keys.host_pub}
 
 
-def recipe_hash(keys: SSHKeys) -> str:
-    text = json.dumps(recipe(keys), sort_keys=True)
+def recipe_hash(keys: SSHKeys, release: str = DEFAULT_RELEASE) -> str:
+    text = json.dumps(recipe(keys, release), sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -138,8 +160,8 @@ def _image_at(directory: Path) -> Image | None:
                  directory / "initrd.img", build["recipe_hash"], build)
 
 
-def cached_image() -> Image | None:
-    return _image_at(cache_dir() / "vm" / recipe_hash(ensure_keys()))
+def cached_image(release: str = DEFAULT_RELEASE) -> Image | None:
+    return _image_at(cache_dir() / "vm" / recipe_hash(ensure_keys(), release))
 
 
 def _stream(command: list[str], progress: Progress, log_path: Path) -> None:
@@ -197,12 +219,13 @@ def customise(root: Path, keys: SSHKeys) -> None:
         subprocess.run(["systemctl", f"--root={root}", "disable", unit], capture_output=True)
 
 
-def build_image(progress: Progress | None = None,
-                force: bool = False) -> tuple[Image, bool, float]:
+def build_image(progress: Progress | None = None, force: bool = False,
+                release: str = DEFAULT_RELEASE) -> tuple[Image, bool, float]:
     """The image for the current recipe, built if needed. Returns (image, built_now, s)."""
     started = time.monotonic()
+    check_release(release)
     keys = ensure_keys()
-    digest = recipe_hash(keys)
+    digest = recipe_hash(keys, release)
     vm_cache = cache_dir() / "vm"
     vm_cache.mkdir(parents=True, exist_ok=True)
     final = vm_cache / digest
@@ -218,13 +241,14 @@ def build_image(progress: Progress | None = None,
             if shutil.which(tool) is None:
                 raise LabError(f"vm build: {tool} is missing (scripts/system-packages.sh test "
                                "installs it)")
-        _build(keys, digest, final, progress)
+        _build(keys, digest, final, progress, release)
     image = _image_at(final)
     assert image is not None
     return image, True, time.monotonic() - started
 
 
-def _build(keys: SSHKeys, digest: str, final: Path, progress: Progress | None) -> None:
+def _build(keys: SSHKeys, digest: str, final: Path, progress: Progress | None,
+           release: str) -> None:
     progress = progress or Progress("vm build", 4)
     started = time.monotonic()
     # Journaled first (labs.infra.scratch): a killed build leaves debootstrap's mounts and a
@@ -233,9 +257,10 @@ def _build(keys: SSHKeys, digest: str, final: Path, progress: Progress | None) -
         root, out = scratch / "root", scratch / "out"
         out.mkdir()
         log_path = scratch / "build.log"
-        progress.step(f"debootstrap {SUITE} with {len(PACKAGES)} packages from {mirror()}")
-        _stream(["debootstrap", "--variant=minbase", "--include=" + ",".join(sorted(PACKAGES)),
-                 SUITE, str(root), mirror()], progress, log_path)
+        progress.step(f"debootstrap {release} with {len(packages(release))} packages from "
+                      f"{mirror()}")
+        _stream(["debootstrap", "--variant=minbase", "--include=" + ",".join(packages(release)),
+                 release, str(root), mirror()], progress, log_path)
         progress.step("configure network, SSH keys and services")
         customise(root, keys)
         kernels = sorted((root / "boot").glob("vmlinuz-*"))
@@ -249,7 +274,8 @@ def _build(keys: SSHKeys, digest: str, final: Path, progress: Progress | None) -
                  str(out / "disk.raw"), f"{IMAGE_SIZE_MIB}M"], progress, log_path)
         (out / "disk.raw").chmod(0o444)  # the base is only ever read, through overlays
         progress.step("record build.json")
-        build = {"recipe_hash": digest, "recipe": recipe(keys), "kernel": version,
+        build = {"recipe_hash": digest, "recipe": recipe(keys, release), "release": release,
+                 "kernel": version,
                  "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                  "build_s": round(time.monotonic() - started, 1),
                  "mirror": mirror()}

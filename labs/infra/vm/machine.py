@@ -2,6 +2,7 @@
 
 API:
     vms = up(pair=False, memory_mib=1024, cpus=2)   # -> list[VMState]; journaled first
+    up(release="trixie")                            # Debian 13's image and kernel
     down()                                          # stop every VM of this state dir
     vm_host("vm1")                                  # -> labs.hosts.SSHHost (root, pinned key)
     running_vm_names(), is_running("vm1"), read_state("vm1")
@@ -39,7 +40,7 @@ from labs.errors import LabError, UsageError
 from labs.infra.hosts import HostError, SSHHost, UnknownHost
 from labs.infra.journal import Journal, JournalEntry, register_teardown, retire_journal
 from labs.infra.paths import state_dir
-from labs.infra.vm.image import Image, build_image, ensure_keys
+from labs.infra.vm.image import DEFAULT_RELEASE, Image, build_image, check_release, ensure_keys
 
 QEMU = "qemu-system-x86_64"
 GUEST_WORK_DIR = "/var/lib/storage-labs/work"
@@ -67,6 +68,7 @@ class VMState:
     slow_bps: int
     image_hash: str
     started_at: str
+    release: str = DEFAULT_RELEASE  # Debian codename of the image (older state files: bookworm)
 
 
 def vms_dir() -> Path:
@@ -316,7 +318,7 @@ def _wait_for_ssh(state: VMState, directory: Path, deadline: float) -> None:
 
 def up(*, pair: bool = False, memory_mib: int = 1024, cpus: int = 2, data_disk_mib: int = 1024,
        slow_iops: int = 200, slow_bps: int = 0, boot_timeout_s: float | None = None,
-       log: Callable[[str], None] = print) -> list[VMState]:
+       release: str = DEFAULT_RELEASE, log: Callable[[str], None] = print) -> list[VMState]:
     """Boot vm1 (and vm2 with pair=True) from fresh overlays; wait until SSH answers."""
     if not 256 <= memory_mib <= 65536:
         raise UsageError(f"--memory {memory_mib}: use 256..65536 MiB")
@@ -324,13 +326,14 @@ def up(*, pair: bool = False, memory_mib: int = 1024, cpus: int = 2, data_disk_m
         raise UsageError(f"--cpus {cpus}: use 1..64")
     if not 16 <= data_disk_mib <= 1024 * 1024:
         raise UsageError(f"--disk-mib {data_disk_mib}: use 16..1048576")
+    check_release(release)
     if shutil.which(QEMU) is None:
         raise VMError(f"{QEMU} is missing (Debian package qemu-system-x86)")
     names = ["vm1", "vm2"] if pair else ["vm1"]
     for name in names:
         if is_running(name):
             raise UsageError(f"{name} is already running (`python -m labs vm down` first)")
-    image, built, build_s = build_image()
+    image, built, build_s = build_image(release=release)
     if built:
         log(f"vm: image built in {build_s:.0f} s")
     accel = choose_accel(image, log=log)
@@ -399,7 +402,8 @@ def _boot(names: list[str], journaled: list[str], image: Image, accel: str, keys
                         private_ip=f"10.77.0.{index}" if pair else "",
                         lab_devices=["/dev/vdb", "/dev/vdc"], slow_iops=slow_iops,
                         slow_bps=slow_bps, image_hash=image.recipe_hash,
-                        started_at=dt.datetime.now(dt.UTC).isoformat())
+                        started_at=dt.datetime.now(dt.UTC).isoformat(),
+                        release=image.build.get("release", DEFAULT_RELEASE))
         states.append(state)
         log(f"vm: {name} started (QEMU pid {pid}, {accel.upper()}, ssh 127.0.0.1:{ssh_port}, "
             f"console {directory}/serial.log)")

@@ -1,0 +1,59 @@
+"""What the labs left on a host, counted from the system's own view (not from the journal).
+
+    counts = leftovers(host)   # {"loop": 0, "mount": 0, "md": 0, ...}; all 0 after `clean`
+
+`python -m labs clean` trusts the journal; this looks at the host itself, so a resource
+the journal lost track of would still be found: loop devices over files in the host's lab
+work dir, mounts below it, containers carrying this state dir's owner label, processes
+carrying its command marker, and run folders left in the work dir. On a lab VM (a
+throw-away machine where everything of the kind is the labs') it also counts every md
+array, device-mapper device, configured DRBD resource and netem queueing discipline.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from labs.infra.hosts import Host
+from labs.infra.paths import command_marker
+
+SECTIONS = ("loop", "mount", "work_dir", "container", "process", "md", "dm", "drbd", "netem")
+
+
+def _script(host: Host, on_lab_vm: bool) -> str:
+    work = shlex.quote(host.work_dir.rstrip("/") + "/")
+    marker = command_marker()
+    parts = {
+        "loop": f"losetup -a 2>/dev/null | grep -F -c -- {work} || true",
+        "mount": f"grep -F -c -- {work} /proc/mounts || true",
+        # Run folders (<work_dir>/<lab>/<run id>) that outlived their lab.
+        "work_dir": f"find {work} -mindepth 2 -maxdepth 2 2>/dev/null | wc -l",
+        # The marker is spelled in two pieces so that this script's own command line does
+        # not carry it (the process count below would find the script itself).
+        "container": (f"p={marker[:8]}; command -v docker >/dev/null && docker ps -aq "
+                      f"--filter label=storage-labs.owner=${{p}}{marker[8:]} 2>/dev/null "
+                      "| wc -l || echo 0"),
+        # The [s] keeps pgrep from matching this very shell.
+        "process": f"pgrep -f -- '[s]{marker[1:]}' | wc -l",
+    }
+    if on_lab_vm:
+        parts.update({
+            "md": "grep -c '^md' /proc/mdstat 2>/dev/null || true",
+            "dm": "dmsetup ls 2>/dev/null | grep -v -c 'No devices found' || true",
+            "drbd": "grep -c -E '^ *[0-9]+: cs:' /proc/drbd 2>/dev/null || true",
+            "netem": "tc qdisc show 2>/dev/null | grep -c netem || true",
+        })
+    return "; ".join(f"echo {name}=$({command})" for name, command in parts.items())
+
+
+def leftovers(host: Host, on_lab_vm: bool | None = None) -> dict[str, int]:
+    """How many lab resources of each kind are on `host` now (unmarked commands only)."""
+    if on_lab_vm is None:
+        on_lab_vm = host.name.startswith("vm") and not host.is_local
+    out = host.sudo(_script(host, on_lab_vm), timeout_s=120, marked=False).stdout
+    counts = {}
+    for line in out.splitlines():
+        name, _, value = line.partition("=")
+        if name in SECTIONS:
+            counts[name] = int(value.strip() or 0)
+    return counts

@@ -1,0 +1,316 @@
+"""Every number and every shape word the write-mostly lab page quotes, computed from a run.
+
+Works on any valid run: what a run did not measure becomes NOT_MEASURED, never an error, so
+the page builds from a ci, quick or full run, on disks or loop legs, on any kernel.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from labs.records import RecordedRun
+from labs.write_mostly import tables
+from labs.write_mostly.model import (
+    backlog_fill_s,
+    backlog_stall_s,
+    implied_rate_mib_s,
+    relative_error,
+    slow_leg_latency_ms,
+    transfer_hours,
+)
+from labs.write_mostly.params import WRITE_BEHIND
+from labs.write_mostly.reference import figure, stream_rate
+
+NOT_MEASURED = "not measured in this run"
+NODE_BYTES = 3.5e12  # one i4i.4xlarge node's local NVMe, as Hyperconnect gives it
+
+
+def us(value: float | None) -> str:
+    if value is None or pd.isna(value):
+        return NOT_MEASURED
+    return f"{value / 1000:.1f} ms" if value >= 1000 else f"{value:.0f} µs"
+
+
+def seconds(value_s: float | None) -> str:
+    return us(None if value_s is None else value_s * 1e6)
+
+
+def ms(value_ms: float | None) -> str:
+    return us(None if value_ms is None else value_ms * 1000)
+
+
+def error_text(model: float | None, measured: float | None) -> str:
+    """'12 % above' / '3 % below' / 'within 1 %' of the measurement."""
+    if model is None or measured is None or measured == 0:
+        return NOT_MEASURED
+    error = relative_error(model, measured)
+    if abs(error) < 0.01:
+        return "within 1% of"
+    return f"{abs(error):.0%} {'above' if error > 0 else 'below'}"
+
+
+def ratio_text(value: float | None, reference: float | None, what: str = "") -> str:
+    """How value compares with reference, in words: 'about the same as', '2.1 times'."""
+    if value is None or reference is None or reference == 0:
+        return NOT_MEASURED
+    ratio = value / reference
+    if 0.85 <= ratio <= 1.15:
+        return f"about the same as{what}"
+    if ratio > 1:
+        return f"{ratio:.1f} times{what}"
+    return f"{1 / ratio:.1f} times less than{what}"
+
+
+def run_figures(run: RecordedRun) -> dict[str, str]:
+    """Every number the lab page quotes about one run, formatted, computed from it."""
+    results, meta = run.results, run.meta
+    settings = tables.run_settings(meta)
+    cap, delay = settings["cap_iops"], settings["delay_ms"]
+
+    def p(config: str, workload: str, metric: str = "clat_p50_us") -> float | None:
+        return tables.measured(results, config, workload, metric)
+
+    f: dict[str, str] = {}
+    for leg in ("fast", "slow"):
+        for workload in ("randread-qd1", "randwrite-qd1"):
+            for pct in ("p50", "p99"):
+                f[f"{leg}_{workload}_{pct}"] = us(p(f"{leg}-only", workload, f"clat_{pct}_us"))
+        qd16 = p(f"{leg}-only", "randread-qd16", "iops")
+        f[f"{leg}_read_qd16_iops"] = f"{qd16:,.0f}" if qd16 else NOT_MEASURED
+    f["slow_iops_cap"] = f"{cap:g}" if cap else "an unknown number of"
+    f["slow_cap_by"] = settings["cap_by"] or "nothing the lab knows of"
+    f["delay_ms"] = f"{delay:g}"
+    f["legs_mode"] = {"disks": "the lab VM's two data disks",
+                      "loop": "two loop devices over files in the lab's work dir"}.get(
+        settings["legs"], settings["legs"])
+    f.update(_slow_leg(results, meta, cap, delay))
+    f.update(_mirrors(results, p))
+    f.update(_write_behind(results, meta))
+    f.update(_resync(results, meta))
+    f.update(_drills(results))
+    wall = results[results.metric == "wall_time_s"].value
+    f["wall_min"] = f"{wall.iloc[0] / 60:.0f}" if len(wall) else NOT_MEASURED
+    load = meta["host"].get("load_average", {}).get("controller_before")
+    f["load_before"] = f"{load[0]:.0f}" if load else "unknown"
+    f["wm_write_error"] = error_text(
+        1000 * slow_leg_latency_ms(cap, delay) if cap else None,
+        tables.measured(results, "raid1-wm", "randwrite-qd1", "clat_p50_us"))
+    f["profile"] = meta["parameters"].get("profile", "?")
+    return f
+
+
+def _slow_leg(results: pd.DataFrame, meta: dict[str, Any], cap: float | None,
+              delay: float) -> dict[str, str]:
+    parts = tables.slow_leg_parts(results, meta).set_index(["config", "op"])
+
+    def part(config: str, op: str, column: str) -> float | None:
+        if (config, op) not in parts.index:
+            return None
+        value = parts.loc[(config, op), column]
+        return None if value is None or pd.isna(value) else float(value)
+
+    f = {}
+    model_both = slow_leg_latency_ms(cap, delay) if cap else None
+    f["model_spacing_ms"] = f"{1000 / cap:g} ms" if cap else NOT_MEASURED
+    f["model_slow_ms"] = f"{model_both:g} ms" if model_both else NOT_MEASURED
+    for op in ("read", "write"):
+        both = part("slow-only", op, "measured_ms")
+        cap_alone = part("slow-cap-only", op, "measured_ms")
+        delay_alone = part("slow-delay-only", op, "measured_ms")
+        f[f"part_cap_{op}"] = ms(cap_alone)
+        f[f"part_delay_{op}"] = ms(delay_alone)
+        f[f"part_both_{op}"] = ms(both)
+        f[f"part_cap_{op}_error"] = error_text(1000 / cap if cap else None, cap_alone)
+        f[f"part_delay_{op}_error"] = error_text(delay or None, delay_alone)
+        f[f"part_both_{op}_error"] = error_text(model_both, both)
+        summed = (cap_alone + delay_alone) if cap_alone and delay_alone else None
+        f[f"parts_sum_{op}"] = ms(summed)
+        f[f"parts_sum_{op}_vs_both"] = ratio_text(both, summed, " the sum")
+    for op in ("read", "write"):
+        both, summed = part("slow-only", op, "measured_ms"), part("slow-only", op, "parts_sum_ms")
+        f[f"parts_add_{op}"] = (NOT_MEASURED if both is None or summed is None else
+                                "added up" if abs(both - summed) <= 0.15 * summed else
+                                "did not add up")
+    delay_alone = part("slow-delay-only", "write", "measured_ms")
+    f["delay_vs_asked"] = (NOT_MEASURED if delay_alone is None or not delay else
+                           "about what was asked" if delay_alone < 1.5 * delay else
+                           f"{delay_alone / delay:.1f} times what was asked")
+    return f
+
+
+def _mirrors(results: pd.DataFrame, p: Any) -> dict[str, str]:
+    f = {}
+    plain, wm = tables.read_share(results, "raid1"), tables.read_share(results, "raid1-wm")
+    f["plain_share"] = f"{plain:.1%}" if plain is not None else NOT_MEASURED
+    f["wm_share"] = f"{wm:.2%}" if wm is not None else NOT_MEASURED
+    f["fast_read_p50"] = us(p("fast-only", "randread-qd1"))
+    f["wm_read_p50"] = us(p("raid1-wm", "randread-qd1"))
+    f["wm_read_vs_fast"] = ratio_text(p("raid1-wm", "randread-qd1"),
+                                      p("fast-only", "randread-qd1"), " the fast leg's")
+    f["plain_read_qd16_p99"] = us(p("raid1", "randread-qd16", "clat_p99_us"))
+    f["wm_read_qd16_p99"] = us(p("raid1-wm", "randread-qd16", "clat_p99_us"))
+    f["plain_vs_wm_qd16_p99"] = ratio_text(p("raid1", "randread-qd16", "clat_p99_us"),
+                                           p("raid1-wm", "randread-qd16", "clat_p99_us"))
+    f["wm_write_p50"] = us(p("raid1-wm", "randwrite-qd1"))
+    f["wm_paced_p50"] = us(p("raid1-wm", "randwrite-qd1-paced"))
+    f["slow_write_p50"] = us(p("slow-only", "randwrite-qd1"))
+    f["wm_write_vs_slow"] = ratio_text(p("raid1-wm", "randwrite-qd1"),
+                                       p("slow-only", "randwrite-qd1"), " the slow leg's")
+    f["bitmap_write_p50"] = us(p("raid1-wm-bitmap", "randwrite-qd1"))
+    f["slow_qd16_write_iops"] = _iops(p("slow-only", "randwrite-qd16", "iops"))
+    return f
+
+
+def _iops(value: float | None) -> str:
+    return f"{value:,.0f}" if value is not None else NOT_MEASURED
+
+
+def _write_behind(results: pd.DataFrame, meta: dict[str, Any]) -> dict[str, str]:
+    table = tables.write_behind_table(results, meta)
+    f = {"wb_depth": str(WRITE_BEHIND)}
+    cells = table.set_index("config") if len(table) else pd.DataFrame()
+    for name in ("wb-slot0-create", "wb-slot0-sysfs", "wb-slot1-create", "wb-slot1-sysfs"):
+        key = name.removeprefix("wb-").replace("-", "_")
+        row = cells.loc[name] if name in cells.index else None
+        f[f"backlog_{key}"] = f"{row['max_backlog']:.0f}" if row is not None else NOT_MEASURED
+        f[f"write_p50_{key}"] = us(row["write_p50_us"] if row is not None else None)
+        f[f"paced_p50_{key}"] = us(row["paced_p50_us"] if row is not None else None)
+    f["wb_verdict"] = behind_verdict(table)
+    f["how_set_verdict"] = how_set_verdict(table)
+    behind = table[table["max_backlog"] > 0] if len(table) else table
+    first = behind.iloc[0] if len(behind) else None
+    f["wb_write_p50"] = us(first["write_p50_us"] if first is not None else None)
+    f["wb_paced_p50"] = us(first["paced_p50_us"] if first is not None else None)
+    f["wb_write_mean"] = us(first["write_mean_us"] if first is not None else None)
+    f["wb_write_p999"] = us(first["write_p999_us"] if first is not None else None)
+    f["wb_write_iops"] = _iops(first["write_iops"] if first is not None else None)
+    check = tables.fill_time_check(table) if len(table) else {"measured_s": None,
+                                                              "model_s": None, "stall_s": None}
+    never = ("never: no write waited for a full backlog in this run"
+             if len(behind) else NOT_MEASURED)
+    f["fill_measured"] = seconds(check["measured_s"]) if check["measured_s"] else never
+    f["fill_model"] = seconds(check["model_s"]) if check["model_s"] else NOT_MEASURED
+    f["fill_error"] = error_text(check["model_s"], check["measured_s"])
+    stall_model = float(table["stall_model_s"].iloc[0]) if len(table) and \
+        table["stall_model_s"].notna().any() else None
+    f["stall_model"] = seconds(stall_model)
+    f["stall_measured"] = seconds(check["stall_s"]) if check["stall_s"] else never
+    f["stall_error"] = error_text(stall_model, check["stall_s"])
+    f["fill_fast_iops"] = _iops(table["fast_iops"].iloc[0] if len(table) else None)
+    fast_w = table["fast_iops"].iloc[0] if len(table) else None
+    slow_w = table["slow_iops"].iloc[0] if len(table) else None
+    f["ex_fill_from_fast"] = (seconds(backlog_fill_s(WRITE_BEHIND, fast_w, slow_w))
+                              if fast_w and slow_w and fast_w > slow_w else NOT_MEASURED)
+    f["ex_stall"] = seconds(backlog_stall_s(WRITE_BEHIND, slow_w)) if slow_w else NOT_MEASURED
+    filled = table[table["fill_s"].notna()] if len(table) else table
+    f["fill_cells"] = (", ".join(tables.CONFIG_LABELS[c] for c in filled["config"])
+                       if len(filled) else NOT_MEASURED)
+    rate_before = float(filled["fill_write_iops"].median()) if len(filled) else None
+    f["mirror_vs_fast"] = (NOT_MEASURED if rate_before is None or not fast_w else
+                           "faster than" if rate_before > 1.15 * fast_w else
+                           "more slowly than" if rate_before < 0.85 * fast_w else
+                           "about as fast as")
+    f["fill_write_iops"] = _iops(None if filled.empty else
+                                 float(filled["fill_write_iops"].median()))
+    f["fill_slow_iops"] = _iops(table["slow_iops"].iloc[0] if len(table) else None)
+    return f
+
+
+def behind_verdict(table: pd.DataFrame) -> str:
+    """Which of the write-behind cells wrote anything behind, in words."""
+    if table.empty:
+        return NOT_MEASURED
+    behind = table[table["max_backlog"] > 0]
+    if len(behind) == len(table):
+        return "in every cell: either slot, marked either way"
+    if behind.empty:
+        return "in no cell"
+    slots = sorted(set(behind["slot"]))
+    marks = sorted(set(behind["marked"]))
+    by_slot = all(table[table["slot"].isin(slots)]["max_backlog"] > 0) and not any(
+        table[~table["slot"].isin(slots)]["max_backlog"] > 0)
+    if by_slot and len(slots) == 1:
+        return (f"only with the slow leg in slot {slots[0]}, whether it was marked at "
+                "creation or through sysfs")
+    if len(marks) == 1:
+        return f"only where the slow leg was marked {marks[0]}"
+    return "in " + ", ".join(behind["config"])
+
+
+def how_set_verdict(table: pd.DataFrame) -> str:
+    """Whether marking write-mostly at creation or through sysfs changed anything, in words."""
+    if table.empty:
+        return NOT_MEASURED
+    differs = []
+    for slot in sorted(set(table["slot"])):
+        cells = table[table["slot"] == slot].set_index("marked")["max_backlog"] > 0
+        if len(cells) == 2 and cells.iloc[0] != cells.iloc[1]:
+            differs.append(str(slot))
+    if not differs:
+        return "made no difference"
+    return f"made a difference in slot {' and '.join(differs)}"
+
+
+def _resync(results: pd.DataFrame, meta: dict[str, Any]) -> dict[str, str]:
+    f: dict[str, str] = {}
+    resync = tables.resync_table(results, meta)
+    if resync.empty:
+        for key in ("resync_rate", "resync_sizes", "node_resync_h", "resync_vs_stream",
+                    "model_resync_rate", "resync_error", "replace_resync", "resync_request",
+                    "model_resync_size", "cap_times_request", "ex_node_resync_h",
+                    "ex_node_stream_h", "ex_ceiling_h", "ceiling_h", "stream_rate",
+                    "stream_needed"):
+            f[key] = NOT_MEASURED
+        return f
+    model_rate = tables.model_resync_rate(results, meta)
+    rate = model_rate
+    f["resync_rate"] = f"{rate:.0f} MiB/s"
+    f["resync_sizes"] = ", ".join(f"{s:.0f} MiB in {t:.1f} s" for s, t in
+                                  zip(resync.size_mib, resync.resync_s, strict=True))
+    f["node_resync_h"] = f"{transfer_hours(NODE_BYTES, rate):.0f}"
+    best = stream_rate(figure("stream_hours_min"))
+    ratio = rate / best
+    f["resync_vs_stream"] = ("faster than" if ratio > 1.2 else
+                             "slower than" if ratio < 0.8 else "about as fast as")
+    f["stream_rate"] = f"{best:.0f} MiB/s"
+    f["model_resync_rate"] = f"{model_rate:.0f} MiB/s"
+    f["model_resync_size"] = f"{resync.size_mib.iloc[0]:.0f} MiB"
+    others = resync.iloc[1:]
+    f["resync_proportional"] = (NOT_MEASURED if others.empty else
+                                "in proportion to" if (abs(others.model_s - others.resync_s)
+                                                       <= 0.2 * others.resync_s).all()
+                                else "less than in proportion to")
+    f["resync_error"] = (error_text(float(others.model_s.sum()), float(others.resync_s.sum()))
+                         if len(others) else "one size only: nothing left to predict, so no")
+    cap = tables.run_settings(meta)["cap_iops"]
+    request = tables.resync_request_kib(results)
+    f["cap_times_request"] = (f"{cap * request / 1024:.0f} MiB/s" if cap and request
+                              else NOT_MEASURED)
+    f["resync_request"] = f"{request:.0f} KiB" if request else NOT_MEASURED
+    replace = resync[resync.config == "drill-fast-leg-lost"]
+    f["replace_resync"] = (f"{replace.size_mib.iloc[0]:.0f} MiB in "
+                           f"{replace.resync_s.iloc[0]:.1f} s" if len(replace) else NOT_MEASURED)
+    f["ex_node_resync_h"] = f"{transfer_hours(NODE_BYTES, rate):.1f}"
+    f["ex_node_stream_h"] = f"{transfer_hours(NODE_BYTES, best):.1f}"
+    ceiling = tables.run_settings(meta)["ceiling_kib_s"] / 1024
+    f["ex_ceiling_h"] = f"{transfer_hours(NODE_BYTES, ceiling):.1f}"
+    f["ceiling_h"] = f["ex_ceiling_h"]
+    f["stream_needed"] = f"{implied_rate_mib_s(NODE_BYTES, 1):.0f} MiB/s"
+    return f
+
+
+def _drills(results: pd.DataFrame) -> dict[str, str]:
+    f = {}
+    readd = results[(results.config == "drill-slow-leg-lost") & (results.metric == "resync_s")]
+    f["readd_s"] = f"{readd.value.iloc[0]:.1f} s" if len(readd) else NOT_MEASURED
+    checks = results[results.metric == "data_check_ok"]
+    control = checks.workload == "data-check-one-block-moved"
+    passed = checks[~control]
+    f["checks_passed"] = (f"all {len(passed)} passed" if len(passed) and (passed.value == 1).all()
+                          else f"{int((passed.value == 1).sum())} of {len(passed)} passed")
+    caught = results[results.metric == "corruption_caught"].value
+    f["control_outcome"] = ("failed, as it must" if len(caught) and caught.iloc[0] == 1
+                            else NOT_MEASURED)
+    return f

@@ -1,0 +1,201 @@
+"""The torn-pages run the chapter shows: valid, re-derivable from its raw files, and it says
+what the chapter's text says it says. Fast: no root, no container; reads data/runs/.
+
+The text's sentences about the run's shape are computed in page.figures(run); these tests
+assert the shape itself, so a new recording that disagrees with the prose fails here.
+"""
+
+import json
+import math
+import re
+
+import pytest
+from conftest import PROJECT_ROOT
+
+from labs import records
+from labs.tools import pgbench
+from labs.torn_pages import charts, model, tables, walscan
+from labs.torn_pages import page as lab
+
+
+@pytest.fixture(scope="module")
+def run():
+    return records.shipped_run("torn-pages", PROJECT_ROOT / "data" / "runs")
+
+
+@pytest.fixture(scope="module")
+def figures(run):
+    return lab.figures(run)
+
+
+def test_recorded_by_the_project_command_from_a_clean_commit(run):
+    assert run.meta["parameters"]["command_line"].startswith(
+        "python -m labs run torn-pages --host local --profile full")
+    assert not run.meta["git_commit"].endswith("-dirty")
+    loads = run.results[run.results["workload"] == "lab"].set_index("metric")["value"]
+    assert {"load_average_1min_start", "load_average_1min_end"} <= set(loads.index)
+
+
+def test_results_re_derive_from_the_raw_files(run):
+    legs = tables.legs(run.results)
+    assert len(legs) >= 5
+    for leg in legs.itertuples():
+        folder = run.raw_dir / "bench" / leg.leg
+        summary = pgbench.parse_summary((folder / "summary.txt").read_text())
+        assert summary.tps == pytest.approx(leg.tps)
+        assert summary.transactions == leg.transactions
+    for leg in legs[legs["workload"].str.startswith("forced")].itertuples():
+        text = (run.raw_dir / "bench" / leg.leg / "wal-intervals.txt").read_text()
+        bounds, output = text.split("\n\n", 1)
+        rows = walscan.parse_intervals(output, len(bounds.splitlines()))
+        recorded = run.results[(run.results["leg"] == leg.leg)
+                               & (run.results["metric"] == "inspected_fpi")]["value"]
+        assert sum(r.full_page_images for r in rows) == recorded.sum()
+
+
+def test_every_glued_number_is_computed(run, figures):
+    for name, keys in (("lab", figures), ("explain", lab.explain_figures())):
+        text = (PROJECT_ROOT / "book" / "torn-pages" / f"{name}.md").read_text()
+        used = set(re.findall(r"\{glue:text\}`([A-Za-z0-9_\-]+)`", text))
+        assert used and used <= set(keys), sorted(used - set(keys))
+        assert all(isinstance(v, str) and "nan" not in v for v in keys.values())
+
+
+def test_the_burst_after_a_checkpoint_has_the_shape_the_text_states(run):
+    # "started at A, fell to B before the forced CHECKPOINT, jumped to C after it, and fell
+    # to D by the end of the leg" -- and the model says the same.
+    w = lab._windows(run)
+    fresh, width, redo = w["fresh"], w["width"], w["redo_at"]
+    for column in ("fpi_per_tx", "model_fpi_per_tx"):
+        start = tables.window_mean(fresh, column, 0, width)
+        before = tables.window_mean(fresh, column, redo - width, redo)
+        after = tables.window_mean(fresh, column, redo, redo + width)
+        end = tables.window_mean(fresh, column, w["end"] - width, w["end"])
+        assert start > before, (column, start, before)
+        assert after > before, (column, after, before)
+        assert end < after, (column, end, after)
+    sentence = lab.figures(run)["burst_shape_sentence"]
+    assert "fell to" in sentence and "jumped to" in sentence
+
+
+def test_the_replayed_leg_shows_what_the_text_says(run, figures):
+    # The text: "this run does not show the replay effect": the replayed leg starts with
+    # about as many images as new transactions, its updates were HOT (rows not moved), and
+    # it changed about as many distinct pages per transaction.
+    w = lab._windows(run)
+    fresh, replay, width = w["fresh"], w["replay"], w["width"]
+    start_fresh = tables.window_mean(fresh, "fpi_per_tx", 0, width)
+    start_replay = tables.window_mean(replay, "fpi_per_tx", 0, width)
+    assert 0.5 * start_fresh <= start_replay <= 2 * start_fresh
+    pages = tables.window_mean(replay, "accounts_pages_per_tx", 0, width)
+    assert pages > 0.5 * tables.window_mean(fresh, "accounts_pages_per_tx", 0, width)
+    legs = tables.legs(run.results)
+    assert legs[legs["workload"] == "forced-checkpoint-replay"]["hot_update_share"].iloc[0] > 0.9
+    assert figures["replay_sentence"].startswith("In this run the replayed leg carried about")
+
+
+def test_pg_stat_wal_trails_the_wal(run):
+    lag = tables.stats_lag(lab._windows(run)["fresh"])
+    assert lag["max_behind_images"] > 0
+    assert lag["total_stats_images"] <= lag["total_images"]
+
+
+def test_settings_claims(run, figures):
+    table = tables.settings(run.results)
+    fast = table[table["disk"] == tables.NO_LIMIT]
+    assert (fast["wal_on_over_off"] > 1).all()
+    steady = fast[fast["setting"].str.startswith("checkpoint_timeout")]
+    assert len(steady) >= 2
+    # "the shorter interval carried more", measured and modelled
+    assert steady["fpi_per_tx_on"].iloc[0] > steady["fpi_per_tx_on"].iloc[-1]
+    assert steady["model_fpi_per_tx_on"].iloc[0] > steady["model_fpi_per_tx_on"].iloc[-1]
+    assert "carried more" in figures["interval_sentence"]
+    assert "(the model" in figures["interval_sentence"] and "more)" in figures[
+        "interval_sentence"]
+    # "On the write-limited disk every byte waits its turn": off beats on, and the model
+    # agrees on the direction.
+    slow = table[table["disk"] != tables.NO_LIMIT]
+    assert not slow.empty
+    assert (slow["tps_off_over_on"] > 1).all()
+    assert (slow["model_tps_off_over_on"] > 1).all()
+    # "for such a server the model puts the ratio at ..., smaller than in this lab"
+    assert (slow["model_tps_off_over_on_recycled"] < slow["model_tps_off_over_on"]).all()
+    # "With full-page writes off, at most X images per transaction remain"
+    assert (fast["fpi_per_tx_off"] < 0.01).all()
+
+
+def test_a_timed_checkpoint_ran_in_the_short_interval_legs(run):
+    text = (run.raw_dir / "bench" / "server.log").read_text()
+    assert "checkpoint starting: time" in text
+
+
+def test_torn_page_claims(run, figures):
+    torn = tables.torn_page_outcomes(run.results)
+    assert torn.loc["tear-stopped", "checksum_check_failed_torn"] == 1
+    assert torn.loc["fpw-on", "recovery_completed"] == 1
+    assert torn.loc["fpw-on", "rows_visible"] == torn.loc["fpw-on", "rows_expected"] == 40
+    assert torn.loc["fpw-off", "recovery_completed"] == 0
+    assert torn.loc["fpw-off-nochecksums", "rows_visible"] == 50  # rows 1-10 twice
+    table = tables.torn_page_table(run.results)
+    cells = set(table.to_numpy().ravel())
+    assert cells & {"yes", "no"} and not cells & {"nan", "1.0", "0.0"}
+    assert "" in cells  # steps that do not apply are blank
+    assert "invalid page" in lab.server_log_lines(run, "fpw-off")
+
+
+def test_charts_build_from_the_run_with_bound_controls_and_stay_small(run):
+    built = {"settings": lab.settings_chart(run.results), "burst": lab.burst_chart(run.results),
+             "comparison": lab.comparison_chart(run.results), "explorer": lab.explorer()}
+    for name, chart in built.items():
+        spec = chart.to_dict()
+        assert len(json.dumps(spec)) < 600_000, name
+        text = json.dumps(spec)
+        assert "value of the chosen" not in text
+    for name in ("settings", "burst", "explorer"):
+        params = built[name].to_dict()["params"]
+        assert params and all("bind" in p for p in params if "select" not in p), name
+    units = set(charts.MEASURES) | set(charts.BURST_SERIES)
+    assert all(re.search(r"\([^)]+\)$", label) for label in units)  # every measure's unit
+
+
+def test_model_first_touch_basics():
+    pool = model.PagePool(1000, 1.0)
+    assert model.images_per_tx_at(pool, 0) == pytest.approx(1.0)
+    assert model.images_per_tx_at(pool, 1000) == pytest.approx(math.exp(-1))
+    # the average over an interval is the integral of the curve
+    n = 5000
+    steps = [model.images_per_tx_at(pool, i + 0.5) for i in range(n)]
+    assert model.images_per_tx_between(pool, 0, n) == pytest.approx(sum(steps) / n, rel=1e-3)
+    assert model.touched_pages(pool, 1e9) == pytest.approx(1000)
+    assert model.leg_images_per_tx(pool, 100, 10, 20) == pytest.approx(
+        model.leg_images_per_tx(pool, 100, 10, 10))
+    assert model.burst_seconds(pool, 100, 0.1) == pytest.approx(10 * math.log(10), rel=1e-6)
+
+
+def test_zero_filled_segments_double_the_wal_on_the_disk():
+    pools = [model.PagePool(20000, 1.0)]
+    kwargs = dict(fpw_on=True, checkpoint_interval_s=300, duration_s=60,
+                  bytes_without_images=400, image_bytes=8000, wal_flushes_per_tx=0)
+    once = model.device_bytes_per_tx(pools, 1000, **kwargs)
+    twice = model.device_bytes_per_tx(pools, 1000, wal_copies=2.0, **kwargs)
+    assert twice == pytest.approx(2 * once)  # no checkpoint in the leg: nothing written back
+
+
+def test_write_limited_tps_solves_its_equation():
+    pools = [model.PagePool(20000, 1.0)]
+    kwargs = dict(checkpoint_interval_s=30, duration_s=90, bytes_without_images=420,
+                  image_bytes=8000, wal_flushes_per_tx=0.5)
+    limit = 4 * 2**20
+    on = model.write_limited_tps(limit, pools, fpw_on=True, **kwargs)
+    off = model.write_limited_tps(limit, pools, fpw_on=False, **kwargs)
+    assert off > on > 0
+    written = on * model.device_bytes_per_tx(pools, on, fpw_on=True, **kwargs)
+    assert written == pytest.approx(limit, rel=1e-6)
+
+
+def test_walscan_refuses_bad_input():
+    with pytest.raises(Exception, match="not a WAL position"):
+        walscan.interval_query([("0/1", "x; DROP")], 1)
+    with pytest.raises(Exception, match="expected 7"):
+        walscan.parse_intervals("1|2|3", 1)
+    assert walscan.lsn_bytes("1/10") == 2**32 + 16
