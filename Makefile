@@ -4,7 +4,13 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: book test serve clean system-book system-test lint
+.PHONY: book site test serve clean system-book system-test lint
+
+# `make book CLASS=NAME` builds the book with a class's runs (data/classes/NAME/).
+CLASS ?= $(LABS_CLASS)
+# `make serve` answers on this machine only; ADDRESS=0.0.0.0 opens it to the room's network.
+ADDRESS ?= 127.0.0.1
+PORT ?= 8000
 
 system-book:
 	@bash scripts/system-packages.sh book
@@ -20,7 +26,12 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 book: system-book $(STAMP)
-	$(VPY) -m labs.book.build
+	LABS_CLASS=$(CLASS) $(VPY) -m labs.book.build
+
+# The static site, ready for any static host (relative links; works from a sub-path and
+# from file://): _build/site/. CI publishes this folder (.github/workflows/site.yml).
+site: system-book $(STAMP)
+	LABS_CLASS=$(CLASS) $(VPY) -m labs.book.site
 
 test: system-test $(STAMP)
 	$(VPY) -m pytest --durations=25
@@ -31,8 +42,9 @@ lint: $(STAMP)
 
 serve:
 	@test -f _build/html/index.html || { echo "no site yet: run 'make book' first"; exit 1; }
-	@echo "serving _build/html on http://127.0.0.1:8000/ (Ctrl-C to stop)"
-	$(PYTHON) -m http.server --bind 127.0.0.1 --directory _build/html 8000
+	@if [ "$(ADDRESS)" != "127.0.0.1" ]; then echo "warning: serving on $(ADDRESS): anyone who can reach this machine can read the book and its runs"; fi
+	@echo "serving _build/html on http://$(ADDRESS):$(PORT)/ (Ctrl-C to stop)"
+	$(PYTHON) -m http.server --bind $(ADDRESS) --directory _build/html $(PORT)
 
 clean:
 	rm -rf _build .pytest_cache .ruff_cache

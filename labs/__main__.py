@@ -27,6 +27,8 @@ COMMANDS: dict[str, str] = {
     "clean": "labs.commands.clean",
     "leftovers": "labs.commands.leftovers",
     "check-device": "labs.commands.check_device",
+    "export": "labs.commands.export",
+    "import": "labs.commands.import_runs",
 }
 
 

@@ -15,3 +15,11 @@ class UsageError(LabError):
     """Bad input on the command line or in a parameter: exit code 2."""
 
     exit_code = 2
+
+
+class Interrupted(KeyboardInterrupt):
+    """A lab was told to stop (Ctrl-C during a run on several hosts).
+
+    A KeyboardInterrupt, not a LabError: lab code that handles a failed command
+    (`except LabError`) must not carry on after it; it unwinds as after a Ctrl-C.
+    """

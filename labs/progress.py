@@ -10,6 +10,9 @@ JupyterLab); anywhere else (a log file, CI, a pipe read by the live panel) it pr
 plain line per step on stderr, `[torn-pages    12 s] step 3/17: ...`, which is easy to read
 and to parse. Progress never goes to stdout: stdout carries the lab's command line and its
 result, so a reader can pipe them.
+
+A lab run on several hosts at once gives each host its own reporter, named after lab and
+host (`[template@seat-a  12 s] ...`), each drawn on its own line (`position`) in a terminal.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from typing import IO
 
 from tqdm.auto import tqdm
 
+from labs.errors import Interrupted
+
 STEP_LINE = re.compile(r"^\[(?P<name>\S+)\s+(?P<elapsed>\d+) s\] step (?P<step>\d+)/(?P<total>\d+)"
                        r": (?P<text>.*)$")
 QUIET_DETAIL_S = 20.0  # without a terminal, transient details are printed this often at most
@@ -30,12 +35,15 @@ QUIET_DETAIL_S = 20.0  # without a terminal, transient details are printed this 
 class Progress:
     def __init__(self, name: str, total_steps: int, *, stream: IO[str] | None = None,
                  callback: Callable[[float, str], None] | None = None,
-                 interactive: bool | None = None):
+                 interactive: bool | None = None, position: int | None = None):
         self.name = name
+        # With several reporters at once (one per host), what `say` prints names its reporter.
+        self.say_prefix = f"[{name}] " if position is not None else ""
         self.total = max(int(total_steps), 1)
         self.stream = stream or sys.stderr
         self.callback = callback  # (fraction done, step text), for widgets
         self.done = 0
+        self.stop_requested = False  # set by `interrupt`, from another thread
         self.started = time.monotonic()
         self._last_detail = 0.0
         if interactive is None:
@@ -44,7 +52,8 @@ class Progress:
         if interactive:
             self.bar = tqdm(total=self.total, desc=name, unit="step", file=self.stream,
                             bar_format="{desc}: step {n_fmt}/{total_fmt} {bar} [{elapsed}] "
-                                       "{postfix}", leave=True, dynamic_ncols=True)
+                                       "{postfix}", leave=True, dynamic_ncols=True,
+                            position=position)
 
     def expect(self, total_steps: int) -> None:
         """Set how many steps the job takes, once it knows (a lab knows after validating)."""
@@ -57,8 +66,19 @@ class Progress:
     def elapsed_s(self) -> float:
         return time.monotonic() - self.started
 
+    def interrupt(self) -> None:
+        """Make the lab stop at its next step or detail (a lab that runs only Python, such as
+        a simulation, has no host command to interrupt)."""
+        self.stop_requested = True
+
+    def _stop_if_asked(self) -> None:
+        if self.stop_requested:
+            self.stop_requested = False  # once: the lab's cleanup may report progress too
+            raise Interrupted(f"{self.name}: interrupted")
+
     def step(self, text: str) -> None:
         """A new step starts (steps beyond the total stretch the total)."""
+        self._stop_if_asked()
         self.done += 1
         if self.done > self.total:
             self.total = self.done
@@ -74,6 +94,7 @@ class Progress:
     def detail(self, text: str, transient: bool = False) -> None:
         """Something inside the current step. Transient details (a percentage that keeps
         changing) are rate-limited without a terminal."""
+        self._stop_if_asked()
         if self.bar is not None:
             if transient:
                 self.bar.set_postfix_str(text[:80], refresh=True)
@@ -88,6 +109,7 @@ class Progress:
 
     def say(self, text: str) -> None:
         """A fact the reader should find in the output (an image chosen, a host used): stdout."""
+        text = self.say_prefix + text
         if self.bar is not None:
             self.bar.write(text, file=sys.stdout)
         else:

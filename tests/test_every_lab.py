@@ -2,8 +2,9 @@
 
 For each lab: its parameters round-trip through the command line for every profile, its
 panel's shell command parses back into the panel's parameters, every recorded run of it
-loads, its page's figures can be computed from every recorded run, and every `{glue}` key
-its page uses is among those figures. (That the page side never imports the
+loads, its page's figures and headline (labs.book.compare) can be computed from every
+recorded run, its page ends with the comparison cell, and every `{glue}` key its page uses
+is among those figures. (That the page side never imports the
 infrastructure is checked over all modules in test_layout.py.)
 """
 
@@ -77,3 +78,18 @@ def test_every_glued_figure_on_the_page_is_computed(lab):
         return
     figures = lab.page_module().figures(records.shipped_run(lab.name))
     assert used <= set(figures), sorted(used - set(figures))
+
+
+@pytest.mark.parametrize("lab", [lab for lab in LABS if lab.book_page], ids=lambda lab: lab.name)
+def test_every_lab_has_a_headline_for_every_recorded_run(lab):
+    from labs.book.compare import HEADLINE_COLUMNS, check_headline
+
+    page = lab.page_module()
+    assert callable(getattr(page, "headline", None)), f"{lab.name}: page.headline missing"
+    for path in records.scan_runs(lab.name)[0]:
+        table = page.headline(records.load_run(path))
+        assert list(table.columns) == HEADLINE_COLUMNS, path.name
+        assert len(table) >= 2, path.name
+        check_headline(table)  # units known, values finite, better is higher/lower/neither
+    text = (PROJECT_ROOT / lab.book_page).read_text()
+    assert f'compare.show("{lab.name}",' in text, f"{lab.book_page}: the comparison cell"

@@ -1,6 +1,8 @@
-"""`python -m labs.book`: execute every page and build the static site into _build/html.
+"""`python -m labs.book.build`: execute every page and build the static site into _build/html.
 
 Execution errors and Sphinx warnings both fail the build (`-W`, raise_on_error).
+With LABS_CLASS=NAME (`make book CLASS=NAME`) every lab page also shows the runs of that
+class (data/classes/NAME/, made by `python -m labs import ... --class NAME`).
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-from labs import PROJECT_ROOT
+from labs import PROJECT_ROOT, classes
+from labs.errors import LabError
 
 
 def build_command(root: Path = PROJECT_ROOT) -> list[str]:
@@ -21,7 +24,14 @@ def build_command(root: Path = PROJECT_ROOT) -> list[str]:
 
 def main() -> int:
     started = time.monotonic()
-    print("building the book (pages execute from recorded runs and models)...", flush=True)
+    try:
+        name = classes.selected_class()  # an unknown class stops here, in one line
+    except LabError as error:
+        print(f"python -m labs.book.build: error: {error}", file=sys.stderr)
+        return 2
+    with_class = f", with class {name} ({classes.class_dir(name)})" if name else ""
+    print(f"building the book (pages execute from recorded runs and models{with_class})...",
+          flush=True)
     result = subprocess.run(build_command(), cwd=PROJECT_ROOT)
     seconds = time.monotonic() - started
     if result.returncode != 0:

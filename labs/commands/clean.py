@@ -4,7 +4,7 @@ Newest first, idempotent: running it twice is harmless, and it works after a cra
 Ctrl-C or a killed lab process. Without --host it cleans every host that has a journal,
 lab VMs' insides first and the local machine (which runs the VMs) last. It also deletes
 the staging folders of recorded runs whose lab process is gone (a run interrupted before
-it was complete never becomes a run).
+it was complete never becomes a run), also those an interrupted import left in a class.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Callable
 import labs.infra.containers  # noqa: F401  (container)
 import labs.infra.scratch  # noqa: F401  (scratch-dir)
 import labs.infra.workspace  # noqa: F401  (loop, mount, md, dm, drbd, file, work-dir)
-from labs import records
+from labs import classes, records
 from labs.errors import UsageError
 from labs.infra.inventory import get_host, is_known_name
 from labs.infra.journal import Journal, JournalEntry, retire_journal
@@ -69,7 +69,13 @@ def main(args: argparse.Namespace) -> int:
                          f"the inventory, and never used): nothing was cleaned")
     names = [args.host] if args.host else journaled_hosts()
     removed = sum(clean_host(name, keep_vms=args.keep_vms) for name in names)
-    staged = records.remove_stale_staging() if not args.host or args.host == "local" else []
+    staged = []
+    if not args.host or args.host == "local":
+        staged = records.remove_stale_staging()
+        # An import interrupted while copying leaves a hidden staging folder in a class too.
+        for participant in sorted(classes.classes_root().glob("*/*")):
+            if participant.is_dir() and not participant.name.startswith("."):
+                staged += records.remove_stale_staging(participant)
     for folder in staged:
         print(f"clean: deleted the unfinished run folder {records.display_path(folder)}")
     print(f"clean: removed {removed} resource(s) on {', '.join(names) or 'no host'}")

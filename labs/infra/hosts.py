@@ -11,6 +11,7 @@ API (stable; other labs build on it):
     host.run("false", check=False)    # returns the failed result instead of raising
     host.name, host.work_dir (where labs keep loop-device files), host.is_local,
     host.lab_devices (block devices the project created for this host, e.g. a VM's data disks)
+    host.interrupt()  # from another thread: stop the command running now; the lab then stops
 
 Commands are strings (run by bash) or lists of arguments (quoted for you). Every command
 has a timeout (`timeout_s`, default DEFAULT_TIMEOUT_S) and carries the command marker
@@ -21,6 +22,9 @@ Failures raise:
     CommandTimedOut the timeout passed; the command was stopped
     HostUnreachable the SSH connection could not be made
     UnknownHost     (a UsageError) no host of that name
+    HostInterrupted (a KeyboardInterrupt) the host was interrupted (`interrupt()`): raised
+                    once, by the command that was running or the next one, so the lab
+                    unwinds as after a Ctrl-C and its own teardown commands still run
 
 All are LabError subclasses (one line, exit code 1; UnknownHost exits 2). Which names exist
 (local, the inventory, running VMs) is labs.infra.inventory's business.
@@ -33,12 +37,14 @@ import os
 import shlex
 import shutil
 import signal
+import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from labs.errors import LabError, UsageError
+from labs.errors import Interrupted, LabError, UsageError
 from labs.infra.paths import command_marker, state_dir
 
 DEFAULT_TIMEOUT_S = 300
@@ -82,6 +88,13 @@ class UnknownHost(UsageError):
     """No host of that name."""
 
 
+class HostInterrupted(Interrupted):
+    """The host was interrupted while a lab ran on it (a Ctrl-C during a run on many hosts)."""
+
+    def __init__(self, host: str):
+        super().__init__(f"host {host}: interrupted")
+
+
 @dataclass(frozen=True)
 class CommandResult:
     host: str
@@ -105,15 +118,16 @@ def _as_shell(command: str | list[str]) -> str:
     return command if isinstance(command, str) else shlex.join(command)
 
 
-def _wrapped(command: str, timeout_s: float, marked: bool) -> str:
+def _wrapped(command: str, timeout_s: float, marked: bool, tag: str = "") -> str:
     """The command line a host actually runs.
 
     `exec timeout`: coreutils timeout stops the whole command (its process group), not just
     the shell, and as the process the transport started it also passes a Ctrl-C on to it.
-    ": marker" names the inner shell; the trailing "exit" keeps bash from exec'ing the
+    ": marker tag" names the inner shell (the tag is the Host object's own, so `interrupt`
+    can stop exactly its commands); the trailing "exit" keeps bash from exec'ing the
     command in place of itself, so the marker lives exactly as long as the command.
     """
-    inner = f": {command_marker()}; {command}\nexit $?" if marked else command
+    inner = f": {command_marker()} {tag}; {command}\nexit $?" if marked else command
     return f"exec timeout --kill-after=5 {timeout_s:g} bash -c {shlex.quote(inner)}"
 
 
@@ -142,6 +156,9 @@ class Host:
     lab_devices: tuple[str, ...] = ()
     is_local: bool = False
     _is_root: bool | None = field(default=None, repr=False)
+    # Carried by every command this object runs (after the marker): `interrupt` stops these.
+    run_tag: str = field(default_factory=lambda: "run-" + uuid.uuid4().hex[:12], repr=False)
+    _interrupt: threading.Event = field(default_factory=threading.Event, repr=False)
 
     def run(self, command: str | list[str], *, timeout_s: float = DEFAULT_TIMEOUT_S,
             check: bool = True, env: dict[str, str] | None = None,
@@ -151,15 +168,51 @@ class Host:
         `marked=False` leaves out the command marker (only `clean`'s orphan check needs it).
         """
         text = _as_shell(command)
+        self._raise_if_interrupted()
         # The transport's own timeout, a little later, is the backstop for a hung connection.
-        wrapped = _wrapped(text, timeout_s, marked)
+        wrapped = _wrapped(text, timeout_s, marked, self.run_tag)
         started = time.monotonic()
-        result = self._execute(text, wrapped, timeout_s=timeout_s + 15, env=env or {})
+        try:
+            result = self._execute(text, wrapped, timeout_s=timeout_s + 15, env=env or {})
+        except HostError:
+            self._raise_if_interrupted()
+            raise
+        self._raise_if_interrupted()
         if result.exit_code in (124, 137) and time.monotonic() - started >= timeout_s:
             raise CommandTimedOut(self.name, text, timeout_s, result.stderr)
         if check and not result.ok:
             raise CommandFailed(self.name, text, result.exit_code, result.stderr)
         return result
+
+    def interrupt(self) -> None:
+        """Stop the command this host runs now and make the lab stop (from another thread).
+
+        The lab's thread gets HostInterrupted from the command that was running (or from the
+        next one) and unwinds as after a Ctrl-C; the commands its teardown runs after that
+        are not refused, so it removes what it made. What it cannot remove stays journaled.
+        """
+        self._interrupt.set()
+        pattern = f"[{self.run_tag[0]}]{self.run_tag[1:]}"  # never matches pkill's own line
+        twin = self.twin()
+        try:
+            # Safe: signals only processes whose command line carries this object's own tag,
+            # the commands this lab started on this host; a Ctrl-C's SIGINT, which `timeout`
+            # passes on to the command's process group.
+            twin.sudo(f"pkill -INT -f -- {shlex.quote(pattern)} || true", timeout_s=30,
+                      marked=False)
+        except HostError:
+            pass  # unreachable now: the lab's thread fails on its own; `clean` does the rest
+        finally:
+            twin.close()
+
+    def _raise_if_interrupted(self) -> None:
+        if self._interrupt.is_set():
+            self._interrupt.clear()  # once: the teardown that follows may run commands
+            raise HostInterrupted(self.name)
+
+    def twin(self) -> Host:
+        """A new object for the same host, with its own connection (used by `interrupt`)."""
+        raise NotImplementedError
 
     def sudo(self, command: str | list[str], **kwargs: Any) -> CommandResult:
         """Run a command as root: directly if we are root, else through `sudo -n`."""
@@ -210,6 +263,9 @@ class LocalHost(Host):
     def put(self, local_path: str | Path, remote_path: str) -> None:
         shutil.copyfile(local_path, remote_path)
 
+    def twin(self) -> LocalHost:
+        return LocalHost(self.work_dir)
+
     def get(self, remote_path: str, local_path: str | Path) -> None:
         shutil.copyfile(remote_path, local_path)
 
@@ -226,6 +282,11 @@ class SSHHost(Host):
         self.key, self.known_hosts = key, known_hosts
         self.connect_timeout_s = connect_timeout_s
         self._connection: Any = None
+
+    def twin(self) -> SSHHost:
+        return SSHHost(self.name, self.address, user=self.user, port=self.port, key=self.key,
+                       known_hosts=self.known_hosts, work_dir=self.work_dir,
+                       lab_devices=self.lab_devices, connect_timeout_s=self.connect_timeout_s)
 
     def connection(self) -> Any:
         if self._connection is None:

@@ -239,3 +239,25 @@ def panel() -> LabPanel:
                                         "p_az", "trials", "seed"),
                     chart=lambda recorded: charts.montecarlo_chart(recorded.results),
                     title="Monte Carlo of quorum availability")
+
+
+def headline(run: RecordedRun) -> pd.DataFrame:
+    """The run's headline measures for labs.book.compare: the estimated chance that writes
+    and reads lose their quorum (model: the exact value), and the simulation's speed."""
+    from labs.book.compare import headline_table
+
+    rows = []
+    for (config, workload), group in run.results.groupby(["config", "workload"], sort=False):
+        key = f"{config}, {workload}"
+        for op in ("write", "read"):
+            values = group[group["op"] == op].set_index("metric")["value"]
+            if "estimate" in values:
+                rows.append({"measure": f"chance that {op}s are unavailable", "config": key,
+                             "value": values["estimate"], "unit": "probability",
+                             "better": "neither", "model": values.get("exact")})
+        speed = group[group["metric"] == "throughput"]["value"]
+        if len(speed):
+            rows.append({"measure": "simulation speed", "config": key,
+                         "value": speed.iloc[0], "unit": "trials/s", "better": "higher",
+                         "model": None})
+    return headline_table(rows)

@@ -376,3 +376,25 @@ def panel() -> LabPanel:
                     chart=lambda recorded: settings_chart(recorded.results),
                     title="Torn pages: full_page_writes on and off, then a torn page",
                     needs_root=True, defaults={"profile": "quick"})
+
+
+def headline(run: RecordedRun) -> pd.DataFrame:
+    """The run's headline measures for labs.book.compare: per disk, setting and
+    full_page_writes, transactions per second and WAL bytes per transaction, each with the
+    first-touch model's figure where the page has one (WAL with images; write-limited tps)."""
+    from labs.book.compare import headline_table
+
+    rows = []
+    for leg in tables.settings(run.results).to_dict("records"):
+        setting = leg["setting"].replace("checkpoint_timeout", "timeout")
+        for side in ("on", "off"):
+            config = f"{setting}, {leg['disk']}, full_page_writes {side}"
+            model_wal = leg["model_wal_bytes_per_tx_on"] if side == "on" else None
+            model_tps = leg.get(f"model_tps_{side}")
+            rows.append({"measure": "transactions per second", "config": config,
+                         "value": leg[f"tps_{side}"], "unit": "tps", "better": "higher",
+                         "model": model_tps if pd.notna(model_tps) else None})
+            rows.append({"measure": "WAL bytes per transaction", "config": config,
+                         "value": leg[f"wal_bytes_per_tx_{side}"], "unit": "bytes/tx",
+                         "better": "lower", "model": model_wal})
+    return headline_table(rows)

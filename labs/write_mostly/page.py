@@ -156,6 +156,40 @@ def release_figures(runs: dict[str, RecordedRun | None]) -> dict[str, str]:
     return f
 
 
+HEADLINE_WORKLOADS = {"randread-qd1": "read latency p50, 4 KiB at depth 1",
+                      "randwrite-qd1": "write latency p50, 4 KiB at depth 1"}
+
+
+def headline(run: RecordedRun) -> pd.DataFrame:
+    """The run's headline measures for labs.book.compare: median latency at depth 1 per
+    configuration, with the chapter's model built from the same run's legs: a write-mostly
+    mirror reads like the fast leg alone; a mirror writes like its slower leg, unless it
+    writes behind, when it writes like the fast leg."""
+    from labs.book.compare import headline_table
+    from labs.write_mostly.params import CONFIGURATIONS
+
+    results = run.results
+    rows = results[(results["metric"] == "clat_p50_us") & (results["leg"] == "array")
+                   & results["workload"].isin(list(HEADLINE_WORKLOADS))]
+    p50 = {(row.config, row.workload): float(row.value) for row in rows.itertuples()}
+    table = []
+    for config in CONFIGURATIONS:
+        for workload, measure in HEADLINE_WORKLOADS.items():
+            if (config.name, workload) not in p50:
+                continue  # a quick profile leaves some configurations out
+            if workload.startswith("randread"):
+                model = p50.get(("fast-only", workload)) if config.write_mostly else None
+            elif config.raid:
+                legs = "fast-only" if config.write_behind else "slow-only"
+                model = p50.get((legs, workload))
+            else:
+                model = None
+            table.append({"measure": measure, "config": config.label,
+                          "value": p50[(config.name, workload)], "unit": "us",
+                          "better": "lower", "model": model})
+    return headline_table(table)
+
+
 def loop_figures(run: RecordedRun | None) -> dict[str, str]:
     """The loop-device legs, measured alone (prefixed loop_)."""
     if run is None:
