@@ -430,3 +430,24 @@ def panel() -> LabPanel:
                     chart=lambda recorded: charts.ratio_chart(recorded.results, article_ratio()),
                     title="InnoDB doublewrite ON and OFF, then a torn page",
                     needs_root=True, defaults={"profile": "quick"})
+
+
+def headline(run: RecordedRun) -> pd.DataFrame:
+    """The run's headline measures for labs.book.compare: per setting and doublewrite ON/OFF,
+    inserts per second and device bytes per row, with the byte model's figure for ON and,
+    on a write-limited device, the model's inserts per second (limit / bytes per row)."""
+    from labs.book.compare import headline_table
+
+    rows = []
+    for setting in setting_table(run.results).to_dict("records"):
+        for side in ("on", "off"):
+            config = f"{setting['setting']}, doublewrite {side.upper()}"
+            model_tps = setting.get(f"model_tps_{side}")
+            rows.append({"measure": "inserts per second", "config": config,
+                         "value": setting[f"tps_{side}"], "unit": "tps", "better": "higher",
+                         "model": model_tps if pd.notna(model_tps) else None})
+            rows.append({"measure": "device bytes per row", "config": config,
+                         "value": setting[f"bytes_per_row_{side}"], "unit": "bytes/row",
+                         "better": "lower",
+                         "model": setting["model_bytes_per_row_on"] if side == "on" else None})
+    return headline_table(rows)
