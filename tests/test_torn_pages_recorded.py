@@ -154,6 +154,15 @@ def test_charts_build_from_the_run_with_bound_controls_and_stay_small(run):
     for name in ("settings", "burst", "explorer"):
         params = built[name].to_dict()["params"]
         assert params and all("bind" in p for p in params if "select" not in p), name
+    # The model's diamonds keep their own colour: no colour encoding on that layer, a legend
+    # of their own; the setting labels break over two lines.
+    layers = built["settings"].to_dict()["layer"]
+    model_layer = next(layer for layer in layers if layer["mark"].get("shape") is None
+                       and layer["mark"].get("type") == "point")
+    assert "color" not in model_layer.get("encoding", {})
+    assert model_layer["mark"]["color"] == charts.MODEL_COLOR
+    assert model_layer["encoding"]["shape"]["scale"]["range"] == ["diamond"]
+    assert "split(" in json.dumps(model_layer["encoding"]["x"]["axis"]["labelExpr"])
     units = set(charts.MEASURES) | set(charts.BURST_SERIES)
     assert all(re.search(r"\([^)]+\)$", label) for label in units)  # every measure's unit
 
