@@ -117,6 +117,7 @@ def burst_long(results: pd.DataFrame) -> pd.DataFrame:
     size = tables.image_bytes(results)
     if not off.empty:
         table["model_wal_bytes_per_tx"] = float(off.iloc[0]) + size * table["model_fpi_per_tx"]
+    table = table[~table["few_commits"]]
     rows = []
     for row in table.to_dict("records"):
         name = LEG_NAMES.get((row["workload"], row["full_page_writes"]), row["leg"])
@@ -163,8 +164,11 @@ def burst_chart(results: pd.DataFrame) -> alt.LayerChart:
         series, legend).properties(
         width=560, height=height,
         title=alt.TitleParams("The burst after a checkpoint",
-                              subtitle="solid: measured; dashed: first-touch model; dotted "
-                                       "rule: the forced CHECKPOINT began"))
+                              subtitle=["solid: measured, one point per interval between "
+                                        "WAL samples; dashed: first-touch model; dotted rule: "
+                                        "the forced CHECKPOINT began",
+                                        "intervals with fewer than a tenth of their leg's "
+                                        "median commits are left out"]))
 
 
 def comparison_table(results: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
