@@ -148,6 +148,29 @@ def settings(results: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values("order").drop(columns="order").reset_index(drop=True)
 
 
+def slow_legs(results: pd.DataFrame) -> pd.DataFrame:
+    """The write-limited legs one by one: what the disk took against its limit, and the
+    model's TPS against the measured."""
+    table = settings(results)
+    if table.empty or "model_tps_on" not in table:
+        return pd.DataFrame()
+    legs_by = legs(results).set_index(["disk", "setting", "full_page_writes"])
+    rows = []
+    for row in table[table["disk"] != NO_LIMIT].to_dict("records"):
+        for side in ("on", "off"):
+            leg = legs_by.loc[(row["disk"], row["setting"], side)]
+            mibps = leg["device_write_bytes"] / leg["duration_s"] / 2**20
+            rows.append({
+                "setting": row["setting"], "full_page_writes": side,
+                "limit_mibps": row["write_limit_mibps"], "device_mibps": mibps,
+                "limit_share": mibps / row["write_limit_mibps"],
+                "tps": row[f"tps_{side}"], "model_tps": row[f"model_tps_{side}"],
+                "tps_error": row[f"tps_{side}_error"],
+                "device_error": row[f"device_error_{side}"],
+                "latency_avg_ms": leg["latency_avg"]})
+    return pd.DataFrame(rows)
+
+
 def intervals(results: pd.DataFrame) -> pd.DataFrame:
     """The forced-checkpoint legs interval by interval, as counted in the WAL, with the
     first-touch model's images per transaction for the same transactions."""
