@@ -100,6 +100,9 @@ def burst_figures(run: RecordedRun) -> dict[str, str]:
     windows = {"start": (0, width), "before": (redo_at - width, redo_at),
                "after": (redo_at, redo_at + width), "end": (end - width, end)}
     out: dict[str, str] = {"burst_window_s": f"{width:.1f}", "burst_redo_at_s": f"{redo_at:.1f}"}
+    lengths = pd.concat([w["fresh"], w["replay"], w["off"]])
+    lengths = lengths["time_s"] - lengths["inspected_interval_start"]
+    out["burst_interval_s"] = f"{lengths.median():.1f}"
     values = {}
     for name, (start, stop) in windows.items():
         measured = tables.window_mean(fresh, "fpi_per_tx", start, stop)
