@@ -76,7 +76,7 @@ def test_the_burst_after_a_checkpoint_has_the_shape_the_text_states(run):
         assert end < after, (column, end, after)
     sentence = lab.figures(run)["burst_shape_sentence"]
     assert "fell to" in sentence and "jumped to" in sentence
-    assert sentence.startswith("was ") and "images per transaction in the first" in sentence
+    assert sentence.startswith("the leg carried ") and "images per transaction" in sentence
 
 
 def test_the_burst_chart_draws_the_intervals_the_text_averages(run, figures):

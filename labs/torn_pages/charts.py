@@ -75,7 +75,7 @@ def settings_chart(results: pd.DataFrame) -> alt.LayerChart:
     ).transform_filter((alt.datum.measure == measure) & (alt.datum.disk == disk))
     bars = base.transform_filter(alt.datum.source == "measured").mark_bar().encode(
         color=alt.Color("full_page_writes:N", sort=["on", "off"], scale=ON_OFF,
-                        title="full_page_writes (bars, measured)"))
+                        title="full_page_writes"))
     # The model's mark has its own colour and shape, and its own legend entry: no colour
     # encoding here, so nothing overrides the black.
     modelled = base.transform_filter(alt.datum.source == "model").mark_point(
@@ -165,8 +165,8 @@ def burst_chart(results: pd.DataFrame) -> alt.LayerChart:
         width=560, height=height,
         title=alt.TitleParams("The burst after a checkpoint",
                               subtitle=["solid: measured, one point per interval between "
-                                        "WAL samples; dashed: first-touch model; dotted rule: "
-                                        "the forced CHECKPOINT began",
+                                        "WAL samples; dashed: first-touch model",
+                                        "dotted rule: the forced CHECKPOINT began",
                                         "intervals with fewer than a tenth of their leg's "
                                         "median commits are left out"]))
 

@@ -115,8 +115,8 @@ def burst_figures(run: RecordedRun) -> dict[str, str]:
     jump = "jumped" if values["after"] > values["before"] else "did not rise"
     fell_2 = "fell" if values["end"] < values["after"] else "rose"
     out["burst_shape_sentence"] = (
-        f"was {out['burst_start_fpi']} images per transaction in the first {width:.1f} s "
-        f"of the leg, {fell_1} to "
+        f"the leg carried {out['burst_start_fpi']} images per transaction in its first "
+        f"{width:.1f} s; that {fell_1} to "
         f"{out['burst_before_fpi']} in the last {width:.1f} s before the forced CHECKPOINT, "
         f"{jump} to {out['burst_after_fpi']} in the {width:.1f} s after it began, and {fell_2} "
         f"to {out['burst_end_fpi']} by the end of the leg")
