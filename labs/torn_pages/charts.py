@@ -13,6 +13,7 @@ from labs.book import theme  # noqa: F401  (the book's chart theme and offline r
 from labs.torn_pages import tables
 
 ON_OFF = alt.Scale(domain=["on", "off"], range=["#D55E00", "#0072B2"])
+MODEL_COLOR = "black"
 # measure label (with its unit) -> (column when on, column when off, model column when on,
 # model column when off)
 MEASURES = {
@@ -63,18 +64,29 @@ def settings_chart(results: pd.DataFrame) -> alt.LayerChart:
     order = tables.setting_order(long["setting"])
     base = alt.Chart(long).encode(
         x=alt.X("setting:N", sort=order, title=None,
-                axis=alt.Axis(labelAngle=0, labelLimit=200)),
+                # "checkpoint_timeout 30 s" on two lines, so neighbouring labels never meet
+                axis=alt.Axis(labelAngle=0, labelLimit=200, labelExpr=(
+                    "split(replace(datum.label, 'checkpoint_timeout ', "
+                    "'checkpoint_timeout|'), '|')"))),
         xOffset=alt.XOffset("full_page_writes:N", sort=["on", "off"]),
         y=alt.Y("value:Q", title=None),
-        color=alt.Color("full_page_writes:N", sort=["on", "off"], scale=ON_OFF),
         tooltip=["setting", "full_page_writes", "source", "measure",
                  alt.Tooltip("value:Q", format=",.2f")],
     ).transform_filter((alt.datum.measure == measure) & (alt.datum.disk == disk))
-    bars = base.transform_filter(alt.datum.source == "measured").mark_bar()
+    bars = base.transform_filter(alt.datum.source == "measured").mark_bar().encode(
+        color=alt.Color("full_page_writes:N", sort=["on", "off"], scale=ON_OFF,
+                        title="full_page_writes"))
+    # The model's mark has its own colour and shape, and its own legend entry: no colour
+    # encoding here, so nothing overrides the black.
     modelled = base.transform_filter(alt.datum.source == "model").mark_point(
-        shape="diamond", filled=True, size=110, color="black", opacity=1)
+        filled=True, size=130, color=MODEL_COLOR, stroke="white", strokeWidth=1.5,
+        opacity=1).encode(
+        shape=alt.Shape("source:N", scale=alt.Scale(domain=["model"], range=["diamond"]),
+                        title=None, legend=alt.Legend(
+                            labelExpr="'first-touch model'", symbolFillColor=MODEL_COLOR,
+                            symbolStrokeColor="white", symbolSize=130)))
     return alt.layer(bars, modelled, _axis_label(measure, height)).add_params(
-        measure, disk).properties(
+        measure, disk).resolve_legend(color="independent", shape="independent").properties(
         width=460, height=height,
         title=alt.TitleParams("pgbench with full_page_writes on and off",
                               subtitle="bars: measured; black diamonds: first-touch model "
@@ -105,6 +117,7 @@ def burst_long(results: pd.DataFrame) -> pd.DataFrame:
     size = tables.image_bytes(results)
     if not off.empty:
         table["model_wal_bytes_per_tx"] = float(off.iloc[0]) + size * table["model_fpi_per_tx"]
+    table = table[~table["few_commits"]]
     rows = []
     for row in table.to_dict("records"):
         name = LEG_NAMES.get((row["workload"], row["full_page_writes"]), row["leg"])
@@ -151,8 +164,11 @@ def burst_chart(results: pd.DataFrame) -> alt.LayerChart:
         series, legend).properties(
         width=560, height=height,
         title=alt.TitleParams("The burst after a checkpoint",
-                              subtitle="solid: measured; dashed: first-touch model; dotted "
-                                       "rule: the forced CHECKPOINT began"))
+                              subtitle=["solid: measured, one point per interval between "
+                                        "WAL samples; dashed: first-touch model",
+                                        "dotted rule: the forced CHECKPOINT began",
+                                        "intervals with fewer than a tenth of their leg's "
+                                        "median commits are left out"]))
 
 
 def comparison_table(results: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:

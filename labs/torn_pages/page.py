@@ -17,6 +17,17 @@ from labs.book.panel import LabPanel
 from labs.records import RecordedRun, run_summary
 from labs.torn_pages import charts, model, tables
 from labs.torn_pages.params import Parameters
+from labs.torn_pages.wording import (
+    device_sentence,
+    off_images_sentence,
+    replay_texts,
+    replayed_effect,
+    slow_errors_sentence,
+    slow_legs_sentence,
+    slow_ratio_sentence,
+)
+from labs.torn_pages.wording import num as _num
+from labs.torn_pages.wording import pct as _pct
 
 REFERENCE_DIR = PROJECT_ROOT / "data" / "reference"
 # The explanation page's worked example: a table the size of this lab's full profile
@@ -39,17 +50,6 @@ def burst_chart(results):
 
 def comparison_chart(results):
     return charts.comparison_chart(results, reference_rds())
-
-
-def _num(value: float, digits: int = 2) -> str:
-    return "n/a" if value is None or math.isnan(value) else f"{value:,.{digits}f}"
-
-
-def _pct(error: float) -> str:
-    """A model error as text: '12 % above' (the model over the measurement) or 'below'."""
-    if math.isnan(error):
-        return "n/a"
-    return f"{abs(error) * 100:.0f} % {'above' if error > 0 else 'below'}"
 
 
 def settings_table(results) -> pd.DataFrame:
@@ -100,6 +100,9 @@ def burst_figures(run: RecordedRun) -> dict[str, str]:
     windows = {"start": (0, width), "before": (redo_at - width, redo_at),
                "after": (redo_at, redo_at + width), "end": (end - width, end)}
     out: dict[str, str] = {"burst_window_s": f"{width:.1f}", "burst_redo_at_s": f"{redo_at:.1f}"}
+    lengths = pd.concat([w["fresh"], w["replay"], w["off"]])
+    lengths = lengths["time_s"] - lengths["inspected_interval_start"]
+    out["burst_interval_s"] = f"{lengths.median():.1f}"
     values = {}
     for name, (start, stop) in windows.items():
         measured = tables.window_mean(fresh, "fpi_per_tx", start, stop)
@@ -112,7 +115,8 @@ def burst_figures(run: RecordedRun) -> dict[str, str]:
     jump = "jumped" if values["after"] > values["before"] else "did not rise"
     fell_2 = "fell" if values["end"] < values["after"] else "rose"
     out["burst_shape_sentence"] = (
-        f"started at {out['burst_start_fpi']} images per transaction, {fell_1} to "
+        f"the leg carried {out['burst_start_fpi']} images per transaction in its first "
+        f"{width:.1f} s; that {fell_1} to "
         f"{out['burst_before_fpi']} in the last {width:.1f} s before the forced CHECKPOINT, "
         f"{jump} to {out['burst_after_fpi']} in the {width:.1f} s after it began, and {fell_2} "
         f"to {out['burst_end_fpi']} by the end of the leg")
@@ -139,10 +143,15 @@ def burst_figures(run: RecordedRun) -> dict[str, str]:
     out["wal_total_images"] = f"{lag['total_images']:,.0f}"
     start_pages = tables.window_mean(fresh, "accounts_pages_per_tx", 0, width)
     out["fresh_pages_per_tx"] = _num(start_pages)
-    off_max = w["off"]["fpi_per_tx"].max() if not w["off"].empty else math.nan
-    out["off_max_fpi"] = _num(off_max, 3)
+    out["off_images_sentence"] = off_images_sentence(run.results)
+    table = tables.intervals(run.results)
+    out["burst_few_intervals"] = (f"{int(table['few_commits'].sum())} of the "
+                                  f"{len(table)}" if len(table) else "none of the")
     if replay.empty:
         out["replay_sentence"] = "This run has no replayed leg."
+        out["replay_verdict"] = "So this run cannot test it."
+        out["replay_solution"] = ("This run has no replayed leg, so it cannot answer the "
+                                  "question; make a run with the full profile.")
         return out
     replay_start = tables.window_mean(replay, "fpi_per_tx", 0, width)
     replay_pages = tables.window_mean(replay, "accounts_pages_per_tx", 0, width)
@@ -152,39 +161,12 @@ def burst_figures(run: RecordedRun) -> dict[str, str]:
     out["replay_pages_per_tx"] = _num(replay_pages)
     ratio = start_pages / replay_pages if replay_pages else math.nan
     out["replay_pages_ratio"] = _num(ratio, 1)
-    if replay_start < 0.5 * values["start"]:
-        out["replay_sentence"] = (
-            f"Replaying the previous leg's transactions, the first {width:.1f} s carried "
-            f"{out['replay_start_fpi']} images per transaction instead of "
-            f"{out['burst_start_fpi']}: each transaction changed "
-            f"{out['replay_pages_per_tx']} accounts pages that the interval had not already "
-            f"changed, against {out['fresh_pages_per_tx']} with new transactions")
-    else:
-        out["replay_sentence"] = (
-            f"In this run the replayed leg carried about as many images at its start as "
-            f"new transactions ({out['replay_start_fpi']} against "
-            f"{out['burst_start_fpi']} per transaction): its rows were still spread over the "
-            f"table ({out['replay_pages_per_tx']} accounts pages changed per transaction, "
-            f"against {out['fresh_pages_per_tx']})")
+    replay_model = tables.window_mean(replay, "model_fpi_per_tx", 0, width)
+    out["replay_start_model"] = _num(replay_model)
+    out["replay_start_error"] = _pct(replay_model / replay_start - 1 if replay_start else
+                                     math.nan)
+    out.update(replay_texts(out, width, replayed_effect(values["start"], replay_start)))
     return out
-
-
-def device_sentence(table: pd.DataFrame, close: float = 0.15) -> str:
-    """How close the model's bytes per transaction came to the loop device's count."""
-    legs = []
-    for row in table.to_dict("records"):
-        for side in ("on", "off"):
-            legs.append((row["disk"], row["setting"], side, row[f"device_error_{side}"]))
-    near = [abs(e) for *_, e in legs if abs(e) <= close]
-    text = (f"the model's were within {max(near) * 100:.0f} % of the measured in "
-            f"{len(near)} of the {len(legs)} legs" if near else
-            f"the model's were more than {close * 100:.0f} % off in every leg")
-    far = [(d, s, side, e) for d, s, side, e in legs if abs(e) > close]
-    for disk, setting, side, error in far:
-        text += (f"; in the leg with {setting}, {disk}, full-page writes {side}, the disk took "
-                 f"{abs(1 / (1 + error) - 1) * 100:.0f} % {'less' if error > 0 else 'more'} "
-                 f"than the model counts")
-    return text
 
 
 def settings_figures(run: RecordedRun) -> dict[str, str]:
@@ -217,9 +199,8 @@ def settings_figures(run: RecordedRun) -> dict[str, str]:
     slow = table[table["disk"] != tables.NO_LIMIT]
     if slow.empty:
         out["slow_sentence"] = "This run has no write-limited legs."
-        for key in ("slow_tps_on_error", "slow_tps_off_error", "slow_device_mibps_on",
-                    "slow_device_mibps_off", "slow_limit_mibps", "slow_saturation_sentence",
-                    "slow_recycled_ratio"):
+        for key in ("slow_limit_mibps", "slow_legs_sentence", "slow_errors_sentence",
+                    "slow_ratio_sentence", "slow_recycled_ratio"):
             out[key] = "n/a"
         return out
     parts = []
@@ -232,29 +213,13 @@ def settings_figures(run: RecordedRun) -> dict[str, str]:
         f"{slow['model_tps_off_over_on_recycled'].min():.2f}"
         if len(slow) == 1 else f"{slow['model_tps_off_over_on_recycled'].min():.2f} to "
                                f"{slow['model_tps_off_over_on_recycled'].max():.2f}")
-    out["slow_tps_on_error"] = _pct(float(slow["tps_on_error"].mean()))
-    out["slow_tps_off_error"] = _pct(float(slow["tps_off_error"].mean()))
-    out["slow_device_mibps_on"] = _num(float(
-        (slow["device_bytes_per_tx_on"] * slow["tps_on"]).mean()) / 2**20)
-    out["slow_device_mibps_off"] = _num(float(
-        (slow["device_bytes_per_tx_off"] * slow["tps_off"]).mean()) / 2**20)
     limit = float(slow["write_limit_mibps"].iloc[0])
-    out["slow_limit_mibps"] = f"{int(limit)}"
-    used = {side: float((slow[f"device_bytes_per_tx_{side}"] * slow[f"tps_{side}"]).mean())
-            / 2**20 / limit for side in ("on", "off")}
-    idle = [f"with full-page writes {side}" for side in ("on", "off") if used[side] < 0.8]
-    if idle:
-        out["slow_saturation_sentence"] = (
-            f"The model assumes the disk writes at its limit all the time; {' and '.join(idle)} "
-            f"it did not (it took {used['on'] * 100:.0f} % and {used['off'] * 100:.0f} % of "
-            f"the limit), so there the transactions were waiting for something else: each "
-            f"commit's flush queues behind the other writes in the throttle, and with "
-            f"{int(run.meta['parameters']['clients'])} clients the TPS is the clients divided "
-            f"by that wait, not the limit divided by the bytes")
-    else:
-        out["slow_saturation_sentence"] = (
-            f"In both legs the disk wrote close to its limit ({used['on'] * 100:.0f} % and "
-            f"{used['off'] * 100:.0f} %), which is what the model assumes")
+    out["slow_limit_mibps"] = f"{limit:g}"
+    legs = tables.slow_legs(run.results)
+    clients = int(run.meta["parameters"]["clients"])
+    out["slow_legs_sentence"] = slow_legs_sentence(legs)
+    out["slow_errors_sentence"] = slow_errors_sentence(legs, clients)
+    out["slow_ratio_sentence"] = slow_ratio_sentence(legs)
     return out
 
 

@@ -20,6 +20,10 @@ WAL_COPIES = 2.0
 FORCED = "forced CHECKPOINT"
 REPLAY = "forced CHECKPOINT, previous leg's transactions replayed"
 NO_LIMIT = "no limit"
+# An interval between two WAL samples with fewer commits than this share of its leg's median
+# is left out of the per-interval values (one image more or less would move its ratio by a
+# lot); the leg's totals still count it.
+FEW_COMMITS_SHARE = 0.1
 
 
 def setting_name(workload: str, timeout_s: float) -> str:
@@ -144,6 +148,29 @@ def settings(results: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values("order").drop(columns="order").reset_index(drop=True)
 
 
+def slow_legs(results: pd.DataFrame) -> pd.DataFrame:
+    """The write-limited legs one by one: what the disk took against its limit, and the
+    model's TPS against the measured."""
+    table = settings(results)
+    if table.empty or "model_tps_on" not in table:
+        return pd.DataFrame()
+    legs_by = legs(results).set_index(["disk", "setting", "full_page_writes"])
+    rows = []
+    for row in table[table["disk"] != NO_LIMIT].to_dict("records"):
+        for side in ("on", "off"):
+            leg = legs_by.loc[(row["disk"], row["setting"], side)]
+            mibps = leg["device_write_bytes"] / leg["duration_s"] / 2**20
+            rows.append({
+                "setting": row["setting"], "full_page_writes": side,
+                "limit_mibps": row["write_limit_mibps"], "device_mibps": mibps,
+                "limit_share": mibps / row["write_limit_mibps"],
+                "tps": row[f"tps_{side}"], "model_tps": row[f"model_tps_{side}"],
+                "tps_error": row[f"tps_{side}_error"],
+                "device_error": row[f"device_error_{side}"],
+                "latency_avg_ms": leg["latency_avg"]})
+    return pd.DataFrame(rows)
+
+
 def intervals(results: pd.DataFrame) -> pd.DataFrame:
     """The forced-checkpoint legs interval by interval, as counted in the WAL, with the
     first-touch model's images per transaction for the same transactions."""
@@ -172,6 +199,9 @@ def intervals(results: pd.DataFrame) -> pd.DataFrame:
         model_fpi.append(float(model.images_per_tx_between(
             pools(leg), start, start + row.inspected_commits)))
     table["model_fpi_per_tx"] = model_fpi
+    median = table.groupby("leg")["inspected_commits"].transform("median")
+    table["few_commits"] = ((table["inspected_commits"] <= 0)
+                            | (table["inspected_commits"] < FEW_COMMITS_SHARE * median))
     table["setting"] = [setting_name(w, 3600) for w in table["workload"]]
     return table.sort_values(["leg", "time_s"]).reset_index(drop=True)
 
@@ -190,9 +220,11 @@ def forced_checkpoints(results: pd.DataFrame) -> pd.DataFrame:
 
 def window_mean(table: pd.DataFrame, column: str, start_s: float, end_s: float) -> float:
     """Per-transaction average of a column over the intervals that begin in
-    [start_s, end_s), weighted by each interval's commits."""
+    [start_s, end_s), weighted by each interval's commits; intervals with too few commits
+    (`few_commits`, as the burst chart leaves them out) do not count."""
     begins = table["inspected_interval_start"]
-    rows = table[(begins >= start_s) & (begins < end_s) & (table["inspected_commits"] > 0)]
+    kept = ~table["few_commits"] if "few_commits" in table else table["inspected_commits"] > 0
+    rows = table[(begins >= start_s) & (begins < end_s) & kept]
     if rows.empty:
         return float("nan")
     weights = rows["inspected_commits"]
