@@ -34,6 +34,26 @@ def run_labs(*args: str, env: dict | None = None, timeout: float = 120):
                           env={**os.environ, **(env or {})})
 
 
+def run_cli(args, env, timeout=1200):
+    """`python -m labs ARGS` with exactly `env` (a lab test's private state and runs)."""
+    return subprocess.run([sys.executable, "-m", "labs", *args], cwd=PROJECT_ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def owner_label(state_dir: Path) -> str:
+    """The container label value of a state dir (labs.infra.paths.command_marker)."""
+    return subprocess.run([sys.executable, "-c", "from labs.infra.paths import command_marker; "
+                           "print(command_marker())"], cwd=PROJECT_ROOT, capture_output=True,
+                          text=True, check=True,
+                          env={**os.environ, "LABS_STATE_DIR": str(state_dir)}).stdout.strip()
+
+
+def loops_over(folder: Path) -> list[str]:
+    """`losetup -a` lines of loop devices over files in `folder`."""
+    out = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if str(folder) in line]
+
+
 @pytest.fixture
 def runs_dir(tmp_path, monkeypatch):
     """A private data/runs/ for tests that record runs."""

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import docker
 import pytest
+from conftest import loops_over, owner_label, run_cli
 
 from labs import PROJECT_ROOT
 from labs.doublewrite import tables
@@ -29,24 +30,6 @@ from labs.records import list_runs, load_run
 from labs.tools import sysbench
 
 pytestmark = pytest.mark.slow
-
-
-def run_cli(args, env, timeout=1200):
-    return subprocess.run([sys.executable, "-m", "labs", *args], cwd=PROJECT_ROOT, env=env,
-                          capture_output=True, text=True, timeout=timeout)
-
-
-def owner_label(state_dir: Path) -> str:
-    """The container label value of a state dir (labs.infra.paths.command_marker)."""
-    return subprocess.run([sys.executable, "-c", "from labs.infra.paths import command_marker; "
-                           "print(command_marker())"], cwd=PROJECT_ROOT, capture_output=True,
-                          text=True, check=True,
-                          env={**os.environ, "LABS_STATE_DIR": str(state_dir)}).stdout.strip()
-
-
-def loops_over(folder: Path) -> list[str]:
-    out = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if str(folder) in line]
 
 
 def leftovers(state_dir: Path) -> list:

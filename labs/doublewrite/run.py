@@ -47,12 +47,8 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
                                        on_command=rec.add_command) as ws:
         rec.add_command(params.command_line())
         progress.step("choosing the MariaDB image")
-        choice = images.ensure_image(ws.engine(), host.is_local, "mariadb", params.image,
-                                     progress)
-        progress.say(f"using {choice.describe()}")
-        rec.add_tool_version("image", f"{choice.tag} ({choice.source}) "
-                             f"{images.image_digest(ws.engine(), choice.tag)}")
-        rec.add_tool_version("docker", ws.engine().version().get("Version", "unknown"))
+        choice = images.use_image(ws.engine(), host.is_local, "mariadb", params.image, progress,
+                                  rec.add_tool_version)
         progress.step(f"building an ext4 file system on a loop device in {ws.work_dir}")
         # noinit_itable: no background zeroing of inode tables, whose writes the device
         # counters would otherwise mix into the legs' bytes.

@@ -230,6 +230,17 @@ def image_digest(client: docker.DockerClient, tag: str) -> str:
     return client.images.get(tag).id
 
 
+def use_image(engine: docker.DockerClient, engine_is_local: bool, name: str, flag: str | None,
+              progress: Progress, add_tool_version) -> ImageChoice:
+    """ensure_image, said on the progress line and written into the run (image with its
+    digest, and the engine's version) through `add_tool_version(name, value)`."""
+    choice = ensure_image(engine, engine_is_local, name, flag, progress)
+    progress.say(f"using {choice.describe()}")
+    add_tool_version("image", f"{choice.tag} ({choice.source}) {image_digest(engine, choice.tag)}")
+    add_tool_version("docker", engine.version().get("Version", "unknown"))
+    return choice
+
+
 def copy_to(target: docker.DockerClient, tag: str, source: docker.DockerClient | None = None,
             progress: Progress | None = None) -> bool:
     """Make sure `target` (a lab host's engine) has the image; True if it had to be copied.

@@ -39,12 +39,8 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
         # The machine may be shared: its load before and after says how noisy the run was.
         add_load_average(host, rec, "start")
         progress.step("choosing the PostgreSQL image")
-        choice = images.ensure_image(ws.engine(), host.is_local, "postgres", params.image,
-                                     progress)
-        progress.say(f"using {choice.describe()}")
-        rec.add_tool_version("image", f"{choice.tag} ({choice.source}) "
-                             f"{images.image_digest(ws.engine(), choice.tag)}")
-        rec.add_tool_version("docker", ws.engine().version().get("Version", "unknown"))
+        choice = images.use_image(ws.engine(), host.is_local, "postgres", params.image, progress,
+                                  rec.add_tool_version)
         progress.step(f"building an ext4 file system on a loop device in {ws.work_dir}")
         fs = ws.make_loop_filesystem("labfs", params.fs_size_mib)
         cluster = Cluster(ws, fs, choice.tag, uuid.uuid4().hex[:6])
