@@ -240,7 +240,7 @@ def drills_chart(results: pd.DataFrame, meta: dict[str, Any] | None = None
         steps.properties(title="Failure drills, step by step"),
         alt.layer(*layers).properties(
             width=420, height=160,
-            title="Instance replaced: the new fast leg catches up (dashed: the model)"))
+            title="The new fast leg catches up (dashed: the model)"))
 
 
 def resync_model_chart(results: pd.DataFrame, meta: dict[str, Any]) -> alt.TopLevelMixin:
@@ -258,7 +258,8 @@ def resync_model_chart(results: pd.DataFrame, meta: dict[str, Any]) -> alt.TopLe
     measured = measured.assign(which=measured["config"].map(which))
     points = alt.Chart(measured).mark_point(filled=True, size=70).encode(
         x=alt.X("size_mib:Q", title="array size (MiB)",
-                scale=alt.Scale(domain=[0, top], nice=False)),
+                scale=alt.Scale(domain=[0, top], nice=False),
+                axis=alt.Axis(tickCount=6, labelFlush=False)),
         y=alt.Y("resync_s:Q", title="seconds to resync a new fast leg"),
         color=alt.Color("which:N", title=None, sort=list(which.values()),
                         legend=alt.Legend(orient="bottom", direction="vertical",
@@ -349,7 +350,8 @@ def backlog_model_chart() -> alt.TopLevelMixin:
         backlog=f"WRITE <= SLOW ? 0 : datum.tau < {fill} ? (WRITE - SLOW) * datum.tau "
                 f": max(0, DEPTH - SLOW * (datum.tau - {fill}))",
     ).mark_line().encode(
-        x=alt.X("t_s:Q", title="seconds since the burst began"),
+        x=alt.X("t_s:Q", title="seconds since the burst began",
+                axis=alt.Axis(labelFlush=False)),
         y=alt.Y("backlog:Q", title="writes waiting for the slow leg"),
         tooltip=[alt.Tooltip("t_s:Q", format=".3f", title="time (s)"),
                  alt.Tooltip("backlog:Q", format=",.0f", title="writes waiting")])
