@@ -14,7 +14,7 @@ from conftest import PROJECT_ROOT
 
 from labs import rawfiles, records
 from labs.errors import UsageError
-from labs.write_mostly import charts, model, reference, tables
+from labs.write_mostly import charts, companions, model, reference, tables
 from labs.write_mostly import page as lab
 from labs.write_mostly.figures import NOT_MEASURED
 from labs.write_mostly.params import WRITE_BEHIND_CELLS, workload_groups
@@ -28,27 +28,30 @@ def run():
 @pytest.fixture(scope="module")
 def newer():
     newer = lab.companion_run("trixie", PROJECT_ROOT / "data" / "runs")
-    assert newer is not None, "data/runs/write-mostly/SHIPPED-trixie names no run"
+    if newer is None:  # the page then says it is not recorded (test_a_missing_companion...)
+        pytest.skip("data/runs/write-mostly/SHIPPED-trixie names no run")
     return newer
 
 
 @pytest.fixture(scope="module")
 def loop():
     loop = lab.companion_run("loop", PROJECT_ROOT / "data" / "runs")
-    assert loop is not None, "data/runs/write-mostly/SHIPPED-loop names no run"
+    if loop is None:
+        pytest.skip("data/runs/write-mostly/SHIPPED-loop names no run")
     return loop
 
 
 def test_recorded_by_the_project_command_on_lab_vms(run, newer, loop):
+    assert run.meta["parameters"]["profile"] == "full"
     for recorded, legs in ((run, "disks"), (newer, "disks"), (loop, "loop")):
         meta = recorded.meta
         assert meta["parameters"]["command_line"].startswith(
             "python -m labs run write-mostly --host vm1")
-        assert meta["parameters"]["profile"] == "full"
         assert meta["parameters"]["legs_mode"] == legs
         assert meta["host"]["lab_vm"] and meta["host"]["vm"]["accel"] in ("tcg", "kvm")
         assert not meta["git_commit"].endswith("-dirty")
     assert run.meta["host"]["vm"]["release"] == "bookworm"
+    assert loop.meta["host"]["vm"]["release"] == "bookworm"
     assert newer.meta["host"]["vm"]["release"] == "trixie"
     assert "Debian GNU/Linux 13" in newer.meta["host"]["os_release"]
     assert run.meta["tool_versions"]["kernel"].startswith("6.1.")
@@ -134,7 +137,10 @@ def test_write_behind_by_slot_and_how_it_was_set_on_both_kernels(run, newer):
         cap = behind["slow_iops"].iloc[0]
         assert (behind["write_p50_us"] < 0.5 * 1e6 / cap).all()
         assert (behind["write_iops"] < 1.3 * cap).all()
-        assert (behind["longest_wait_s"] > 0.5 * behind["stall_model_s"]).all()
+        # The mean, counted from submission, is far above the median and goes with the rate.
+        assert (behind["write_lat_mean_us"] > 5 * behind["write_p50_us"]).all()
+        assert (abs(1e6 / behind["write_lat_mean_us"] - behind["write_iops"])
+                < 0.1 * behind["write_iops"]).all()
 
 
 def test_every_number_on_the_pages_is_computed(run):
@@ -153,7 +159,7 @@ def test_charts_build_from_every_shipped_run_and_stay_small(run, newer, loop):
         for chart in (charts.slow_leg_chart(results, meta), charts.latency_chart(results, meta),
                       charts.write_behind_chart(results, meta),
                       charts.resync_model_chart(results, meta), charts.legs_chart(results),
-                      charts.drills_chart(results, meta), charts.resync_chart(results)):
+                      charts.drills_chart(results, meta), charts.resync_chart(results, meta)):
             assert len(json.dumps(chart.to_dict())) < 600_000
     params = charts.latency_chart(run.results, run.meta).to_dict()["params"]
     assert {p["name"] for p in params} == {"WORKLOAD", "PCT"}
@@ -210,3 +216,137 @@ def test_a_run_that_measured_less_still_feeds_the_page(run):
         chart.to_dict()
     shown = lab.write_behind_display({"this run": partial})
     assert not shown.isna().any().any()
+
+
+def glued(page: str) -> set[str]:
+    return set(re.findall(r"\{glue:(?:text|md)\}`([A-Za-z0-9_\-]+)`", page)) | set(
+        re.findall(r"```\{glue:md\} ([A-Za-z0-9_\-]+)", page))
+
+
+def test_the_companion_paragraphs_read_right_with_and_without_their_runs(run):
+    page = (PROJECT_ROOT / "book" / "write-mostly" / "lab.md").read_text()
+    assert {"wb_kernels_md", "loop_md"} <= glued(page)
+    assert "new_release" not in page and "loop_release" not in page
+    # Missing: one sentence each, with the command that records the run, no placeholder.
+    kernels, loop_legs = companions.kernels_text(run, None), companions.loop_text(run, None)
+    assert "not recorded for this page" in kernels and "--release trixie" in kernels
+    assert "No run with loop legs is recorded" in loop_legs and "--legs loop" in loop_legs
+    shown = lab.companion_markdown(run)
+    figures = lab.figures(run)
+    for text in (kernels, loop_legs, figures["wb_table_runs"],
+                 *(m.data for m in shown.values())):
+        assert NOT_MEASURED not in text and "nan" not in text.lower().split()
+        assert "None" not in text
+
+
+def test_a_shorter_companion_is_described_as_such(run, newer, loop):
+    text = companions.kernels_text(run, newer)
+    for companion, said in ((newer, text), (loop, companions.loop_text(run, loop))):
+        profile = companion.meta["parameters"]["profile"]
+        assert (f"the {profile} profile" in said) == (profile != "full")
+    figures = lab.figures(run)
+    assert f"{newer.meta['parameters']['profile']} profile" in figures["wb_table_runs"]
+
+
+def test_what_section_4_says_about_debian_13(run, newer):
+    text = companions.kernels_text(run, newer)
+    table = tables.write_behind_table(newer.results, newer.meta)
+    # "writes went behind in every cell"
+    assert (table["max_backlog"] > 0).all() and "in every cell" in text
+    # "made no difference on either kernel"
+    assert "made no difference on either kernel" in text
+    # The sustained rate stays near the slow leg's: every cell within 25 % of the model.
+    rates, sustained = companions.sustained_rates(newer)
+    assert rates and all(abs(sustained - r) < 0.25 * r for r in rates)
+
+
+def test_what_section_7_says_about_the_loop_legs(run, loop):
+    text = companions.loop_text(run, loop)
+    results = loop.results
+    # "the model of cap plus delay ... is N% below that": the slow loop leg is slower.
+    slow = tables.measured(results, "slow-only", "randwrite-qd1", "clat_p50_us")
+    assert slow / 1000 > model.slow_leg_latency_ms(200, 1) and "below that" in text
+    # "half its writes took under <median> and its mean was <mean>, because a few waited long"
+    p50 = tables.measured(results, "slow-cap-only", "randwrite-qd1", "clat_p50_us")
+    mean = tables.measured(results, "slow-cap-only", "randwrite-qd1", "lat_mean_us")
+    assert p50 < 0.6 * mean and "a few waited much longer" in text
+    # "the resync ran above what the cap would allow": the cap does not reach md's resync.
+    allowed = 200 * tables.resync_request_kib(results) / 1024
+    assert tables.model_resync_rate(results, loop.meta) > allowed and ", above the" in text
+    # "the same cells as on the lab VM's disks with the same kernel"
+    assert lab.run_figures(loop)["wb_verdict"] == lab.run_figures(run)["wb_verdict"]
+    assert "the same cells as on the lab VM's disks" in text
+
+
+def test_section_2_reads_and_writes_as_the_text_states(run):
+    f, results = lab.figures(run), run.results
+    fast = tables.measured(results, "fast-only", "randread-qd1", "clat_p50_us")
+    wm = tables.measured(results, "raid1-wm", "randread-qd1", "clat_p50_us")
+    others = [tables.measured(results, c, "randread-qd1", "clat_p50_us")
+              for c in ("raid1-wm-bitmap", *WRITE_BEHIND_CELLS)]
+    # The model (the fast leg's read) is below the write-mostly mirror's median ...
+    assert fast < wm and f["wm_read_error"].endswith("below")
+    # ... but the other write-mostly arrays spread around the fast leg: some are faster.
+    assert min(others) < fast < max(others) and f["wm_read_others_count"] == "five"
+    assert f["wm_read_others_vs_fast"] == "some of them faster than the fast leg alone"
+    # "Random writes at depth 1 took <p50> at the median (<p99> at p99)"
+    p99 = tables.measured(results, "raid1-wm", "randwrite-qd1", "clat_p99_us")
+    assert p99 > 2 * tables.measured(results, "raid1-wm", "randwrite-qd1", "clat_p50_us")
+
+
+def test_the_flat_out_writer_behind_a_full_backlog(run):
+    """Section 4: the rate goes with the mean counted from submission, not with clat's."""
+    f, wb = lab.figures(run), tables.write_behind_table(run.results, run.meta)
+    first = wb[wb["max_backlog"] > 0].iloc[0]
+    assert f["wb_write_iops"] == f"{first['write_iops']:,.0f}"
+    # One write at a time: the rate is about one per mean latency (lat, not clat).
+    assert abs(1e6 / first["write_lat_mean_us"] - first["write_iops"]) < 0.1 * first["write_iops"]
+    assert 1e6 / first["write_mean_us"] > 2 * first["write_iops"]
+    # The model's cycles give the slow leg's pace; the measurement is within 25 % of it.
+    sustained = model.backlog_sustained_iops(256, first["fast_iops"], first["slow_iops"])
+    assert sustained == pytest.approx(first["slow_iops"], rel=0.02)
+    assert abs(sustained - first["write_iops"]) < 0.25 * first["write_iops"]
+    # Where the log caught the backlog filling, it shows the cycle: at least a backlog's worth
+    # of fast writes before each long wait.
+    timeline = tables.write_timeline(run.results)
+    for config in wb[wb["fill_s"].notna()]["config"]:
+        writes = timeline[timeline["config"] == config].sort_values("t_s").reset_index()
+        long = writes.index[writes["latency_ms"] > 500 * first["stall_model_s"]].tolist()
+        gaps = [b - a for a, b in zip([-1, *long], long, strict=False)]
+        assert long and all(gap > 256 for gap in gaps), config
+
+
+def test_the_resync_times_as_the_text_states(run):
+    f = lab.figures(run)
+    resync = tables.resync_table(run.results, run.meta)
+    series = resync[resync.config == "drill-resync-size"]
+    drill = resync[resync.config == "drill-fast-leg-lost"].iloc[0]
+    # The sizes list holds the size series only; the drill's resync is named apart.
+    assert f["resync_sizes"].count(" MiB in ") == len(series)
+    assert f["replace_resync"] == f"{drill.size_mib:.0f} MiB in {drill.resync_s:.1f} s"
+    # Per size: the model is well below the smaller arrays' times ...
+    others = series.iloc[1:]
+    assert ((others.model_s - others.resync_s) / others.resync_s < -0.2).all()
+    assert f["resync_errors"].count("below the") == len(others)
+    # ... and close to the drill's, of a size that the series also took much longer for.
+    assert abs(drill.model_s - drill.resync_s) < 0.05 * drill.resync_s
+    same = series[series.size_mib == drill.size_mib].iloc[0]
+    assert same.resync_s > 1.2 * drill.resync_s
+    assert "is not a fixed cost that every resync pays" in f["resync_shape"]
+    # One rate everywhere: the text's, the refill chart's, the resync chart's title.
+    rate = tables.model_resync_rate(run.results, run.meta)
+    assert f["model_resync_rate"] == f"{rate:.0f} MiB/s"
+    refill = json.dumps(charts.resync_chart(run.results, run.meta).to_dict())
+    assert f"model rate ({rate:.0f} MiB/s" in refill
+    title = charts.resync_model_chart(run.results, run.meta).to_dict()["title"]
+    assert f"{series.size_mib.max():.0f} MiB array's rate" in title
+    assert f["node_resync_h"] == f"{model.transfer_hours(3.5e12, rate):.0f}"
+
+
+def test_the_explain_page_says_what_the_lab_measures():
+    f = lab.explain_figures()
+    assert f["hc_needed_mib_s"].endswith(" MiB/s")
+    newer = lab.companion_run("trixie", PROJECT_ROOT / "data" / "runs")
+    assert ("Debian 13" in f["wb_kernels_measured"]) == (newer is not None)
+    explain = (PROJECT_ROOT / "book" / "write-mostly" / "explain.md").read_text()
+    assert "each waits" not in explain and "the cycle repeats" in explain

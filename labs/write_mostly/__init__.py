@@ -21,6 +21,7 @@ reference.py  Hyperconnect's published figures, read closely
 tables.py     tidy tables of a run, with the model beside each measurement
 figures.py    every number and shape word the lab page quotes
 page.py       what the pages show: tables, provenance, the panel, companion runs
+companions.py what the page says about the companion runs (or how to record one)
 charts.py     the pages' Altair charts
 """
 

@@ -6,6 +6,7 @@ chart with nothing to draw shows one line saying so.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import altair as alt
@@ -123,7 +124,7 @@ def legs_chart(results: pd.DataFrame) -> alt.TopLevelMixin:
         for op, share in fast_share.items():
             if share is not None:
                 model.append({"label": settings.label, "op": op, "model_fast_share": share})
-    y = alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=360))
+    y = alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=370))
     bars = alt.Chart().transform_filter("isValid(datum.share)").mark_bar().encode(
         y=y, x=alt.X("share:Q", axis=alt.Axis(format="%"),
                      title="share of the I/Os the legs served"),
@@ -139,8 +140,10 @@ def legs_chart(results: pd.DataFrame) -> alt.TopLevelMixin:
                  alt.Tooltip("model_fast_share:Q", format=".0%",
                              title="model: the fast leg's share")])
     both = pd.concat([data, pd.DataFrame(model)], ignore_index=True)
-    return alt.layer(bars, ticks, data=both).properties(width=200, height=alt.Step(22)).facet(
-        column=alt.Column("op:N", title=None)).properties(
+    return alt.layer(bars, ticks, data=both).properties(width=260, height=alt.Step(20)).facet(
+        row=alt.Row("op:N", title=None, header=alt.Header(
+            labelAngle=0, labelOrient="top", labelAnchor="start", labelFontWeight="bold"))
+    ).configure_legend(orient="bottom").properties(
         title="Where the reads and the writes landed (black: the model's fast-leg share)")
 
 
@@ -200,13 +203,19 @@ def drills_chart(results: pd.DataFrame, meta: dict[str, Any] | None = None
         return nothing_to_draw("This run has no drills.")
     tooltip = [alt.Tooltip("config:N", title="drill"), alt.Tooltip("event:N", title="step"),
                alt.Tooltip("t_s:Q", format=".1f", title="seconds")]
-    points = alt.Chart(events).mark_point(filled=True, size=80).encode(
+    names = {"drill-slow-leg-lost": "the network disk goes away",
+             "drill-fast-leg-lost": "the instance is replaced"}
+    events = events.assign(drill=events["config"].map(names).fillna(events["config"]))
+    points = alt.Chart(events).mark_point(filled=True, size=70).encode(
         x=alt.X("t_s:Q", title="seconds since the drill started"),
-        y=alt.Y("config:N", title=None), color=alt.Color("config:N", legend=None),
-        tooltip=tooltip)
-    labels = alt.Chart(events).mark_text(align="left", angle=315, dx=4, dy=-4,
-                                         fontSize=10).encode(x="t_s:Q", y="config:N",
-                                                             text="event:N")
+        y=alt.Y("event:N", title=None, sort=alt.EncodingSortField("t_s", op="min"),
+                axis=alt.Axis(labelLimit=260)),
+        color=alt.Color("drill:N", legend=None), tooltip=tooltip)
+    steps = points.properties(width=420, height=alt.Step(15)).facet(
+        row=alt.Row("drill:N", title=None, sort=list(names.values()),
+                    header=alt.Header(labelAngle=0, labelOrient="top", labelAnchor="start",
+                                       labelFontWeight="bold"))
+    ).resolve_scale(y="independent")
     timeline = tables.recovery_timeline(results)
     recovery = alt.Chart(timeline).mark_line(point=True).encode(
         x=alt.X("t_s:Q", title="seconds since the drill started"),
@@ -228,10 +237,10 @@ def drills_chart(results: pd.DataFrame, meta: dict[str, Any] | None = None
         layers.append(alt.Chart(model).mark_line(color=MODEL_COLOR, strokeDash=[4, 3]).encode(
             x="t_s:Q", y="percent:Q"))
     return alt.vconcat(
-        (points + labels).properties(width=520, height=160, title="Failure drills, step by step"),
+        steps.properties(title="Failure drills, step by step"),
         alt.layer(*layers).properties(
-            width=520, height=160,
-            title="Instance replacement: the new fast leg catches up (dashed: the model)"))
+            width=420, height=160,
+            title="The new fast leg catches up (dashed: the model)"))
 
 
 def resync_model_chart(results: pd.DataFrame, meta: dict[str, Any]) -> alt.TopLevelMixin:
@@ -240,12 +249,24 @@ def resync_model_chart(results: pd.DataFrame, meta: dict[str, Any]) -> alt.TopLe
     if measured.empty:
         return nothing_to_draw("This run timed no resync.")
     rate = tables.model_resync_rate(results, meta)
-    top = float(measured["size_mib"].max()) * 1.1
+    series = measured[measured["config"] == "drill-resync-size"]
+    largest = float(series["size_mib"].max()) if len(series) else None
+    top = math.ceil(float(measured["size_mib"].max()) * 1.1 / 100) * 100
     line = pd.DataFrame({"size_mib": [0.0, top], "seconds": [0.0, top / rate]})
+    which = {"drill-resync-size": "array sizes, one resync each",
+             "drill-fast-leg-lost": "the instance-replacement drill (section 5)"}
+    measured = measured.assign(which=measured["config"].map(which))
     points = alt.Chart(measured).mark_point(filled=True, size=70).encode(
-        x=alt.X("size_mib:Q", title="array size (MiB)"),
+        x=alt.X("size_mib:Q", title="array size (MiB)",
+                scale=alt.Scale(domain=[0, top], nice=False),
+                axis=alt.Axis(tickCount=6, labelFlush=False)),
         y=alt.Y("resync_s:Q", title="seconds to resync a new fast leg"),
-        tooltip=[alt.Tooltip("size_mib:Q", format=".0f", title="size (MiB)"),
+        color=alt.Color("which:N", title=None, sort=list(which.values()),
+                        legend=alt.Legend(orient="bottom", direction="vertical",
+                                          labelLimit=400)),
+        shape=alt.Shape("which:N", sort=list(which.values()), legend=None),
+        tooltip=[alt.Tooltip("which:N", title="resync"),
+                 alt.Tooltip("size_mib:Q", format=".0f", title="size (MiB)"),
                  alt.Tooltip("resync_s:Q", format=".1f", title="measured (s)"),
                  alt.Tooltip("model_s:Q", format=".1f", title="model (s)")])
     model = alt.Chart(line).mark_line(color=MODEL_COLOR, strokeDash=[4, 3]).encode(
@@ -253,18 +274,20 @@ def resync_model_chart(results: pd.DataFrame, meta: dict[str, Any]) -> alt.TopLe
     return (model + points).properties(
         width=420, height=240,
         title=f"Resync time against size (dashed: the model, size / {rate:.0f} MiB/s, the "
-              "smallest array's rate)")
+              + (f"{largest:.0f} MiB array's rate)" if largest else "md's ceiling)"))
 
 
-def resync_chart(results: pd.DataFrame) -> alt.TopLevelMixin:
-    """Refill time against node size: resync at the measured rate vs streaming from peers.
+def resync_chart(results: pd.DataFrame, meta: dict[str, Any] | None = None
+                 ) -> alt.TopLevelMixin:
+    """Refill time against node size: resync at the model's rate (the largest timed array's,
+    as the text uses) vs streaming from peers.
 
     The slider sets the streaming rate; the chart recomputes in the browser.
     """
     measured = tables.resync_table(results)
     if measured.empty:
         return nothing_to_draw("This run timed no resync.")
-    rate = float(measured["size_mib"].sum() / measured["resync_s"].sum())
+    rate = tables.model_resync_rate(results, meta or {})
     ceiling = MD_SPEED_LIMIT_MAX_KIB_S / 1024
     grid = pd.DataFrame({"node_tb": [round(0.1 * i, 1) for i in range(1, 41)]})
     stream = slider("STREAM", round(stream_rate(figure("stream_hours_min"))), 5, 400, 5,
@@ -275,8 +298,8 @@ def resync_chart(results: pd.DataFrame) -> alt.TopLevelMixin:
         streaming="datum.node_tb * 1e12 / (STREAM * 1048576) / 3600",
     ).transform_fold(["resync_lab", "resync_ceiling", "streaming"], as_=["method", "hours"]
                      ).transform_calculate(
-        label="datum.method == 'resync_lab' ? 'resync at this run\\'s rate (" +
-              f"{rate:.0f} MiB/s)' : datum.method == 'resync_ceiling' ? " +
+        label="datum.method == 'resync_lab' ? 'resync at this run\\'s model rate (" +
+              f"{rate:.0f} MiB/s, the largest array\\'s)' : datum.method == 'resync_ceiling' ? " +
               f"'resync at md\\'s default ceiling ({ceiling:.0f} MiB/s)' : 'streaming from peers'"
     ).mark_line().encode(
         x=alt.X("node_tb:Q", title="data on the node (TB)"),
@@ -309,31 +332,43 @@ def resync_chart(results: pd.DataFrame) -> alt.TopLevelMixin:
 
 
 def backlog_model_chart() -> alt.TopLevelMixin:
-    """Write-behind backlog over time: depth N, slow-leg rate S and write rate W are sliders;
-    the backlog grows at W − S until it holds N writes, and from then on writes stall."""
+    """Write-behind backlog over time: depth N, slow-leg rate S and write rate W are sliders.
+    The backlog grows at W − S until it holds N writes; the write that finds it full waits
+    N / S while the slow leg drains all of it, then the cycle starts again."""
     depth = slider("DEPTH", WRITE_BEHIND, 16, 2048, 16, label="write-behind depth (writes)")
     slow = slider("SLOW", 200, 50, 5000, 50, label="slow leg drains (writes/s)")
     write = slider("WRITE", 2000, 100, 20000, 100, label="writer asks for (writes/s)")
-    grid = pd.DataFrame({"u": [i / 100 for i in range(101)]})
+    grid = pd.DataFrame({"u": [i / 400 for i in range(401)]})
     fill = "(WRITE > SLOW ? DEPTH / (WRITE - SLOW) : 1e9)"
-    horizon = f"(WRITE > SLOW ? 2 * {fill} : 1)"
+    cycle = f"({fill} + DEPTH / SLOW)"
+    horizon = f"(WRITE > SLOW ? 2 * {cycle} : 1)"
     line = alt.Chart(grid).transform_calculate(
         t_s=f"datum.u * {horizon}",
-        backlog=f"min(DEPTH, max(0, (WRITE - SLOW) * datum.u * {horizon}))",
+    ).transform_calculate(
+        tau=f"WRITE > SLOW ? datum.t_s % {cycle} : datum.t_s",
+    ).transform_calculate(
+        backlog=f"WRITE <= SLOW ? 0 : datum.tau < {fill} ? (WRITE - SLOW) * datum.tau "
+                f": max(0, DEPTH - SLOW * (datum.tau - {fill}))",
     ).mark_line().encode(
-        x=alt.X("t_s:Q", title="seconds since the burst began"),
+        x=alt.X("t_s:Q", title="seconds since the burst began",
+                axis=alt.Axis(labelFlush=False)),
         y=alt.Y("backlog:Q", title="writes waiting for the slow leg"),
         tooltip=[alt.Tooltip("t_s:Q", format=".3f", title="time (s)"),
                  alt.Tooltip("backlog:Q", format=",.0f", title="writes waiting")])
-    note = alt.Chart(pd.DataFrame({"u": [0]})).transform_calculate(
-        text=f"WRITE > SLOW ? 'writes stall after ' + format({fill} * 1000, ',.0f') + "
-             f"' ms (' + format({fill} * WRITE, ',.0f') + ' writes); then each waits about ' "
-             "+ format(DEPTH / SLOW, ',.2f') + ' s' : 'the slow leg keeps up: writes never "
-             "stall'").mark_text(align="left", fontSize=13).encode(
-        x=alt.value(5), y=alt.value(-12), text="text:N")
-    return (line + note).add_params(depth, slow, write).properties(
+    first = alt.Chart(pd.DataFrame({"u": [0]})).transform_calculate(
+        text=f"WRITE > SLOW ? 'the backlog is full after ' + format({fill} * 1000, ',.0f') + "
+             f"' ms (' + format({fill} * WRITE, ',.0f') + ' writes)' : 'the slow leg keeps up: "
+             "no write ever waits for it'").mark_text(align="left", fontSize=12).encode(
+        x=alt.value(5), y=alt.value(-30), text="text:N")
+    second = alt.Chart(pd.DataFrame({"u": [0]})).transform_calculate(
+        text="WRITE > SLOW ? 'then one write waits ' + format(DEPTH / SLOW, ',.2f') + "
+             "' s while it drains, and again: ' + format(SLOW, ',.0f') + "
+             "' writes/s on average' : ''").mark_text(align="left", fontSize=12).encode(
+        x=alt.value(5), y=alt.value(-14), text="text:N")
+    return (line + first + second).add_params(depth, slow, write).properties(
         width=460, height=240, title=alt.TitleParams(
-            "Write-behind: how long until writes stall (model)", offset=26))
+            "Write-behind: the backlog over time (model)",
+            offset=40))
 
 
 def refill_model_chart() -> alt.TopLevelMixin:

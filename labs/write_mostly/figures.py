@@ -15,6 +15,7 @@ from labs.write_mostly import tables
 from labs.write_mostly.model import (
     backlog_fill_s,
     backlog_stall_s,
+    backlog_sustained_iops,
     implied_rate_mib_s,
     relative_error,
     slow_leg_latency_ms,
@@ -24,6 +25,9 @@ from labs.write_mostly.params import WRITE_BEHIND
 from labs.write_mostly.reference import figure, stream_rate
 
 NOT_MEASURED = "not measured in this run"
+OTHER_WRITE_MOSTLY = ("raid1-wm-bitmap", "wb-slot1-create", "wb-slot1-sysfs", "wb-slot0-create",
+                      "wb-slot0-sysfs")
+NUMBER_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
 NODE_BYTES = 3.5e12  # one i4i.4xlarge node's local NVMe, as Hyperconnect gives it
 
 
@@ -149,11 +153,25 @@ def _mirrors(results: pd.DataFrame, p: Any) -> dict[str, str]:
     f["wm_read_p50"] = us(p("raid1-wm", "randread-qd1"))
     f["wm_read_vs_fast"] = ratio_text(p("raid1-wm", "randread-qd1"),
                                       p("fast-only", "randread-qd1"), " the fast leg's")
+    # The model of a write-mostly mirror's read is the fast leg's read; the other write-mostly
+    # arrays of the same run read from the same fast leg, so their spread is the run's own.
+    f["wm_read_error"] = error_text(p("fast-only", "randread-qd1"),
+                                    p("raid1-wm", "randread-qd1"))
+    others = [v for v in (p(c, "randread-qd1") for c in OTHER_WRITE_MOSTLY) if v is not None]
+    f["wm_read_others_count"] = NUMBER_WORDS.get(len(others), str(len(others)))
+    f["wm_read_others"] = (f"from {us(min(others))} to {us(max(others))}" if others
+                           else NOT_MEASURED)
+    fast_read = p("fast-only", "randread-qd1")
+    f["wm_read_others_vs_fast"] = (
+        NOT_MEASURED if not others or fast_read is None else
+        "some of them faster than the fast leg alone" if min(others) < fast_read else
+        "all of them slower than the fast leg alone")
     f["plain_read_qd16_p99"] = us(p("raid1", "randread-qd16", "clat_p99_us"))
     f["wm_read_qd16_p99"] = us(p("raid1-wm", "randread-qd16", "clat_p99_us"))
     f["plain_vs_wm_qd16_p99"] = ratio_text(p("raid1", "randread-qd16", "clat_p99_us"),
                                            p("raid1-wm", "randread-qd16", "clat_p99_us"))
     f["wm_write_p50"] = us(p("raid1-wm", "randwrite-qd1"))
+    f["wm_write_p99"] = us(p("raid1-wm", "randwrite-qd1", "clat_p99_us"))
     f["wm_paced_p50"] = us(p("raid1-wm", "randwrite-qd1-paced"))
     f["slow_write_p50"] = us(p("slow-only", "randwrite-qd1"))
     f["wm_write_vs_slow"] = ratio_text(p("raid1-wm", "randwrite-qd1"),
@@ -181,9 +199,22 @@ def _write_behind(results: pd.DataFrame, meta: dict[str, Any]) -> dict[str, str]
     f["how_set_verdict"] = how_set_verdict(table)
     behind = table[table["max_backlog"] > 0] if len(table) else table
     first = behind.iloc[0] if len(behind) else None
+    f["wb_first_cell"] = (tables.CONFIG_LABELS[first["config"]] if first is not None
+                          else NOT_MEASURED)
     f["wb_write_p50"] = us(first["write_p50_us"] if first is not None else None)
     f["wb_paced_p50"] = us(first["paced_p50_us"] if first is not None else None)
     f["wb_write_mean"] = us(first["write_mean_us"] if first is not None else None)
+    lat_mean = first["write_lat_mean_us"] if first is not None else None
+    f["wb_write_lat_mean"] = us(lat_mean)
+    f["wb_write_slat_mean"] = us(lat_mean - first["write_mean_us"]
+                                 if first is not None and lat_mean is not None else None)
+    f["wb_write_rate_from_mean"] = _iops(1e6 / lat_mean if lat_mean else None)
+    sustained = (backlog_sustained_iops(WRITE_BEHIND, float(first["fast_iops"]),
+                                        float(first["slow_iops"]))
+                 if first is not None and first["fast_iops"] and first["slow_iops"] else None)
+    f["wb_write_rate_model"] = _iops(sustained)
+    f["wb_write_rate_error"] = error_text(
+        sustained, float(first["write_iops"]) if first is not None else None)
     f["wb_write_p999"] = us(first["write_p999_us"] if first is not None else None)
     f["wb_write_iops"] = _iops(first["write_iops"] if first is not None else None)
     check = tables.fill_time_check(table) if len(table) else {"measured_s": None,
@@ -258,17 +289,19 @@ def _resync(results: pd.DataFrame, meta: dict[str, Any]) -> dict[str, str]:
     resync = tables.resync_table(results, meta)
     if resync.empty:
         for key in ("resync_rate", "resync_sizes", "node_resync_h", "resync_vs_stream",
-                    "model_resync_rate", "resync_error", "replace_resync", "resync_request",
+                    "model_resync_rate", "replace_resync", "resync_request",
                     "model_resync_size", "cap_times_request", "ex_node_resync_h",
                     "ex_node_stream_h", "ex_ceiling_h", "ceiling_h", "stream_rate",
-                    "stream_needed"):
+                    "stream_needed", "resync_errors", "replace_resync_error", "resync_shape"):
             f[key] = NOT_MEASURED
         return f
     model_rate = tables.model_resync_rate(results, meta)
     rate = model_rate
     f["resync_rate"] = f"{rate:.0f} MiB/s"
-    f["resync_sizes"] = ", ".join(f"{s:.0f} MiB in {t:.1f} s" for s, t in
-                                  zip(resync.size_mib, resync.resync_s, strict=True))
+    series = resync[resync.config == "drill-resync-size"]
+    replace = resync[resync.config == "drill-fast-leg-lost"]
+    f["resync_sizes"] = _and_list([f"{s:.0f} MiB in {t:.1f} s" for s, t in
+                                   zip(series.size_mib, series.resync_s, strict=True)])
     f["node_resync_h"] = f"{transfer_hours(NODE_BYTES, rate):.0f}"
     best = stream_rate(figure("stream_hours_min"))
     ratio = rate / best
@@ -276,22 +309,25 @@ def _resync(results: pd.DataFrame, meta: dict[str, Any]) -> dict[str, str]:
                              "slower than" if ratio < 0.8 else "about as fast as")
     f["stream_rate"] = f"{best:.0f} MiB/s"
     f["model_resync_rate"] = f"{model_rate:.0f} MiB/s"
-    f["model_resync_size"] = f"{resync.size_mib.iloc[0]:.0f} MiB"
-    others = resync.iloc[1:]
-    f["resync_proportional"] = (NOT_MEASURED if others.empty else
-                                "in proportion to" if (abs(others.model_s - others.resync_s)
-                                                       <= 0.2 * others.resync_s).all()
-                                else "less than in proportion to")
-    f["resync_error"] = (error_text(float(others.model_s.sum()), float(others.resync_s.sum()))
-                         if len(others) else "one size only: nothing left to predict, so no")
+    f["model_resync_size"] = (f"{series.size_mib.iloc[0]:.0f} MiB" if len(series)
+                              else NOT_MEASURED)
+    others = series.iloc[1:]
+    # The model's error per size, never summed over sizes.
+    f["resync_errors"] = (_and_list([f"{error_text(m, t)} the {t:.1f} s measured for {s:.0f} MiB"
+                                     for s, t, m in zip(others.size_mib, others.resync_s,
+                                                        others.model_s, strict=True)])
+                          if len(others) else "one size only: nothing left to predict")
+    f["replace_resync"] = (f"{replace.size_mib.iloc[0]:.0f} MiB in "
+                           f"{replace.resync_s.iloc[0]:.1f} s" if len(replace) else NOT_MEASURED)
+    f["replace_resync_error"] = (error_text(float(replace.model_s.iloc[0]),
+                                            float(replace.resync_s.iloc[0]))
+                                 if len(replace) else NOT_MEASURED)
+    f["resync_shape"] = resync_shape(series, replace)
     cap = tables.run_settings(meta)["cap_iops"]
     request = tables.resync_request_kib(results)
     f["cap_times_request"] = (f"{cap * request / 1024:.0f} MiB/s" if cap and request
                               else NOT_MEASURED)
     f["resync_request"] = f"{request:.0f} KiB" if request else NOT_MEASURED
-    replace = resync[resync.config == "drill-fast-leg-lost"]
-    f["replace_resync"] = (f"{replace.size_mib.iloc[0]:.0f} MiB in "
-                           f"{replace.resync_s.iloc[0]:.1f} s" if len(replace) else NOT_MEASURED)
     f["ex_node_resync_h"] = f"{transfer_hours(NODE_BYTES, rate):.1f}"
     f["ex_node_stream_h"] = f"{transfer_hours(NODE_BYTES, best):.1f}"
     ceiling = tables.run_settings(meta)["ceiling_kib_s"] / 1024
@@ -299,6 +335,35 @@ def _resync(results: pd.DataFrame, meta: dict[str, Any]) -> dict[str, str]:
     f["ceiling_h"] = f["ex_ceiling_h"]
     f["stream_needed"] = f"{implied_rate_mib_s(NODE_BYTES, 1):.0f} MiB/s"
     return f
+
+
+def _and_list(items: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def resync_shape(series: pd.DataFrame, replace: pd.DataFrame) -> str:
+    """What the resync times say about time = size / rate, in one sentence."""
+    others = series.iloc[1:]
+    if others.empty:
+        return "With one array size, this run does not test the model on other sizes."
+    close = (abs(others.model_s - others.resync_s) <= 0.2 * others.resync_s).all()
+    if close:
+        return "So here the time grew in proportion to the size, as the model says."
+    same = others[others.size_mib.isin(replace.size_mib)] if len(replace) else others[:0]
+    drill_close = len(replace) and abs(float(replace.model_s.iloc[0] - replace.resync_s.iloc[0])
+                                       ) <= 0.1 * float(replace.resync_s.iloc[0])
+    if len(same) and drill_close:
+        size = float(same.size_mib.iloc[0])
+        return (f"The smaller arrays of the series took longer than size / rate, but two "
+                f"resyncs of the same {size:.0f} MiB took {same.resync_s.iloc[0]:.1f} s and "
+                f"{replace.resync_s.iloc[0]:.1f} s, and the second is what the model predicts: "
+                "so the extra time is not a fixed cost that every resync pays, and this run "
+                "does not show where it came from.")
+    return ("The smaller arrays took longer than size / rate; with one resync per size, this run "
+            "cannot tell a fixed cost of starting a recovery from the spread between resyncs.")
 
 
 def _drills(results: pd.DataFrame) -> dict[str, str]:

@@ -14,7 +14,10 @@ against a slow leg that drains S per second fills it in
 
     fill time  =  N / (W − S)                      (never, if W ≤ S)
 
-after which the next write waits for the whole backlog: about N / S seconds. A resync (or
+after which the write that finds it full waits for the whole backlog: about N / S seconds.
+When it completes the backlog is empty, so the next writes go behind again until it is full:
+the writer runs in cycles of a fast burst and one long wait, and averages the slow leg's S
+writes per second. A resync (or
 streaming a node's data from its peers) moves `size` bytes at a steady rate: size / rate.
 """
 
@@ -53,6 +56,16 @@ def backlog_stall_s(depth: int, slow_iops: float) -> float:
     if depth <= 0 or slow_iops <= 0:
         raise UsageError("depth and slow-leg rate must be positive")
     return depth / slow_iops
+
+
+def backlog_sustained_iops(depth: int, write_iops: float, slow_iops: float) -> float:
+    """The writer's average rate once the backlog fills again and again: each cycle puts
+    W·N/(W − S) writes behind in N/(W − S) seconds, then one write waits N/S seconds for the
+    whole backlog to drain. That averages S (plus one write per cycle), never more."""
+    fill = backlog_fill_s(depth, write_iops, slow_iops)
+    if math.isinf(fill):
+        return write_iops
+    return (write_iops * fill + 1) / (fill + backlog_stall_s(depth, slow_iops))
 
 
 def resync_rate_mib_s(cap_iops: float | None, request_kib: float,

@@ -17,6 +17,12 @@ from labs.book import theme  # noqa: F401  (the book's chart theme and offline r
 from labs.book.panel import LabPanel
 from labs.records import RUN_ID_PATTERN, RecordedRun, load_run, runs_root
 from labs.write_mostly import charts, tables
+from labs.write_mostly.companions import (
+    kernels_text,
+    loop_cap_default,
+    loop_text,
+    release_name,
+)
 from labs.write_mostly.figures import NOT_MEASURED, ms, run_figures, us
 from labs.write_mostly.params import WRITE_BEHIND_CELLS, Parameters
 
@@ -37,22 +43,25 @@ def companion_run(role: str, root: Path | None = None) -> RecordedRun | None:
     return load_run(marker.parent / run_id)
 
 
-def release_name(run: RecordedRun) -> str:
-    """'Debian 12 (kernel 6.1.0-50-amd64)' from what the run's host reported."""
-    host = run.meta["host"]
-    release = host.get("os_release") or {"bookworm": "Debian GNU/Linux 12 (bookworm)",
-                                          "trixie": "Debian GNU/Linux 13 (trixie)"}.get(
-        host.get("vm", {}).get("release", "bookworm"), "Debian")
-    short = release.replace("GNU/Linux ", "")
-    return f"{short}, kernel {run.meta['tool_versions'].get('kernel', host.get('kernel'))}"
-
-
 def figures(run: RecordedRun) -> dict[str, str]:
     """Every number the lab page quotes: this run's, and what it says beside the companion
     runs (Debian 13's kernel, prefixed new_; loop legs, prefixed loop_)."""
+    newer = companion_run("trixie")
     return {**run_figures(run),
-            **release_figures({"old": run, "new": companion_run("trixie")}),
-            **loop_figures(companion_run("loop"))}
+            **release_figures({"old": run, "new": newer}),
+            **loop_figures(companion_run("loop")),
+            "loop_cap_default": loop_cap_default(),
+            "wb_table_runs": (f" on {release_name(run)} (this page's run) and on "
+                              f"{release_name(newer)} ({_profile_words(newer)})" if newer else
+                              f" on {release_name(run)} (this page's run)")}
+
+
+def _profile_words(run: RecordedRun) -> str:
+    """'the quick profile: each workload ran 2 s' (what a companion run's profile means)."""
+    parameters = run.meta["parameters"]
+    runtime = parameters.get("profile_settings", {}).get("runtime_s")
+    return (f"a second run, with the {parameters.get('profile', '?')} profile"
+            + (f": each workload ran {runtime:g} s" if runtime else ""))
 
 
 def provenance(run: RecordedRun) -> pd.DataFrame:
@@ -250,7 +259,22 @@ def explain_figures() -> dict[str, str]:
         f"{transfer_hours(array_bytes, stream_rate(h)):.0f}"
         for h in (figure("stream_hours_min"), figure("stream_hours_max")))
     f["wb_depth"] = str(WRITE_BEHIND)
+    # What section 4 of the lab measures: Debian 13's kernel only if that run is recorded.
+    f["wb_kernels_measured"] = ("on Debian 12's kernel and on Debian 13's"
+                                if companion_run("trixie") else "on Debian 12's kernel")
     return f
 
 
 __all__ += ["explain_figures"]
+
+
+def companion_markdown(run: RecordedRun) -> dict[str, object]:
+    """Section 4's and section 7's paragraphs about the companion runs, as Markdown for
+    `{glue:md}`: what they measured, or one sentence saying how to record a missing one."""
+    from IPython.display import Markdown
+
+    return {"wb_kernels_md": Markdown(kernels_text(run, companion_run("trixie"))),
+            "loop_md": Markdown(loop_text(run, companion_run("loop")))}
+
+
+__all__ += ["companion_markdown"]

@@ -89,7 +89,7 @@ def article_figures() -> dict[str, str]:
         "hc_finish_min": f"{figure('recovery_md_finish_min'):.1f}",
         "hc_estimate_h": f"{array_kib / speed_kib_s / 3600:.1f}",
         "hc_ceiling_share": f"{speed_kib_s / MD_SPEED_LIMIT_MAX_KIB_S:.0%}",
-        "hc_needed_mib_s": f"{implied_rate_mib_s(array_bytes, hours):,.0f}",
+        "hc_needed_mib_s": f"{implied_rate_mib_s(array_bytes, hours):,.0f} MiB/s",
         "hc_stream_rate_lo": f"{stream_rate(figure('stream_hours_max')):.0f} MiB/s",
         "hc_stream_rate_hi": f"{stream_rate(figure('stream_hours_min')):.0f} MiB/s",
     }
