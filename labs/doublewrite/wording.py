@@ -81,7 +81,7 @@ def latency_figures(run: RecordedRun, small: int, limit: int) -> dict[str, str]:
             "higher with doublewrite ON in every repetition" if (ratio > 1.25).all() else
             "lower with doublewrite ON in every repetition" if (ratio < 0.8).all() else
             "about the same in every repetition" if (abs(ratio - 1) < 0.25).all() else
-            "about the same: the repetitions disagree")
+            "about the same, since the repetitions disagree")
     return f
 
 
