@@ -109,7 +109,8 @@ def legs_chart(results: pd.DataFrame, threads: int) -> alt.TopLevelMixin:
         # A log scale: the settings differ by orders of magnitude; bars start at the axis.
         x=alt.X("measured:Q", scale=alt.Scale(type="log"),
                 title="measured (bars) and model (black ticks), log scale",
-                axis=alt.Axis(labelFlush=True, labelExpr=(
+                axis=alt.Axis(labelFlush=True, values=[10.0**k for k in range(-1, 6)],
+                              labelExpr=(
                     "datum.value < 1 ? format(datum.value, '.1') : format(datum.value, '~s')"))),
         x2=alt.datum(0.1),
         color=alt.Color("doublewrite:N", scale=ON_OFF, title="innodb_doublewrite"),
