@@ -9,8 +9,7 @@ must change, not the test.
 import pytest
 from conftest import PROJECT_ROOT
 
-from labs.doublewrite import page, tables
-from labs.doublewrite.model import RowWrites
+from labs.doublewrite import page, tables, wording
 from labs.records import shipped_run
 
 PAGE = PROJECT_ROOT / "book" / "torn-pages" / "doublewrite.md"
@@ -79,16 +78,65 @@ def test_the_write_limit_binds_and_doublewrite_costs_throughput(settings, small,
     assert row["tps_off"] <= row["model_tps_off"] * 1.05
 
 
-def test_on_used_the_limit_less_fully_than_off(run, settings, small, limit):
-    # "the lab shows one reason a measured ratio can be [above the byte model]: the ON side
-    # loses time to its synchronous batches"; the exercise's "what is left after that".
-    row = settings.loc[(small, limit)]
-    assert row["tps_on"] / row["model_tps_on"] < row["tps_off"] / row["model_tps_off"]
-    assert page.figures(run)["use_gap_word"] == "less fully than"
-    pair = page._first_limited_pair(run)
-    model = RowWrites(pair["pages_per_row_off"], pair["dblwr_share_on"],
-                      pair["redo_bytes_per_row"])
-    assert pair["tps_on"] < pair["tps_off"] / model.bytes_ratio()
+def test_limited_pair_was_bandwidth_bound_and_on_wrote_more_pages_than_the_model_expects(
+        run, small, limit):
+    # "every leg wrote at the limit ... ON used the limit about as fully as OFF, and the time
+    # ratio is about the same as the ratio of the bytes": use of the limit by measured bytes.
+    legs = tables.leg_table(run.results)
+    legs = legs[(legs["buffer_pool_mib"] == small) & (legs["write_limit_mibps"] == limit)]
+    use = wording.limit_use(legs, limit)
+    assert ((use > 0.85) & (use < 1.05)).all()
+    on = use[legs["doublewrite"] == "ON"].to_numpy()
+    off = use[legs["doublewrite"] == "OFF"].to_numpy()
+    assert (abs(on - off) < 0.03).all()
+    f = page.figures(run)
+    assert f["limited_use_word"] == "about as fully as"
+    assert f["limited_time_vs_bytes"] == "about the same as"
+    assert f["limited_reps_word"] == "agree"
+    pairs = tables.pair_table(run.results)
+    pairs = pairs[(pairs["buffer_pool_mib"] == small) & (pairs["write_limit_mibps"] == limit)]
+    assert (abs(pairs["elapsed_on_over_off"] - pairs["bytes_on_over_off"]) < 0.05).all()
+    # "the ON legs wrote ... more, because they flushed more pages per row"
+    assert (pairs["bytes_per_row_on"] > pairs["model_bytes_per_row_on"]).all()
+    assert (pairs["pages_per_row_on"] > pairs["pages_per_row_off"] * 1.02).all()
+    assert f["limited_pages_word"] == "more"
+    # "the ON bars fall further short of their ticks than the OFF bars do"
+    assert (pairs["tps_on"] / pairs["model_tps_on"] < pairs["tps_off"] / pairs["model_tps_off"]
+            ).all()
+    # the model chart: limited dots above the curve, unlimited ones below
+    assert (pairs["tps_off_over_on"] > pairs["model_ratio"]).all()
+    free = tables.pair_table(run.results)
+    free = free[(free["buffer_pool_mib"] == small) & (free["write_limit_mibps"] == 0)]
+    assert (free["tps_off_over_on"] < free["model_ratio"]).all()
+
+
+def test_median_latency_word_holds_for_every_repetition(run, small, limit):
+    f = page.figures(run)
+    pairs = tables.pair_table(run.results)
+    pairs = pairs[(pairs["buffer_pool_mib"] == small) & (pairs["write_limit_mibps"] == limit)]
+    p50 = (pairs["latency_p50_on"] / pairs["latency_p50_off"]).to_numpy()
+    # "about the same: the repetitions disagree" (one repetition lower ON, one level)
+    assert not (p50 < 0.8).all() and not (p50 > 1.25).all()
+    assert f["limited_p50_word"].startswith("about the same")
+    assert (pairs["latency_p99_on"] > pairs["latency_p99_off"] * 1.25).all()
+    assert f["limited_p99_word"] == "higher with doublewrite ON in every repetition"
+
+
+def test_large_pool_differences_are_not_doublewrite(run, large, limit):
+    # "no page was flushed ... not the doublewrite buffer's doing ... it is noise"
+    f = page.figures(run)
+    assert f["large_pages_written"] == f["large_dblwr_pages"] == "0"
+    pairs = tables.pair_table(run.results)
+    pairs = pairs[pairs["buffer_pool_mib"] == large]
+    assert pairs["elapsed_on_over_off"].min() < 0.9 < 1.1 < pairs["elapsed_on_over_off"].max()
+    assert 0 < int(f["large_on_faster"]) <= int(f["large_pairs"])
+    assert 0 < int(f["large_first_faster"]) < int(f["large_pairs"])  # order is no pattern
+    assert int(f["large_elapsed_max"]) < 15
+    # "the write limit did not bind ... so the page draws no model rate for them"
+    assert float(f["large_limited_max_mibps"]) < limit / 2
+    assert pairs["model_tps_on"].isna().all() and pairs["model_tps_off"].isna().all()
+    run_host = run.meta["host"]
+    assert run_host["load_average_after"][0] > run_host["load_average_before"][0]
 
 
 def test_without_a_limit_the_cpus_not_the_device_set_the_pace(settings, small, limit):
@@ -148,6 +196,19 @@ def test_doublewrite_off_stopped_recovery_and_forcing_it_lost_a_commit(run):
     # force 6: "still unreadable ... [the other table's committed change] is gone, without error"
     assert off["force6_started"] == 1 and off["force6_select_error_1877"] == 1
     assert off["force6_other_rows_updated"] == 0 and off["force6_other_rows_visible"] == 2
+    # "At this level the server started read-only ... did not apply the redo log"
+    log = (run.raw_dir / "torn" / "dblwr-off" / "force-recovery-6.log").read_text()
+    assert "Started in read only mode" in log
+
+
+def test_the_torn_exercise_quotes_the_table_its_solution_prints(run):
+    torn = page.torn_pages(run, "OFF").iloc[-1]
+    f = page.figures(run)
+    assert f["torn_off_header_lsn"] == str(torn["LSN in header"])
+    assert f["torn_off_trailer_lsn"] == str(torn["LSN in trailer (low 32 bits)"])
+    assert f["torn_off_header_lsn"] != f["torn_off_trailer_lsn"]
+    text = PAGE.read_text()
+    assert 'page.torn_pages(run, "OFF")' in text and "torn_off_trailer_lsn" in text
 
 
 def test_checksums_are_on_and_cannot_be_turned_off(run):

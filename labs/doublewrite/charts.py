@@ -39,13 +39,12 @@ def model_chart(results: pd.DataFrame, article_ratio: float) -> alt.TopLevelMixi
     # A log axis has no zero: pairs that flushed no page (the model's ratio 1) are left out.
     pairs = pairs[pairs["pages_per_row_off"] > 0].copy()
     pairs["disk"] = np.where(pairs["write_limit_mibps"] > 0, "write-limited", "no limit")
-    legend = "this run's pairs, measured"
     points = alt.Chart(pairs).mark_point(size=90, filled=True).encode(
         x="pages_per_row_off:Q", y=alt.Y("tps_off_over_on:Q"),
-        shape=alt.Shape("disk:N", title=legend),
-        color=alt.Color("disk:N", title=legend,
+        color=alt.Color("disk:N", title="measured pairs",
                         scale=alt.Scale(domain=["write-limited", "no limit"],
-                                        range=["#009E73", "#E69F00"])),
+                                        range=["#009E73", "#E69F00"]),
+                        legend=alt.Legend(orient="bottom-right", symbolType="circle")),
         tooltip=["setting:N", "repetition:Q",
                  alt.Tooltip("tps_off_over_on:Q", format=".2f", title="measured OFF/ON"),
                  alt.Tooltip("model_ratio:Q", format=".2f", title="model (this pair)"),
@@ -109,7 +108,10 @@ def legs_chart(results: pd.DataFrame, threads: int) -> alt.TopLevelMixin:
         yOffset=alt.YOffset("doublewrite:N", sort=["ON", "OFF"]),
         # A log scale: the settings differ by orders of magnitude; bars start at the axis.
         x=alt.X("measured:Q", scale=alt.Scale(type="log"),
-                title="measured (bars) and model (black ticks), log scale"),
+                title="measured (bars) and model (black ticks), log scale",
+                axis=alt.Axis(labelFlush=True, values=[10.0**k for k in range(-1, 6)],
+                              labelExpr=(
+                    "datum.value < 1 ? format(datum.value, '.1') : format(datum.value, '~s')"))),
         x2=alt.datum(0.1),
         color=alt.Color("doublewrite:N", scale=ON_OFF, title="innodb_doublewrite"),
         tooltip=["setting:N", "doublewrite:N", "measure:N",
@@ -118,8 +120,9 @@ def legs_chart(results: pd.DataFrame, threads: int) -> alt.TopLevelMixin:
         color=MODEL_COLOR, thickness=3, size=14).encode(
         y=alt.Y("setting:N", sort=order), yOffset=alt.YOffset("doublewrite:N", sort=["ON", "OFF"]),
         x="model:Q")
+    # Narrow enough that the setting labels and the last axis label fit the page's column.
     return (bars + ticks).add_params(measure, rep).properties(
-        width=440, height=alt.Step(22), title="Each leg, measured beside the model")
+        width=340, height=alt.Step(22), title="Each leg, measured beside the model")
 
 
 def ratio_chart(results: pd.DataFrame, article_ratio: float) -> alt.TopLevelMixin:

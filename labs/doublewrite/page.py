@@ -14,7 +14,7 @@ import pandas as pd
 from labs import PROJECT_ROOT
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.panel import LabPanel
-from labs.doublewrite import charts
+from labs.doublewrite import charts, wording
 from labs.doublewrite.model import PAGE_BYTES, RowWrites, full_page_image_bytes, pages_for_ratio
 from labs.doublewrite.params import Parameters
 from labs.doublewrite.tables import (
@@ -66,20 +66,19 @@ def timeline_chart(run: RecordedRun) -> alt.TopLevelMixin:
 # --- tables the page prints -----------------------------------------------------------------
 
 def settings_overview(run: RecordedRun) -> pd.DataFrame:
-    """Per setting: inserts per second ON and OFF, the ratios, and the model's ratio."""
+    """Per setting: inserts per second ON and OFF, the ratios, and the model's ratio (the
+    bytes per row are in the text and the legs chart; fewer columns keep the table narrow)."""
     table = setting_table(run.results)
     shown = pd.DataFrame({
         "pool": [f"{p} MiB" for p in table["buffer_pool_mib"]],
-        "write limit": [f"{w} MiB/s" if w else "none" for w in table["write_limit_mibps"]],
+        "limit": [f"{w} MiB/s" if w else "none" for w in table["write_limit_mibps"]],
         "inserts/s ON": table["tps_on"].map("{:,.0f}".format),
         "inserts/s OFF": table["tps_off"].map("{:,.0f}".format),
         "time ON/OFF": table["elapsed_on_over_off"].map("{:.2f}".format),
-        "bytes/row ON": table["bytes_per_row_on"].map("{:,.0f}".format),
-        "bytes/row OFF": table["bytes_per_row_off"].map("{:,.0f}".format),
         "bytes ON/OFF": table["bytes_on_over_off"].map("{:.2f}".format),
         "model ON/OFF": table["model_ratio"].map("{:.2f}".format),
     })
-    return shown.set_index(["pool", "write limit"])
+    return shown.set_index(["pool", "limit"])
 
 
 TORN_ROWS = {
@@ -215,15 +214,14 @@ def figures(run: RecordedRun) -> dict[str, str]:
             f[f"{key}_writes_off"] = _n(row["writes_off"])
             f[f"{key}_batch_pages"] = (_n(row["dblwr_pages_on"] / row["dblwr_batches_on"])
                                        if row["dblwr_batches_on"] else "no")
-            if limit_mibps:
+            if limit_mibps and pd.notna(row.get("model_tps_on")):
                 f[f"{key}_model_tps_on"] = _n(row["model_tps_on"])
                 f[f"{key}_model_tps_off"] = _n(row["model_tps_off"])
-                f[f"{key}_use_on"] = f"{row['tps_on'] / row['model_tps_on']:.0%}"
-                f[f"{key}_use_off"] = f"{row['tps_off'] / row['model_tps_off']:.0%}"
     f.update(_shape_figures(settings, small, large, limit))
     f.update(_torn_figures(run))
     f.update(_comparison_figures(run, small, limit))
     f.update(_exercise_figures(run, pairs, small, limit))
+    f.update(wording.figures(run))
     for name in ("innodb_checksum_algorithm", "innodb_use_atomic_writes", "innodb_flush_method",
                  "innodb_flush_log_at_trx_commit", "innodb_io_capacity"):
         f[name] = server_variable(run, name)
@@ -255,20 +253,10 @@ def _shape_figures(settings: pd.DataFrame, small: int, large: int, limit: int
     f["nolimit_time_vs_bytes"] = (
         "much less than" if nolimit["elapsed_on_over_off"] < nolimit["bytes_on_over_off"] - 0.2
         else "about as much as")
-    ratio_p50 = limited["latency_p50_on"] / limited["latency_p50_off"]
-    f["limited_p50_word"] = ("about the same" if abs(ratio_p50 - 1) < 0.25 else
-                             "higher" if ratio_p50 > 1 else "lower")
     if (large, 0) in by.index:
         big = by.loc[(large, 0)]
         f["large_bytes_close"] = ("within 15 %" if abs(big["bytes_on_over_off"] - 1) < 0.15
                                   else "more than 15 % apart")
-    use_on = limited["tps_on"] / limited["model_tps_on"]
-    use_off = limited["tps_off"] / limited["model_tps_off"]
-    f["use_gap_word"] = ("less fully than" if use_on < use_off - 0.03 else
-                         "more fully than" if use_on > use_off + 0.03 else "about as fully as")
-    f["use_gap_points"] = _n(abs(use_on - use_off) * 100)
-    f["limited_p99_word"] = ("higher" if limited["latency_p99_on"] > limited["latency_p99_off"]
-                             else "not higher")
     return f
 
 

@@ -42,7 +42,9 @@ def pair_table(results: pd.DataFrame) -> pd.DataFrame:
     The model predicts the ON leg from the OFF leg: the same page writes, redo and other bytes
     per row as OFF, plus a doublewrite copy of the share of pages the ON leg's counters say
     went through the doublewrite buffer. On a write-limited device it also predicts both
-    legs' inserts per second: the limit divided by the bytes per row.
+    legs' inserts per second (the limit divided by the bytes per row), but only where pages
+    were flushed: a leg that wrote only its redo log is nowhere near the limit, which then
+    cannot set its pace.
     """
     legs = leg_table(results)
     rows = []
@@ -77,7 +79,7 @@ def pair_table(results: pd.DataFrame) -> pd.DataFrame:
             "dblwr_batches_on": on["innodb_dblwr_writes"],
             "dblwr_pages_on": on["innodb_dblwr_pages_written"],
         }
-        if limit:
+        if limit and off["pages_written_per_row"] > 0:
             row["model_tps_off"] = limit * MIB / off["device_bytes_per_row"]
             row["model_tps_on"] = limit * MIB / predicted.bytes_per_row(True)
         rows.append(row)

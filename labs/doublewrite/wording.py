@@ -1,0 +1,149 @@
+"""Sentences of the doublewrite page that depend on the run, computed per repetition.
+
+Pure page code: it reads a recorded run (results and raw logs) and never touches a host.
+Each function returns figures for `{glue:text}`; tests on the shipped run check the shapes.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+import pandas as pd
+
+from labs.doublewrite.model import MIB
+from labs.doublewrite.tables import leg_table, pair_table, tps_series
+from labs.records import RecordedRun
+from labs.tools import mariadb
+
+
+def _join(values: list[str]) -> str:
+    return values[0] if len(values) == 1 else ", ".join(values[:-1]) + " and " + values[-1]
+
+
+def _pct(values) -> str:
+    return _join([f"{v:.0%}".replace("%", " %") for v in values])
+
+
+def limit_use(legs: pd.DataFrame, limit_mibps: float) -> pd.Series:
+    """Each leg's device write rate during the inserts over the write limit (measured bytes)."""
+    return legs["tps"] * legs["device_bytes_per_row"] / (limit_mibps * MIB)
+
+
+def _pairs(run: RecordedRun, pool: int, limit: int) -> pd.DataFrame:
+    pairs = pair_table(run.results)
+    return pairs[(pairs["buffer_pool_mib"] == pool) & (pairs["write_limit_mibps"] == limit)
+                 ].sort_values("repetition")
+
+
+def limited_figures(run: RecordedRun, small: int, limit: int) -> dict[str, str]:
+    """The small pool on the write-limited device: how fully each leg used the limit (by the
+    bytes it really wrote), and where the byte model's ON bytes fall short."""
+    legs = leg_table(run.results)
+    legs = legs[(legs["buffer_pool_mib"] == small) & (legs["write_limit_mibps"] == limit)]
+    use = {side: limit_use(legs[legs["doublewrite"] == side].sort_values("repetition"), limit)
+           for side in ("ON", "OFF")}
+    gap = (use["ON"].to_numpy() - use["OFF"].to_numpy())
+    pairs = _pairs(run, small, limit)
+    time_ratio, bytes_ratio = pairs["elapsed_on_over_off"].mean(), pairs["bytes_on_over_off"].mean()
+    short = 1 - pairs["model_bytes_per_row_on"] / pairs["bytes_per_row_on"]
+    pages_on, pages_off = pairs["pages_per_row_on"].mean(), pairs["pages_per_row_off"].mean()
+    spread = pairs["elapsed_on_over_off"].max() - pairs["elapsed_on_over_off"].min()
+    return {
+        "limited_use_on_reps": _pct(use["ON"]),
+        "limited_use_off_reps": _pct(use["OFF"]),
+        "limited_use_word": ("about as fully as" if (abs(gap) < 0.03).all() else
+                             "less fully than" if (gap < 0).all() else
+                             "more fully than" if (gap > 0).all() else
+                             "sometimes more, sometimes less fully than"),
+        "limited_time_vs_bytes": ("about the same as" if abs(time_ratio - bytes_ratio) < 0.05
+                                  else "above" if time_ratio > bytes_ratio else "below"),
+        "limited_time_ratios": _join([f"{r:.2f}" for r in pairs["elapsed_on_over_off"]]),
+        "limited_reps_word": "agree" if spread < 0.1 else "disagree",
+        "limited_model_bytes_on": f"{pairs['model_bytes_per_row_on'].mean():,.0f}",
+        "limited_model_short": _pct([short.mean()]),
+        "limited_pages_word": ("more" if pages_on > pages_off * 1.02 else
+                               "fewer" if pages_on < pages_off * 0.98 else "about as many"),
+    }
+
+
+def latency_figures(run: RecordedRun, small: int, limit: int) -> dict[str, str]:
+    """Median and p99 latency per repetition, and a word that holds only if every
+    repetition agrees ("about the same" when they do not)."""
+    pairs = _pairs(run, small, limit)
+    f: dict[str, str] = {}
+    for q, digits in (("p50", 2), ("p99", 0)):
+        on, off = pairs[f"latency_{q}_on"], pairs[f"latency_{q}_off"]
+        ratio = (on / off).to_numpy()
+        f[f"limited_{q}_on_reps"] = _join([f"{v:,.{digits}f}" for v in on])
+        f[f"limited_{q}_off_reps"] = _join([f"{v:,.{digits}f}" for v in off])
+        f[f"limited_{q}_word"] = (
+            "higher with doublewrite ON in every repetition" if (ratio > 1.25).all() else
+            "lower with doublewrite ON in every repetition" if (ratio < 0.8).all() else
+            "about the same in every repetition" if (abs(ratio - 1) < 0.25).all() else
+            "about the same, since the repetitions disagree")
+    return f
+
+
+def leg_starts(run: RecordedRun) -> dict[str, datetime]:
+    """When each leg's server started (its log's first line)."""
+    starts = {}
+    for leg in leg_table(run.results)["leg"]:
+        lines = mariadb.parse_error_log((run.raw_dir / "bench" / leg / "server.log").read_text())
+        starts[leg] = datetime.strptime(" ".join(lines[0].timestamp.split()),
+                                        "%Y-%m-%d %H:%M:%S")
+    return starts
+
+
+def large_pool_figures(run: RecordedRun, large: int, limit: int) -> dict[str, str]:
+    """The large pool flushed no page during the inserts: what its ON/OFF differences are
+    made of (short legs, swings within a leg, order), and how far it stayed from the limit."""
+    legs = leg_table(run.results)
+    big = legs[legs["buffer_pool_mib"] == large]
+    starts = leg_starts(run)
+    pairs = pair_table(run.results)
+    pairs = pairs[pairs["buffer_pool_mib"] == large]
+    first_faster = 0
+    for pair in pairs.itertuples():
+        both = big[(big["write_limit_mibps"] == pair.write_limit_mibps)
+                   & (big["repetition"] == pair.repetition)].set_index("doublewrite")
+        first = min(("ON", "OFF"), key=lambda side: starts[both.loc[side, "leg"]])
+        second = "OFF" if first == "ON" else "ON"
+        first_faster += both.loc[first, "tps"] > both.loc[second, "tps"]
+    series = tps_series(run.results)
+    series = series[series["setting"].str.startswith(f"buffer pool {large} MiB")]
+    limited = big[big["write_limit_mibps"] == limit]
+    return {
+        "large_legs": str(len(big)),
+        "large_pages_written": f"{big['innodb_pages_written'].sum():,.0f}",
+        "large_dblwr_pages": f"{big['innodb_dblwr_pages_written'].sum():,.0f}",
+        "large_pairs": str(len(pairs)),
+        "large_on_faster": str(int((pairs["elapsed_on_over_off"] < 1).sum())),
+        "large_first_faster": str(first_faster),
+        "large_time_ratio_min": f"{pairs['elapsed_on_over_off'].min():.2f}",
+        "large_time_ratio_max": f"{pairs['elapsed_on_over_off'].max():.2f}",
+        "large_elapsed_min": f"{big['elapsed_s'].min():.0f}",
+        "large_elapsed_max": f"{big['elapsed_s'].max():.0f}",
+        "large_tps_second_min": f"{series['tps'].min():,.0f}",
+        "large_tps_second_max": f"{series['tps'].max():,.0f}",
+        "large_limited_max_mibps": f"{limit_use(limited, limit).max() * limit:.1f}",
+    }
+
+
+def torn_off_figures(run: RecordedRun) -> dict[str, str]:
+    """The OFF tear's header and trailer log positions (the exercise and its solution)."""
+    info = json.loads((run.raw_dir / "torn" / "dblwr-off" / "pages.json").read_text())
+    torn = info["torn"]
+    return {"torn_off_header_lsn": str(torn["lsn"]),
+            "torn_off_trailer_lsn": str(torn["trailer_lsn_low32"])}
+
+
+def figures(run: RecordedRun) -> dict[str, str]:
+    params = run.meta["parameters"]
+    small, large = min(params["buffer_pools_mib"]), max(params["buffer_pools_mib"])
+    limit = params["write_mibps"]
+    f = limited_figures(run, small, limit)
+    f.update(latency_figures(run, small, limit))
+    f.update(large_pool_figures(run, large, limit))
+    f.update(torn_off_figures(run))
+    return f
