@@ -7,6 +7,7 @@ touches a host or a container.
 from __future__ import annotations
 
 import json
+import math
 
 import altair as alt
 import pandas as pd
@@ -255,8 +256,9 @@ def _shape_figures(settings: pd.DataFrame, small: int, large: int, limit: int
         else "about as much as")
     if (large, 0) in by.index:
         big = by.loc[(large, 0)]
-        f["large_bytes_close"] = ("within 15 %" if abs(big["bytes_on_over_off"] - 1) < 0.15
-                                  else "more than 15 % apart")
+        apart_pct = abs(big["bytes_on_over_off"] - 1) * 100
+        f["large_bytes_close"] = (f"within {max(1, math.ceil(apart_pct))} %" if apart_pct < 15
+                                  else f"{apart_pct:.0f} % apart")
     return f
 
 
