@@ -134,8 +134,11 @@ def lab_vms(request, tmp_path_factory):
             report(request.config, line)
     report(request.config, f"vm up --pair: {time.monotonic() - started:.1f} s wall")
     with pytest.MonkeyPatch.context() as patch:
+        # In-process calls (get_host("vm1")) need the VMs' state; LABS_RUNS_DIR stays out of
+        # the process environment, so pages and recorded-run tests still read data/runs/.
         for key, value in env.items():
-            patch.setenv(key, value)
+            if key != "LABS_RUNS_DIR":
+                patch.setenv(key, value)
         try:
             yield lab
         finally:

@@ -116,7 +116,8 @@ def test_ctrl_c_stops_every_host_and_clean_leaves_nothing(lab_vms, seats, figure
     assert process.returncode == 130, "".join(lines)
     assert any("interrupted: stopping the lab on" in line for line in lines)
     left = {seat: Journal(seat).live_entries() for seat in SEATS}
-    cleaned = lab_vms.cli("clean", env=seats)
+    # --keep-vms: the seats are the session's VMs; clean what the lab left inside them.
+    cleaned = lab_vms.cli("clean", "--keep-vms", env=seats)
     assert cleaned.returncode == 0, cleaned.stderr
     for seat, vm in SEATS.items():
         assert Journal(seat).live_entries() == [], seat
