@@ -106,12 +106,16 @@ def test_the_cap_caps_and_writes_wait_for_the_slow_leg(legs, request):
     for config in ("raid1", "raid1-wm", "raid1-wm-bitmap"):
         assert tables.measured(results, config, "randwrite-qd1", "clat_p50_us") >= \
             0.7 * capped_us, config
-    # Where the kernel wrote behind (max_backlog_used > 0), writes left the slow leg's regime:
-    # the paced writer of at least one such cell ran well below the capped device's latency.
+    # Where the kernel wrote behind (max_backlog_used > 0), writes left the slow leg's regime,
+    # as the page says: the paced writer of at least one such cell ran well below the paced
+    # writer of the write-mostly mirror without write-behind. (Not the cap alone's median: a
+    # cgroup io limit on loop legs lets short bursts through, so that median is small.)
+    wm_paced_us = tables.measured(results, "raid1-wm", "randwrite-qd1-paced", "clat_p50_us")
     wb = tables.write_behind_table(results, recorded.meta)
     assert set(wb["config"]) == set(WRITE_BEHIND_CELLS)
     behind = wb[wb["max_backlog"] > 0]
-    assert len(behind) and (behind["paced_p50_us"] < 0.5 * capped_us).any(), wb
+    assert len(behind) and (behind["paced_p50_us"] < 0.5 * wm_paced_us).any(), (wm_paced_us,
+                                                                                   wb)
     # How write-mostly was set does not change whether writes go behind; the slot may.
     for slot in (0, 1):
         pair = wb[wb["slot"] == slot].set_index("marked")["max_backlog"] > 0
