@@ -48,6 +48,23 @@ def owner_label(state_dir: Path) -> str:
                           env={**os.environ, "LABS_STATE_DIR": str(state_dir)}).stdout.strip()
 
 
+def interrupt_lab_at(args: list[str], env: dict, step_line: str) -> tuple[int, str]:
+    """Start `python -m labs ARGS`, send SIGINT (a Ctrl-C) once its progress on stderr shows
+    `step_line`, and return (exit code, the rest of its stderr)."""
+    lab = subprocess.Popen([sys.executable, "-m", "labs", *args], cwd=PROJECT_ROOT, env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in lab.stderr:
+            if step_line in line:
+                break
+        lab.send_signal(signal.SIGINT)
+        _, stderr = lab.communicate(timeout=300)
+    finally:
+        if lab.poll() is None:
+            lab.kill()
+    return lab.returncode, stderr
+
+
 def loops_over(folder: Path) -> list[str]:
     """`losetup -a` lines of loop devices over files in `folder`."""
     out = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout

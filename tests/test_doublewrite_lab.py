@@ -11,17 +11,13 @@ and stops recovery without it.
 
 import os
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import docker
 import pytest
-from conftest import loops_over, owner_label, run_cli
+from conftest import interrupt_lab_at, loops_over, owner_label, run_cli
 
-from labs import PROJECT_ROOT
 from labs.doublewrite import tables
 from labs.doublewrite.page import figures
 from labs.infra.containers import OWNER_LABEL
@@ -158,20 +154,10 @@ def test_ctrl_c_during_the_inserts_cleans_up(docker_engine):
     env = {**os.environ, "LABS_STATE_DIR": str(base / "state"),
            "LABS_RUNS_DIR": str(base / "runs"), "LABS_WORK_DIR": str(work_dir),
            "PYTHONUNBUFFERED": "1"}
-    lab = subprocess.Popen([sys.executable, "-m", "labs", "run", "doublewrite", "--host",
-                            "local", "--profile", "ci"],
-                           cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
-    try:
-        for line in lab.stderr:
-            if "step 3/" in line:  # sysbench is filling the table inside the container
-                break
-        lab.send_signal(signal.SIGINT)
-        _, stderr = lab.communicate(timeout=300)
-    finally:
-        if lab.poll() is None:
-            lab.kill()
-    assert lab.returncode == 130
+    # Ctrl-C at step 3: sysbench is filling the table inside the container.
+    returncode, stderr = interrupt_lab_at(
+        ["run", "doublewrite", "--host", "local", "--profile", "ci"], env, "step 3/")
+    assert returncode == 130
     assert stderr.strip().splitlines()[-1:] == [
         "python -m labs: interrupted (run `python -m labs clean` if a lab was running)"]
     assert Journal("local", base / "state" / "journal-local.jsonl").live_entries() == []

@@ -11,17 +11,14 @@ figures and every chart, as a reader's own run would.
 
 import os
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import docker
 import pytest
-from conftest import loops_over, owner_label, run_cli
+from conftest import interrupt_lab_at, loops_over, owner_label, run_cli
 
-from labs import PROJECT_ROOT, rawfiles
+from labs import rawfiles
 from labs.infra.containers import OWNER_LABEL
 from labs.infra.journal import Journal
 from labs.records import list_runs, load_run
@@ -194,20 +191,10 @@ def test_ctrl_c_cleans_up(docker_engine):
     env = {**os.environ, "LABS_STATE_DIR": str(tmp_path / "state"),
            "LABS_RUNS_DIR": str(tmp_path / "runs"), "LABS_WORK_DIR": str(work_dir),
            "PYTHONUNBUFFERED": "1"}
-    lab = subprocess.Popen([sys.executable, "-m", "labs", "run", "torn-pages", "--host",
-                            "local", "--quick"],
-                           cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
-    try:
-        for line in lab.stderr:
-            if "step 3/" in line:  # PostgreSQL is starting on the loop file system
-                break
-        lab.send_signal(signal.SIGINT)
-        _, stderr = lab.communicate(timeout=300)
-    finally:
-        if lab.poll() is None:
-            lab.kill()
-    assert lab.returncode == 130
+    # Ctrl-C at step 3: PostgreSQL is starting on the loop file system.
+    returncode, stderr = interrupt_lab_at(
+        ["run", "torn-pages", "--host", "local", "--quick"], env, "step 3/")
+    assert returncode == 130
     assert stderr.strip().splitlines()[-1:] == [
         "python -m labs: interrupted (run `python -m labs clean` if a lab was running)"]
     journal = tmp_path / "state" / "journal-local.jsonl"
