@@ -27,6 +27,7 @@ PACKAGES = (
     "labs.quorum",
     "labs.torn_pages",
     "labs.doublewrite",
+    "labs.caches",
     "labs.write_mostly",
     "labs.template",
 )

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import time
@@ -173,6 +174,7 @@ class ContainerSpec:
     # block device -> write limit in bytes/s (cgroup blkio throttling), to model a slow disk
     device_write_bps: dict[str, int] = field(default_factory=dict)
     device_read_bps: dict[str, int] = field(default_factory=dict)
+    device_read_iops: dict[str, int] = field(default_factory=dict)  # reads per second
     memory_limit_mib: int | None = None
     network: str | None = None  # a docker network name; None: the default bridge
     user: str | None = None
@@ -222,6 +224,8 @@ def create_container(client: docker.DockerClient, spec: ContainerSpec,
                               for path, rate in spec.device_write_bps.items()] or None,
             device_read_bps=[{"Path": path, "Rate": rate}
                              for path, rate in spec.device_read_bps.items()] or None,
+            device_read_iops=[{"Path": path, "Rate": rate}
+                              for path, rate in spec.device_read_iops.items()] or None,
             **options)
     except docker.errors.APIError as error:
         raise ContainerError(_explain_api_error(error, spec)) from None
@@ -309,3 +313,38 @@ def _explain_api_error(error: docker.errors.APIError, spec: ContainerSpec) -> st
 def first_line(error: object) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
+
+
+# --- per-device read limits on a running container -------------------------------------------
+
+def set_device_read_limits(host: Host, container: Container, device: str, read_iops: int,
+                           read_bps: int) -> str:
+    """Limit (or, with 0, free) a running container's reads from one block device.
+
+    The engine's API sets these limits only when a container is created (an update is
+    accepted and ignored), so this writes the container's own blkio cgroup files (cgroup v1)
+    or its io.max (cgroup v2) on the host, as `docker run --device-read-iops/bps` would.
+    Returns the file written. The caller checks that `device` is its own.
+    """
+    container.reload()
+    pid = container.attrs["State"]["Pid"]
+    if not pid:
+        raise ContainerError(f"container {container.name} is not running")
+    cgroups = host.run(["cat", f"/proc/{pid}/cgroup"], timeout_s=60).stdout.splitlines()
+    numbers = host.run(["lsblk", "--nodeps", "--noheadings", "--output", "MAJ:MIN", device],
+                       timeout_s=60).stdout.strip()
+    v1 = [line.split(":", 2)[2] for line in cgroups if ":blkio:" in line]
+    if v1:
+        folder = f"/sys/fs/cgroup/blkio{v1[0]}"
+        writes = [(f"{folder}/blkio.throttle.read_iops_device", f"{numbers} {int(read_iops)}"),
+                  (f"{folder}/blkio.throttle.read_bps_device", f"{numbers} {int(read_bps)}")]
+    else:
+        unified = [line.split(":", 2)[2] for line in cgroups if line.startswith("0::")]
+        if not unified:
+            raise ContainerError(f"container {container.name}: no blkio or unified cgroup")
+        limits = (f"riops={int(read_iops) or 'max'} rbps={int(read_bps) or 'max'}")
+        writes = [(f"/sys/fs/cgroup{unified[0]}/io.max", f"{numbers} {limits}")]
+    for path, line in writes:
+        # Safe: the container's own cgroup, for a device the caller owns.
+        host.sudo(f"echo {shlex.quote(line)} > {shlex.quote(path)}", timeout_s=60)
+    return writes[0][0]

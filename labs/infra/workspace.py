@@ -197,9 +197,14 @@ class LabWorkspace:
         return point
 
     def make_loop_filesystem(self, name: str, size_mib: int, fs: str = "ext4",
-                             options: str = "") -> LoopFilesystem:
-        """A loop device over a new file, a file system on it, mounted in the work dir."""
-        device = self.make_loop_device(name, size_mib, direct_io=False)
+                             options: str = "", direct_io: bool = False) -> LoopFilesystem:
+        """A loop device over a new file, a file system on it, mounted in the work dir.
+
+        direct_io: the loop device reads its backing file past the host's page cache, so
+        what the lab's file system reads really comes from the disk below (and is not
+        cached a second time, in memory that a container's cgroup could be charged for).
+        """
+        device = self.make_loop_device(name, size_mib, direct_io=direct_io)
         self.make_filesystem(device, fs, label=name)
         point = self.mount(device, name, options)
         return LoopFilesystem(f"{self.work_dir}/{name}.img", device, point, fs, size_mib)

@@ -1,0 +1,269 @@
+"""What the caches lab page shows: figures computed from a run, provenance, the live panel.
+
+Pure page code: it reads a recorded run (pandas) and never touches a host.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
+from labs.book.panel import LabPanel
+from labs.caches import charts, tables
+from labs.caches.params import Parameters
+from labs.errors import LabError
+from labs.records import RecordedRun
+
+
+def provenance(run: RecordedRun) -> pd.DataFrame:
+    meta = run.meta
+    host = meta["host"]
+    params = meta["parameters"]
+    images = ", ".join(f"{k.removeprefix('image ')}" for k in meta["tool_versions"]
+                       if k.startswith("image "))
+    load = host.get("load_average")
+    rows = [
+        ("run", f"{meta['lab']}/{meta['run_id']}"),
+        ("command", params.get("command_line", "-")),
+        ("seed", str(meta["seed"])),
+        ("host", f"{host.get('name')}, kernel {host.get('kernel')}, {host.get('cpu_count')} "
+                 f"CPUs" + (f", load average {load}" if load else "")),
+        ("engines", f"{images}; {meta['tool_versions'].get('cassandra', '')} "
+                    f"{'(Cassandra release)' if 'cassandra' in meta['tool_versions'] else ''}"),
+        ("device", f"{meta['tool_versions'].get('loop device', '?')}, readahead "
+                   f"{tables.readahead_bytes(run) // 1024} KiB by default"),
+        ("project commit", meta["git_commit"][:12]),
+        ("started / finished (UTC)", f"{meta['started_at']} / {meta['finished_at']}"),
+    ]
+    return pd.DataFrame(rows, columns=["", "recorded run"])
+
+
+def panel() -> LabPanel:
+    return LabPanel(Parameters, fields=("profile", "seed", "engine"),
+                    chart=lambda recorded: charts.engine_chart(tables.engine_table(recorded)),
+                    title="page cache vs an engine's own cache, on this machine",
+                    defaults={"profile": "quick"}, needs_root=True)
+
+
+def _kib(value: float) -> str:
+    return f"{value / 1024:.1f} KiB" if value >= 1024 else f"{value:.0f} B"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.0%}"
+
+
+def _ms(value: float) -> str:
+    return f"{value:.2f} ms" if value < 10 else f"{value:.0f} ms"
+
+
+def _one(table: pd.DataFrame, **where: object) -> pd.Series:
+    rows = table
+    for key, value in where.items():
+        rows = rows[rows[key] == value]
+    if len(rows) != 1:
+        raise LabError(f"expected one row for {where}, found {len(rows)}")
+    return rows.iloc[0]
+
+
+def engine_summary(run: RecordedRun) -> pd.DataFrame:
+    """Cold bytes per row read, measured and model, at the device's default readahead."""
+    table = tables.engine_table(run)
+    ra = tables.readahead_bytes(run) // 1024
+    cold = table[(table.phase == "cold") & (table.readahead_kib == ra)]
+    rows = [{"engine and setting": row.label, "row": f"{row.row_bytes:,} B",
+             "measured": _kib(row.measured), "model": _kib(row.model),
+             "error": _pct(row.error), "x the row": f"{row.amplification:,.1f}",
+             "device reads": f"{row.device_reads_per_read:.2f}"}
+            for row in cold.sort_values(["engine", "label", "row_bytes"]).itertuples()]
+    return pd.DataFrame(rows)
+
+
+def memory_summary(run: RecordedRun) -> pd.DataFrame:
+    """After the passes over the smallest rows: page cache and cache usage per setting."""
+    memory = tables.memory_table(run)
+    ra = tables.readahead_bytes(run) // 1024
+    small = min(run.meta["parameters"]["row_sizes"])
+    part = memory[(memory.row_bytes == small) & (memory.readahead_kib == ra)]
+    rows = []
+    for row in part.itertuples():
+        label = tables.SETTING_LABELS.get(row.setting, row.setting) + (
+            "" if row.compression == "-" else f", {row.compression}")
+        resident = row.resident_bytes if row.engine == "rocksdb" else \
+            getattr(row, "data_resident_bytes", 0) + getattr(row, "index_resident_bytes", 0)
+        rows.append({"engine and setting": label,
+                     "its files in the page cache": _mib(resident),
+                     "container page cache": _mib(row.container_page_cache_bytes),
+                     "engine's own cache": _mib(getattr(row, "block_cache_usage_bytes", 0))
+                     if row.engine == "rocksdb" else "key cache only"})
+    return pd.DataFrame(rows)
+
+
+def _mib(value: float) -> str:
+    return f"{value / 2**20:.1f} MiB" if value >= 2**20 / 10 else _kib(value)
+
+
+def _ratio(value: float) -> str:
+    return f"{value:.0%}"
+
+
+def _ms_of(value: float, unit: str) -> float:
+    return value / 1000 if unit == "us" else value
+
+
+def figures(run: RecordedRun) -> dict[str, str]:
+    """Every number the lab page quotes, computed from the run."""
+    from labs.caches import model
+
+    f: dict[str, str] = {}
+    params = run.meta["parameters"]
+    results = run.results
+    block = tables.block_table(run)
+    engine = tables.engine_table(run)
+    memory = tables.memory_table(run)
+    sweep = tables.sweep_table(run)
+    slow = tables.throttled_table(run)
+    ra = tables.readahead_bytes(run) // 1024
+    lab = results[results.leg == "lab"].set_index(["phase", "metric"])["value"]
+    f["wall_min"] = f"{lab[('all', 'wall_time')] / 60:.0f}"
+    f["load_text"] = (f"{lab[('start', 'load_average')]:.1f} at the start and "
+                      f"{lab[('end', 'load_average')]:.1f} at the end")
+    f["cassandra_version"] = run.meta["tool_versions"].get("cassandra", "?")
+    f["readahead_kib"] = f"{ra:,}"
+    # 1. Block level.
+    sizes = params["block_record_sizes"]
+    small = min(sizes)
+    f["block_file_mib"] = str(params["block_file_mib"])
+    f["block_sizes"] = ", ".join(f"{s:,}" for s in sizes[:-1]) + f" and {sizes[-1]:,} bytes"
+    f["block_reads"] = f"{params['block_reads']:,}"
+    f["mmap_reads"] = str(params["mmap_reads"])
+    f["block_small"] = f"{small} bytes"
+    for method in ("buffered", "direct", "mmap"):
+        for readahead, suffix in ((ra, "ra"), (0, "ra0")):
+            row = _one(block, method=method, readahead_kib=readahead, record_bytes=small,
+                       phase="cold")
+            f[f"block_{method}_{suffix}"] = _kib(row.measured)
+            f[f"block_{method}_{suffix}_model"] = _kib(row.model)
+    buffered = _one(block, method="buffered", readahead_kib=ra, record_bytes=small,
+                    phase="cold")
+    f["block_buffered_amplification"] = f"{buffered.measured / small:.0f}"
+    mmap = _one(block, method="mmap", readahead_kib=ra, record_bytes=small, phase="cold")
+    f["mmap_share"] = _ratio(mmap.measured / mmap.model)
+    mmap_rows = (block.method == "mmap") & (block.readahead_kib == ra) & (block.phase == "cold")
+    f["mmap_error"] = _pct(block[mmap_rows].error.abs().max())
+    f["block_other_error"] = f"{block[~mmap_rows].error.abs().max():.0%}"
+    warm = block[(block.phase == "warm") & (block.method != "direct")]
+    f["block_warm_max"] = _kib(warm.measured.max())
+    f["block_direct_warm"] = _kib(_one(block, method="direct", readahead_kib=ra,
+                                       record_bytes=small, phase="warm").measured)
+    # 2. Engines.
+    rows = params["row_sizes"]
+    f["row_sizes"] = ", ".join(f"{s:,}" for s in rows[:-1]) + f" and {rows[-1]:,}"
+    f["cold_reads"] = f"{params['cold_reads']:,}"
+    f["rocks_cache_mib"] = str(params["rocks_cold_cache_mib"])
+    cold = engine[engine.phase == "cold"]
+    at_ra = cold[cold.readahead_kib == ra]
+
+    def cold_row(setting: str, compression: str, row_bytes: int, readahead: int = ra):
+        return _one(cold, setting=setting, compression=compression, row_bytes=row_bytes,
+                    readahead_kib=readahead)
+
+    smallest, largest = min(rows), max(rows)
+    f["rocks_direct_100"] = _kib(cold_row("direct", "-", smallest).measured)
+    f["rocks_buffered_100"] = _kib(cold_row("buffered", "-", smallest).measured)
+    f["rocks_error"] = f"{at_ra[at_ra.engine == 'rocksdb'].error.abs().max():.0%}"
+    cass_setting = "mmap_index_only" if "mmap_index_only" in set(cold.setting) else None
+    if cass_setting:
+        for compression in ("lz4", "none"):
+            for row_bytes, name in ((smallest, "100"), (largest, "4096")):
+                row = cold_row(cass_setting, compression, row_bytes)
+                f[f"cass_{compression}_{name}"] = _kib(row.measured)
+                f[f"cass_{compression}_{name}_model"] = _kib(row.model)
+        big, big0 = cold_row(cass_setting, "none", largest), cold_row(cass_setting, "none",
+                                                                       largest, 0)
+        f["cass_none_4096_ra0"] = _kib(big0.measured)
+        f["ra0_verdict"] = ("so the extra was readahead" if big0.measured < 0.8 * big.measured
+                            else "so readahead was not the cause")
+    f["warm_max"] = _kib(engine[engine.phase == "warm"].measured.max())
+    f["engine_median_error"] = f"{at_ra.error.abs().median():.0%}"
+    f["engine_worst_error"] = f"{at_ra.error.abs().max():.0%}"
+    # 3. Memory.
+    mem = memory[(memory.row_bytes == smallest) & (memory.readahead_kib == ra)]
+    rocks = mem[mem.engine == "rocksdb"].set_index("setting")
+    before = results[(results.leg == "engine") & (results.phase == "before")
+                     & (results.metric == "container_page_cache_bytes")
+                     & (results.row_bytes == smallest) & (results.readahead_kib == ra)]
+    for setting in ("buffered", "direct"):
+        f[f"rocks_{setting}_resident"] = _mib(rocks.loc[setting, "resident_bytes"])
+        start = before[(before.engine == "rocksdb") & (before.setting == setting)].value.iloc[0]
+        f[f"rocks_{setting}_cache_growth"] = _mib(
+            max(0.0, rocks.loc[setting, "container_page_cache_bytes"] - start))
+    if cass_setting:
+        cass = mem[(mem.engine == "cassandra") & (mem.setting == cass_setting)]
+        f["cass_page_cache"] = _mib(cass.container_page_cache_bytes.max())
+        both = results[(results.leg == "engine") & (results.phase == "both")
+                       & (results.engine == "cassandra")]
+        f["key_cache_hits"] = f"{both[both.metric == 'keys_cache_hits'].value.sum():,.0f}"
+        f["key_cache_requests"] = f"{both[both.metric == 'keys_cache_requests'].value.sum():,.0f}"
+    # 4. Sweep.
+    f["rocks_sweep_cache_mib"] = str(params["rocks_sweep_cache_mib"])
+    f["zipf_exponent"] = f"{params['zipf_exponent']:g}"
+    setup = results[(results.leg == "sweep") & (results.phase == "setup")]
+    page_rows = setup[setup.cache == "page"]
+    if not page_rows.empty:
+        f["cass_sweep_limit"] = _mib(page_rows[page_rows.metric == "memory_limit_bytes"]
+                                     .value.iloc[0])
+        f["cass_sweep_cache"] = _mib(page_rows[page_rows.metric == "cache_bytes"].value.iloc[0])
+        f["cass_bytes_per_miss"] = _kib(page_rows[page_rows.metric == "bytes_per_miss"]
+                                        .value.iloc[0])
+    f["cass_sweep_row_kib"] = str(params["sweep_row_kib"])
+    f["sweep_worst_error"] = f"{sweep.error.abs().max():.2f}"
+    top = sweep[sweep.fraction == sweep.fraction.max()]
+    best = top[top.pattern == "zipf"].sort_values("measured").iloc[0]
+    f["zipf_label"] = f"the {best.label[0].lower() + best.label[1:]}"
+    f["zipf_largest"] = _ratio(best.measured)
+    f["uniform_largest"] = _ratio(_one(top, pattern="uniform", label=best.label).measured)
+    rocks_sweep = sweep[sweep.engine == "rocksdb"].pivot_table(
+        index=["pattern", "fraction"], columns="cache", values="measured")
+    f["row_vs_block"] = ("at least as often as the block cache"
+                         if (rocks_sweep["row"] >= rocks_sweep["block"]).all()
+                         else "less often than the block cache at some points")
+    # 5. Throttled device.
+    f["throttle_iops"] = f"{params['throttle_read_iops']:,}"
+    f["throttle_kibps"] = f"{params['throttle_read_kibps']:,}"
+    direct = _one(slow, engine="rocksdb", setting="direct", phase="cold")
+    f["slow_rocks_direct"] = _ms(direct.measured)
+    f["fast_rocks_direct"] = _ms(direct.unthrottled_p50_ms)
+    f["slow_rocks_direct_model"] = _ms(direct.model)
+    f["slow_rocks_warm"] = _ms(_one(slow, engine="rocksdb", setting="direct",
+                                    phase="warm").measured)
+    cass_slow = slow[(slow.engine != "rocksdb") & (slow.compression == "lz4")
+                     & (slow.phase == "cold")]
+    if not cass_slow.empty:
+        f["slow_cass_lz4"] = _ms(cass_slow.measured.iloc[0])
+        f["fast_cass_lz4"] = _ms(cass_slow.unthrottled_p50_ms.iloc[0])
+        f["ex_cass_ios"] = f"{cass_slow.device_reads_per_read.iloc[0]:.1f}"
+    f["slow_error"] = f"{slow[slow.phase == 'cold'].error.abs().max():.0%}"
+    # Exercises.
+    f["ex_page_100"] = _kib(model.cassandra_data_unit_bytes(100, False))
+    f["ex_chunk_100"] = _kib(model.cassandra_data_unit_bytes(100, True))
+    f["ex_direct_100"] = _kib(model.direct_read_bytes(100))
+    f["ex_direct_block"] = _kib(model.rocksdb_data_unit_bytes(4096 + 5, direct=True))
+    point = _one(sweep, engine="rocksdb", cache="block", pattern="uniform",
+                 fraction=sweep[sweep.engine == "rocksdb"].fraction.max())
+    f["ex_capacity_blocks"] = f"{point.capacity_units:,.0f}"
+    f["ex_ws_blocks"] = f"{point.working_set_units:,}"
+    f["ex_uniform_model"] = _ratio(model.uniform_hit_ratio(point.capacity_units,
+                                                           point.working_set_units))
+    f["ex_uniform_measured"] = _ratio(point.measured)
+    row_point = _one(sweep, engine="rocksdb", cache="row", pattern="uniform",
+                     fraction=point.fraction)
+    f["ex_row_capacity"] = f"{row_point.capacity_units:,.0f}"
+    f["ex_hot_rows"] = f"{point.hot_rows:,}"
+    f["ex_row_measured"] = _ratio(row_point.measured)
+    ios = cass_slow.device_reads_per_read.iloc[0] if not cass_slow.empty else 1.0
+    f["ex_own_ms"] = "0.10 ms"
+    f["ex_own_qps"] = f"{3000 / 0.10:,.0f}"
+    f["ex_page_ms"] = f"{0.02 * ios:.3f} ms"
+    f["ex_page_qps"] = f"{3000 / (0.02 * ios):,.0f}"
+    return f

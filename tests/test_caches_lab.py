@@ -1,0 +1,183 @@
+"""The caches lab end to end (ci profile) on this machine, as root, with docker.
+
+One real run (block level, RocksDB and Cassandra in containers on the lab's loop device),
+then the claims the chapter makes, as shapes, never as measured numbers. Bad input stops
+with one line and creates nothing; a killed run leaves nothing after `python -m labs clean`.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import docker
+import pytest
+
+from labs import PROJECT_ROOT
+from labs.caches import tables
+from labs.infra.containers import OWNER_LABEL
+from labs.infra.journal import Journal
+from labs.records import list_runs, load_run
+
+pytestmark = pytest.mark.slow
+
+
+def run_cli(args, env, timeout=1800):
+    return subprocess.run([sys.executable, "-m", "labs", *args], cwd=PROJECT_ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def lab_env(base: Path) -> dict:
+    return {**os.environ, "LABS_STATE_DIR": str(base / "state"),
+            "LABS_RUNS_DIR": str(base / "runs"), "LABS_WORK_DIR": str(base / "work"),
+            "PYTHONUNBUFFERED": "1"}
+
+
+def owner_label(state_dir: Path) -> str:
+    return subprocess.run([sys.executable, "-c", "from labs.infra.paths import command_marker; "
+                           "print(command_marker())"], cwd=PROJECT_ROOT, capture_output=True,
+                          text=True, check=True,
+                          env={**os.environ, "LABS_STATE_DIR": str(state_dir)}).stdout.strip()
+
+
+def leftovers(base: Path) -> list[str]:
+    """Journal entries, containers and loop devices of this test's state dir."""
+    found = [f"journal {e.kind} {e.id}" for e in
+             Journal("local", base / "state" / "journal-local.jsonl").live_entries()]
+    owner = owner_label(base / "state")
+    found += [f"container {c.name}" for c in docker.from_env().containers.list(
+        all=True, filters={"label": f"{OWNER_LABEL}={owner}"})]
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    found += [line for line in loops.splitlines() if str(base) in line]
+    return found
+
+
+@pytest.fixture(scope="module")
+def ci_run(docker_engine):
+    # Not under pytest's basetemp: the lab's mount point must not move while it runs.
+    base = Path(tempfile.mkdtemp(prefix="storage-labs-test-caches-", dir="/var/tmp"))
+    result = run_cli(["run", "caches", "--host", "local", "--profile", "ci"], lab_env(base))
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    runs = list_runs("caches", base / "runs")
+    assert len(runs) == 1
+    yield {"run": load_run(runs[0]), "stdout": result.stdout, "stderr": result.stderr,
+           "base": base}
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def test_parameters_echoed_and_images_named(ci_run):
+    lines = ci_run["stdout"].splitlines()
+    assert lines[0].startswith("python -m labs run caches --host local --profile ci --seed")
+    assert lines[1].startswith("using image storage-labs/cassandra:5.0.9")
+    assert "step 1/" in ci_run["stderr"]
+
+
+def test_block_level_page_cache_reads_whole_pages_and_direct_io_reads_sectors(ci_run):
+    block = tables.block_table(ci_run["run"])
+    cold, warm = block[block.phase == "cold"], block[block.phase == "warm"]
+    buffered = cold[cold.method == "buffered"]
+    # Every buffered read brought at least most of a 4 KiB page, whatever it asked for.
+    assert (buffered.measured > 0.9 * 4096).all()
+    direct = cold[cold.method == "direct"]
+    assert (direct.measured == direct.record_bytes.clip(lower=512)).all()
+    # Warm: the page cache served everything; direct I/O read it all again.
+    assert (warm[warm.method != "direct"].measured == 0).all()
+    assert (warm[warm.method == "direct"].measured == direct.measured.values).all()
+    mmap = cold[cold.method == "mmap"]
+    with_ra = mmap[mmap.readahead_kib > 0].measured.min()
+    assert with_ra > 4 * mmap[mmap.readahead_kib == 0].measured.max()
+    assert (block[block.method == "direct"].resident_bytes == 0).all()
+
+
+def test_engines_cold_costs_more_than_the_row_and_warm_costs_nothing(ci_run):
+    engine = tables.engine_table(ci_run["run"])
+    cold, warm = engine[engine.phase == "cold"], engine[engine.phase == "warm"]
+    assert (cold.measured >= cold.row_bytes).all()
+    assert (warm.measured < 0.05 * cold.measured.min()).all()
+    results = ci_run["run"].results
+    found = results[results.metric == "rows_found"]
+    reads = ci_run["run"].meta["parameters"]["cold_reads"]
+    assert set(found[found.leg == "engine"].value) == {reads}
+    rocks = cold[cold.engine == "rocksdb"].set_index(["row_bytes", "readahead_kib", "setting"])
+    for (row_bytes, readahead), _ in rocks.groupby(level=[0, 1]):
+        assert rocks.loc[(row_bytes, readahead, "direct")].measured < \
+            rocks.loc[(row_bytes, readahead, "buffered")].measured
+    cassandra = cold[(cold.engine == "cassandra") & (cold.row_bytes == 100)]
+    for setting in ("mmap_index_only", "standard"):
+        one = cassandra[cassandra.setting == setting].set_index(["compression", "readahead_kib"])
+        for readahead in set(one.index.get_level_values(1)):
+            assert one.loc[("lz4", readahead)].measured > one.loc[("none", readahead)].measured
+
+
+def test_direct_reads_leave_no_page_cache_and_buffered_reads_do(ci_run):
+    memory = tables.memory_table(ci_run["run"])
+    rocks = memory[memory.engine == "rocksdb"]
+    assert (rocks[rocks.setting == "direct"].resident_bytes == 0).all()
+    assert (rocks[rocks.setting == "buffered"].resident_bytes > 0).all()
+
+
+def test_hit_ratio_falls_as_the_working_set_grows(ci_run):
+    sweep = tables.sweep_table(ci_run["run"])
+    for (label, pattern), group in sweep.groupby(["label", "pattern"]):
+        group = group.sort_values("fraction")
+        if pattern == "uniform":
+            assert group.measured.iloc[-1] < group.measured.iloc[0], label
+    rocks = sweep[sweep.engine == "rocksdb"].set_index(["pattern", "fraction", "cache"])
+    for pattern, fraction in {(p, f) for p, f, _ in rocks.index}:
+        assert rocks.loc[(pattern, fraction, "row")].measured >= \
+            rocks.loc[(pattern, fraction, "block")].measured
+
+
+def test_a_miss_costs_more_on_the_throttled_device(ci_run):
+    slow = tables.throttled_table(ci_run["run"])
+    cold = slow[slow.phase == "cold"]
+    assert len(cold) >= 3
+    assert (cold.measured > cold.unthrottled_p50_ms).all()
+
+
+def test_nothing_left_behind(ci_run):
+    assert leftovers(ci_run["base"]) == []
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--host", "vm1"], "run it with --host local"),
+    (["--row-sizes", "0"], "--row-sizes must be at least"),
+    (["--block-record-sizes", "100"], "powers of two"),
+    (["--cql-memory-mib", "800", "--cql-heap-mib", "512"], "too little for a 512 MiB heap"),
+    (["--engine", "scylla"], "docker pull scylladb/scylla"),
+    (["--cold-reads", "5000", "--cql-rows", "1000"], "at most half"),
+])
+def test_bad_input_is_one_line_and_creates_nothing(docker_engine, tmp_path, args, message):
+    env = lab_env(tmp_path)
+    result = run_cli(["run", "caches", "--profile", "ci", *args], env, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert message in result.stderr
+    assert leftovers(tmp_path) == []
+    assert list_runs("caches", tmp_path / "runs") == []
+
+
+def test_a_killed_run_leaves_nothing_after_clean(docker_engine):
+    base = Path(tempfile.mkdtemp(prefix="storage-labs-test-caches-kill-", dir="/var/tmp"))
+    env = lab_env(base)
+    lab = subprocess.Popen([sys.executable, "-m", "labs", "run", "caches", "--host", "local",
+                            "--profile", "ci"], cwd=PROJECT_ROOT, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in lab.stderr:
+            if "RocksDB engine" in line:  # containers, a loop device, a mount, readahead set
+                break
+        lab.send_signal(signal.SIGKILL)
+        lab.wait(timeout=60)
+    finally:
+        if lab.poll() is None:
+            lab.kill()
+    assert leftovers(base) != []  # a SIGKILL cleans nothing by itself
+    cleaned = run_cli(["clean"], env, timeout=600)
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert leftovers(base) == []
+    assert list_runs("caches", base / "runs") == []
+    shutil.rmtree(base, ignore_errors=True)
