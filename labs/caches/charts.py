@@ -103,19 +103,25 @@ def block_chart(table: pd.DataFrame) -> alt.TopLevelMixin:
 def engine_chart(table: pd.DataFrame) -> alt.TopLevelMixin:
     """Device bytes per row read, per engine setting and row size, cold or warm; model ticks."""
     phase = dropdown("ENGINE_PHASE", "cold", ["cold", "warm"], label="pass")
+    options = sorted({int(v) for v in table["readahead_kib"]}, reverse=True)
+    readahead = dropdown("ENGINE_RA", options[0], options, [f"{k:,} KiB" for k in options],
+                         label="readahead")
     data = table.assign(row=table["row_bytes"].map(lambda b: f"{b:,} B rows"))
-    base = alt.Chart(data).transform_filter("datum.phase == ENGINE_PHASE")
+    base = alt.Chart(data).transform_filter(
+        "datum.phase == ENGINE_PHASE && datum.readahead_kib == ENGINE_RA")
     bars = base.mark_bar().encode(
         y=alt.Y("label:N", title=None, axis=alt.Axis(labelLimit=300)),
         x=alt.X("measured:Q", title="device bytes per row read"),
         color=alt.Color("engine:N", title=None),
         tooltip=["label:N", "row:N", "phase:N",
+                 alt.Tooltip("readahead_kib:Q", title="readahead (KiB)"),
                  alt.Tooltip("measured:Q", format=",.0f"), alt.Tooltip("model:Q", format=",.0f"),
                  alt.Tooltip("error:Q", format="+.0%"),
                  alt.Tooltip("device_reads_per_read:Q", format=".2f", title="device reads")])
     ticks = base.mark_tick(color=MODEL_COLOR, thickness=3, size=16).encode(
         y="label:N", x="model:Q")
-    return (bars + ticks).add_params(phase).properties(width=300, height=alt.Step(20)).facet(
+    return (bars + ticks).add_params(phase, readahead).properties(
+        width=230, height=alt.Step(20)).facet(
         column=alt.Column("row:N", title=None, sort=alt.SortField("row_bytes"))).properties(
         title="Device bytes per row read (bars) and the model (ticks)")
 
@@ -139,20 +145,20 @@ def sweep_chart(table: pd.DataFrame) -> alt.TopLevelMixin:
 
 
 def throttled_chart(table: pd.DataFrame) -> alt.TopLevelMixin:
-    data = table.melt(id_vars=["label", "phase"], value_vars=["unthrottled_p50_ms", "measured",
+    data = table.melt(id_vars=["label", "phase"], value_vars=["unthrottled_ms", "measured",
                                                               "model"],
                       var_name="what", value_name="ms")
-    data["what"] = data["what"].map({"unthrottled_p50_ms": "unthrottled device",
+    data["what"] = data["what"].map({"unthrottled_ms": "unthrottled device",
                                      "measured": "throttled device", "model": "model"})
     phase = dropdown("SLOW_PHASE", "cold", ["cold", "warm"], label="pass")
     return alt.Chart(data).transform_filter("datum.phase == SLOW_PHASE").mark_bar().encode(
         y=alt.Y("label:N", title=None, axis=alt.Axis(labelLimit=300)),
         yOffset="what:N",
-        x=alt.X("ms:Q", scale=alt.Scale(type="symlog"), title="p50 read latency (ms)"),
+        x=alt.X("ms:Q", scale=alt.Scale(type="symlog"), title="mean read latency (ms)"),
         color=alt.Color("what:N", title=None,
                         scale=alt.Scale(domain=["unthrottled device", "throttled device",
                                                 "model"],
                                         range=["#0072B2", "#E69F00", MODEL_COLOR])),
         tooltip=["label:N", "what:N", alt.Tooltip("ms:Q", format=",.2f")],
     ).add_params(phase).properties(width=440, height=alt.Step(14),
-                                   title="A read on a throttled device (p50)")
+                                   title="A read on a throttled device (mean)")

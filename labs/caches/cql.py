@@ -213,8 +213,27 @@ class CqlNode:
                 for k in range(start, min(rows, first + 2000, start + per_batch)):
                     batch.add(insert, (k, rng.randbytes(row_bytes)))
                 batches.append((batch, ()))
-            execute_concurrent(self.session, batches, concurrency=8, raise_on_first_error=True)
+            outcomes = execute_concurrent(self.session, batches, concurrency=4,
+                                          raise_on_first_error=False)
+            for (batch, _), (ok, _) in zip(batches, outcomes, strict=True):
+                if not ok:
+                    self.retry(batch)
         return time.monotonic() - started
+
+    def retry(self, statement, attempts: int = 5) -> None:
+        """Write again what timed out (the same keys and values: writing twice is harmless);
+        a busy machine can keep a node from answering within its 2 s write timeout."""
+        from cassandra import OperationTimedOut, WriteTimeout
+
+        for attempt in range(1, attempts + 1):
+            try:
+                self.session.execute(statement, timeout=120)
+                return
+            except (WriteTimeout, OperationTimedOut):
+                if attempt == attempts:
+                    raise LabError(f"{self.flavor.engine} timed out {attempts} times on one "
+                                   "write: the machine is too busy for this lab now") from None
+                time.sleep(attempt)
 
     def flush_and_compact(self) -> list[str]:
         """Memtables to SSTables, then one SSTable per table: a read looks in one file."""

@@ -197,14 +197,16 @@ def throttled_miss_ms(device_reads: float, device_bytes: float, iops_limit: floa
                       bytes_per_s_limit: float, unthrottled_ms: float = 0.0) -> float:
     """A miss's latency when the device grants `iops_limit` reads and `bytes_per_s` per second.
 
-    At queue depth one, each read waits for its share of whichever limit binds.
+    At queue depth one the reads come one after another: a read's I/O may start only when
+    the limits allow (one read every 1 / iops_limit seconds, its bytes at the byte rate),
+    and the engine's own work overlaps that wait, so a read takes the longer of the two.
     """
     wait_s = 0.0
     if iops_limit > 0:
         wait_s = max(wait_s, device_reads / iops_limit)
     if bytes_per_s_limit > 0:
         wait_s = max(wait_s, device_bytes / bytes_per_s_limit)
-    return unthrottled_ms + wait_s * 1000
+    return max(unthrottled_ms, wait_s * 1000)
 
 
 def relative_error(model: float, measured: float) -> float | None:

@@ -199,8 +199,16 @@ def figures(run: RecordedRun) -> dict[str, str]:
         f[f"rocks_{setting}_cache_growth"] = _mib(
             max(0.0, rocks.loc[setting, "container_page_cache_bytes"] - start))
     if cass_setting:
-        cass = mem[(mem.engine == "cassandra") & (mem.setting == cass_setting)]
-        f["cass_page_cache"] = _mib(cass.container_page_cache_bytes.max())
+        reads = params["cold_reads"]
+        standard = mem[(mem.engine == "cassandra") & (mem.setting == "standard")]
+        for row in standard.itertuples():
+            held = row.data_resident_bytes + row.index_resident_bytes
+            f[f"cass_{row.compression}_resident"] = _mib(held)
+            f[f"cass_{row.compression}_resident_per_read"] = _kib(held / reads)
+        big_row = memory[(memory.engine == "cassandra") & (memory.setting == cass_setting)
+                         & (memory.compression == "none") & (memory.row_bytes == largest)
+                         & (memory.readahead_kib == ra)].iloc[0]
+        f["cass_data_pages_4096"] = f"{big_row.data_resident_bytes / reads / 4096:.1f}"
         both = results[(results.leg == "engine") & (results.phase == "both")
                        & (results.engine == "cassandra")]
         f["key_cache_hits"] = f"{both[both.metric == 'keys_cache_hits'].value.sum():,.0f}"
@@ -214,13 +222,16 @@ def figures(run: RecordedRun) -> dict[str, str]:
         f["cass_sweep_limit"] = _mib(page_rows[page_rows.metric == "memory_limit_bytes"]
                                      .value.iloc[0])
         f["cass_sweep_cache"] = _mib(page_rows[page_rows.metric == "cache_bytes"].value.iloc[0])
-        f["cass_bytes_per_miss"] = _kib(page_rows[page_rows.metric == "bytes_per_miss"]
-                                        .value.iloc[0])
+        per_miss = page_rows[page_rows.metric == "bytes_per_miss"].value.iloc[0]
+        f["cass_bytes_per_miss"] = _kib(per_miss)
+        f["miss_vs_row"] = f"{per_miss / (params['sweep_row_kib'] * 1024):.1f}"
     f["cass_sweep_row_kib"] = str(params["sweep_row_kib"])
     f["sweep_worst_error"] = f"{sweep.error.abs().max():.2f}"
     top = sweep[sweep.fraction == sweep.fraction.max()]
     best = top[top.pattern == "zipf"].sort_values("measured").iloc[0]
-    f["zipf_label"] = f"the {best.label[0].lower() + best.label[1:]}"
+    f["zipf_label"] = {"Cassandra, page cache": "Cassandra's page cache",
+                       "RocksDB block cache": "RocksDB's block cache",
+                       "RocksDB row cache": "RocksDB's row cache"}.get(best.label, best.label)
     f["zipf_largest"] = _ratio(best.measured)
     f["uniform_largest"] = _ratio(_one(top, pattern="uniform", label=best.label).measured)
     rocks_sweep = sweep[sweep.engine == "rocksdb"].pivot_table(
@@ -233,17 +244,23 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f["throttle_kibps"] = f"{params['throttle_read_kibps']:,}"
     direct = _one(slow, engine="rocksdb", setting="direct", phase="cold")
     f["slow_rocks_direct"] = _ms(direct.measured)
-    f["fast_rocks_direct"] = _ms(direct.unthrottled_p50_ms)
+    f["fast_rocks_direct"] = _ms(direct.unthrottled_ms)
     f["slow_rocks_direct_model"] = _ms(direct.model)
-    f["slow_rocks_warm"] = _ms(_one(slow, engine="rocksdb", setting="direct",
-                                    phase="warm").measured)
+    warm_direct = _one(slow, engine="rocksdb", setting="direct", phase="warm")
+    f["slow_rocks_warm"] = _ms(warm_direct.measured)
+    f["fast_rocks_warm"] = _ms(warm_direct.unthrottled_ms)
     cass_slow = slow[(slow.engine != "rocksdb") & (slow.compression == "lz4")
                      & (slow.phase == "cold")]
     if not cass_slow.empty:
         f["slow_cass_lz4"] = _ms(cass_slow.measured.iloc[0])
-        f["fast_cass_lz4"] = _ms(cass_slow.unthrottled_p50_ms.iloc[0])
+        f["fast_cass_lz4"] = _ms(cass_slow.unthrottled_ms.iloc[0])
+        f["slow_cass_lz4_model"] = _ms(cass_slow.model.iloc[0])
         f["ex_cass_ios"] = f"{cass_slow.device_reads_per_read.iloc[0]:.1f}"
-    f["slow_error"] = f"{slow[slow.phase == 'cold'].error.abs().max():.0%}"
+        f["cass_lz4_slow_bytes"] = _kib(cass_slow.device_bytes_per_read.iloc[0])
+    f["rocks_direct_slow_bytes"] = _kib(direct.device_bytes_per_read)
+    cold_slow = slow[slow.phase == "cold"]
+    f["slow_error"] = f"{cold_slow.error.abs().max():.0%}"
+    f["slow_error_median"] = f"{cold_slow.error.abs().median():.0%}"
     # Exercises.
     f["ex_page_100"] = _kib(model.cassandra_data_unit_bytes(100, False))
     f["ex_chunk_100"] = _kib(model.cassandra_data_unit_bytes(100, True))

@@ -24,7 +24,7 @@ class Parameters(LabParameters):
                "cql_rows": 1500, "sweep_rows": 1600, "rocks_db_mib": 8, "cold_reads": 30,
                "sweep_fractions": (0.5, 1.5), "sweep_reads": 400, "cql_sweep_reads": 150,
                "rocks_sweep_cache_mib": 1, "cql_cache_budget_mib": 0,
-               "throttled_reads": 10},
+               "throttled_reads": 30},
         "quick": {"fs_size_mib": 2048, "block_file_mib": 128, "block_reads": 1000,
                   "mmap_reads": 20, "cql_rows": 3000, "sweep_rows": 3200, "rocks_db_mib": 24,
                   "cold_reads": 150, "sweep_fractions": (0.5, 1.0, 2.0), "sweep_reads": 3000,
@@ -53,7 +53,7 @@ class Parameters(LabParameters):
                                  "a whole readahead window)", minimum=2, maximum=100_000)
     row_sizes: tuple[int, ...] = option((100, 1024, 4096), "row (value) sizes in bytes",
                                         minimum=16, maximum=65536)
-    cql_rows: int = option(12000, "rows per CQL table (one table per row size and "
+    cql_rows: int = option(6000, "rows per CQL table (one table per row size and "
                                   "compression setting)", minimum=100, maximum=5_000_000)
     sweep_rows: int = option(4800, "rows of the CQL sweep table (no compression)",
                              minimum=200, maximum=5_000_000)
@@ -62,17 +62,17 @@ class Parameters(LabParameters):
                                 maximum=1024)
     rocks_db_mib: int = option(64, "size of each RocksDB database (rows = this / row size)",
                                minimum=2, maximum=64 * 1024)
-    cold_reads: int = option(400, "random reads per cold pass (then the same reads warm)",
+    cold_reads: int = option(200, "random reads per cold pass (then the same reads warm)",
                              minimum=10, maximum=1_000_000)
     rocks_cold_cache_mib: int = option(8, "RocksDB block cache during the cold passes",
                                        minimum=1, maximum=65536)
     sweep_fractions: tuple[float, ...] = option(
-        (0.25, 0.5, 1.0, 1.5, 2.0, 3.0), "working sets of the sweep, as multiples of the "
+        (0.25, 0.5, 1.0, 2.0, 3.0), "working sets of the sweep, as multiples of the "
                                           "cache", minimum=0.05, maximum=20)
     zipf_exponent: float = option(0.99, "skew of the Zipf pattern", minimum=0.1, maximum=3)
     sweep_reads: int = option(20000, "RocksDB reads per sweep point (after as many warm-up "
                                      "reads)", minimum=100, maximum=10_000_000)
-    cql_sweep_reads: int = option(1500, "CQL reads per sweep point (after a warm-up over "
+    cql_sweep_reads: int = option(800, "CQL reads per sweep point (after a warm-up over "
                                         "the working set)", minimum=50, maximum=1_000_000)
     rocks_sweep_cache_mib: int = option(8, "RocksDB cache (block cache or row cache) in the "
                                            "sweep", minimum=1, maximum=65536)
@@ -86,10 +86,10 @@ class Parameters(LabParameters):
                                        "sweep)", minimum=768, maximum=262_144)
     rocks_memory_mib: int = option(512, "the RocksDB container's memory limit", minimum=128,
                                    maximum=262_144)
-    throttle_read_iops: int = option(100, "the throttled leg: reads per second the device "
+    throttle_read_iops: int = option(25, "the throttled leg: reads per second the device "
                                           "grants the container", minimum=1,
                                      maximum=1_000_000)
-    throttle_read_kibps: int = option(4096, "the throttled leg: KiB per second the device "
+    throttle_read_kibps: int = option(2048, "the throttled leg: KiB per second the device "
                                             "grants the container", minimum=8,
                                       maximum=10_000_000)
     throttled_reads: int = option(60, "random reads per throttled cold pass", minimum=5,

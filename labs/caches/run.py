@@ -60,8 +60,8 @@ def load_average(host: Host) -> float:
 def expected_steps(p: Parameters) -> int:
     settings = len(FLAVORS[p.engine].settings)
     tables = 2 * len(p.row_sizes)
-    return (4 + 1 + 2 * len(p.row_sizes) + 1 + 1 + 2 + settings * (1 + tables) + 1 + 1 + 1
-            + 2 + 1)
+    return (4 + 1 + 2 * len(p.row_sizes) + 1 + 1 + 4 + settings * (1 + tables) + 1 + 1 + 1
+            + 4 + 1)
 
 
 def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
@@ -124,6 +124,9 @@ def run_rocksdb(p: Parameters, disk: LabDisk, out: legs.Recorder, image: str,
     legs.rocks_sweep(p, node, disk, out, progress)
     progress.step(f"RocksDB on a throttled device ({p.throttle_read_iops} reads/s, "
                   f"{p.throttle_read_kibps} KiB/s)")
+    # The same passes just before, unthrottled: the two differ only in the limits.
+    legs.rocks_cold_passes(p, node, disk, out, progress, leg="unthrottled",
+                           reads=p.throttled_reads, row_sizes=(min(p.row_sizes),))
     disk.set_read_limits(node.container, p.throttle_read_iops, p.throttle_read_kibps * 1024)
     legs.rocks_cold_passes(p, node, disk, out, progress, leg="throttled",
                            reads=p.throttled_reads, row_sizes=(min(p.row_sizes),))
@@ -169,9 +172,11 @@ def run_cql(p: Parameters, disk: LabDisk, out: legs.Recorder, image: str,
             progress.step(f"{flavor.engine} on a throttled device ({p.throttle_read_iops} "
                           f"reads/s, {p.throttle_read_kibps} KiB/s)")
             node.set_memory_limit_mib(p.cql_memory_mib)  # the sweep's limit no longer holds
+            small = min(p.row_sizes)
+            legs.cql_cold_passes(p, node, disk, out, progress, leg="unthrottled",
+                                 reads=p.throttled_reads, tables=[(small, False), (small, True)])
             disk.set_read_limits(node.container, p.throttle_read_iops,
                                  p.throttle_read_kibps * 1024)
-            small = min(p.row_sizes)
             legs.cql_cold_passes(p, node, disk, out, progress, leg="throttled",
                                  reads=p.throttled_reads, tables=[(small, False), (small, True)])
         node.stop()

@@ -141,6 +141,7 @@ def engine_table(run: RecordedRun, leg: str = "engine") -> pd.DataFrame:
                 "device_reads_per_read": _value(one, "device_reads_per_read", what),
                 "latency_p50": _value(one, "latency_p50", what),
                 "latency_p99": _value(one, "latency_p99", what),
+                "latency_mean": _value(one, "latency_mean", what),
                 "latency_unit": one[one.metric == "latency_p50"].unit.iloc[0],
             })
     table = _error(pd.DataFrame(rows))
@@ -216,25 +217,22 @@ def sweep_table(run: RecordedRun) -> pd.DataFrame:
 # ---- the throttled device --------------------------------------------------------------------
 
 def throttled_table(run: RecordedRun) -> pd.DataFrame:
+    """Mean read latency on the throttled device against the same passes just before it."""
     params = run.meta["parameters"]
     slow = engine_table(run, "throttled")
-    fast = engine_table(run, "engine").set_index(["engine", "setting", "compression",
-                                                  "readahead_kib", "row_bytes", "phase"])
+    fast = engine_table(run, "unthrottled").set_index(["engine", "setting", "compression",
+                                                       "row_bytes", "phase"])
     rows = []
     for _, row in slow.iterrows():
-        key = (row.engine, row.setting, row.compression, row.readahead_kib, row.row_bytes,
-               row.phase)
-        base = fast.loc[key] if key in fast.index else None
+        base = fast.loc[(row.engine, row.setting, row.compression, row.row_bytes, row.phase)]
         to_ms = 1 / 1000 if row.latency_unit == "us" else 1.0
-        unthrottled_ms = base.latency_p50 * to_ms if base is not None else float("nan")
+        unthrottled_ms = base.latency_mean * to_ms
         predicted = model.throttled_miss_ms(
             row.device_reads_per_read, row.measured, params["throttle_read_iops"],
             params["throttle_read_kibps"] * 1024, unthrottled_ms)
         rows.append({"label": row.label, "engine": row.engine, "setting": row.setting,
                      "compression": row.compression, "phase": row.phase,
-                     "unthrottled_p50_ms": unthrottled_ms,
-                     "measured": row.latency_p50 * to_ms, "p99_ms": row.latency_p99 * to_ms,
-                     "model": predicted if row.phase == "cold" else unthrottled_ms,
-                     "device_reads_per_read": row.device_reads_per_read,
+                     "unthrottled_ms": unthrottled_ms, "measured": row.latency_mean * to_ms,
+                     "model": predicted, "device_reads_per_read": row.device_reads_per_read,
                      "device_bytes_per_read": row.measured})
     return _error(pd.DataFrame(rows))

@@ -1,0 +1,113 @@
+"""The recorded caches run that the book shows: every shape its page states holds in it.
+
+Fast (pandas on data/runs/caches/): the page's sentences are glued from page.figures(run);
+these tests check the claims that the wording itself makes (bigger, the same, at most).
+"""
+
+import pytest
+
+from labs import records
+from labs.caches import page, tables
+
+
+@pytest.fixture(scope="module")
+def run():
+    return records.newest_run("caches")
+
+
+@pytest.fixture(scope="module")
+def ra(run):
+    return tables.readahead_bytes(run) // 1024
+
+
+def test_the_recorded_run_is_the_full_profile_from_a_clean_commit(run):
+    assert run.meta["parameters"]["profile"] == "full"
+    assert not run.meta["git_commit"].endswith("-dirty")
+    assert run.meta["tool_versions"]["cassandra"] == "5.0.9"
+    assert set(page.figures(run)) >= {"cass_lz4_100", "rocks_direct_100", "slow_rocks_direct"}
+
+
+def test_every_read_found_its_row(run):
+    results = run.results
+    found = results[(results.metric == "rows_found") & results.leg.isin(["engine"])]
+    assert (found.value == run.meta["parameters"]["cold_reads"]).all()
+
+
+def test_block_level_claims(run, ra):
+    block = tables.block_table(run)
+    cold = block[block.phase == "cold"].set_index(["method", "readahead_kib", "record_bytes"])
+    small = min(run.meta["parameters"]["block_record_sizes"])
+    # "the same with readahead 0"
+    assert cold.loc[("buffered", 0, small)].measured == \
+        pytest.approx(cold.loc[("buffered", ra, small)].measured, rel=0.05)
+    # every buffered read brings a whole page, direct I/O the sectors, again when warm
+    assert (cold.loc["buffered"].measured > 0.9 * 4096).all()
+    warm = block[block.phase == "warm"].set_index(["method", "readahead_kib", "record_bytes"])
+    assert (warm.loc["direct"].measured == cold.loc["direct"].measured).all()
+    assert (warm.loc["buffered"].measured == 0).all() and (warm.loc["mmap"].measured == 0).all()
+    # a fault with readahead reads far more than one without
+    assert cold.loc[("mmap", ra, small)].measured > 10 * cold.loc[("mmap", 0, small)].measured
+
+
+def test_engine_claims(run, ra):
+    engine = tables.engine_table(run)
+    cold = engine[engine.phase == "cold"]
+    rocks = cold[cold.engine == "rocksdb"].set_index(["row_bytes", "readahead_kib", "setting"])
+    for row_bytes, readahead in {(r, a) for r, a, _ in rocks.index}:
+        assert rocks.loc[(row_bytes, readahead, "direct")].measured < \
+            rocks.loc[(row_bytes, readahead, "buffered")].measured
+    cass = cold[(cold.engine == "cassandra") & (cold.readahead_kib == ra)
+                & (cold.setting == "mmap_index_only")].set_index(["compression", "row_bytes"])
+    sizes = sorted(set(cass.index.get_level_values(1)))
+    assert cass.loc[("lz4", sizes[0])].measured > cass.loc[("none", sizes[0])].measured
+    # "read more than the pages a row spans", and the extra pages are in the data file
+    big = cass.loc[("none", sizes[-1])]
+    assert big.measured > big.model
+    memory = tables.memory_table(run)
+    row = memory[(memory.engine == "cassandra") & (memory.setting == "mmap_index_only")
+                 & (memory.compression == "none") & (memory.row_bytes == sizes[-1])
+                 & (memory.readahead_kib == ra)].iloc[0]
+    assert row.data_resident_bytes > row.index_resident_bytes
+    # warm: the caches served the repeats
+    warm = engine[engine.phase == "warm"]
+    assert warm.measured.max() < 0.05 * cold.measured.min()
+
+
+def test_memory_claims(run, ra):
+    memory = tables.memory_table(run)
+    small = min(run.meta["parameters"]["row_sizes"])
+    part = memory[(memory.row_bytes == small) & (memory.readahead_kib == ra)]
+    rocks = part[part.engine == "rocksdb"].set_index("setting")
+    assert rocks.loc["direct", "resident_bytes"] == 0
+    assert rocks.loc["buffered", "resident_bytes"] > 0
+    assert rocks.loc["buffered", "block_cache_usage_bytes"] > 0  # the second copy
+    cass = part[(part.engine == "cassandra") & (part.setting == "standard")]
+    held = (cass.data_resident_bytes + cass.index_resident_bytes).values
+    assert dict(zip(cass.compression, held, strict=True))["lz4"] > \
+        dict(zip(cass.compression, held, strict=True))["none"]
+    results = run.results
+    both = results[(results.leg == "engine") & (results.phase == "both")]
+    hits = both[both.metric == "keys_cache_hits"].value.sum()
+    assert 0 < hits <= both[both.metric == "keys_cache_requests"].value.sum()
+
+
+def test_sweep_claims(run):
+    sweep = tables.sweep_table(run)
+    for label, group in sweep[sweep.pattern == "uniform"].groupby("label"):
+        group = group.sort_values("fraction")
+        assert group.measured.iloc[-1] < group.measured.iloc[0], label
+    figures = page.figures(run)
+    assert float(figures["zipf_largest"].rstrip("%")) > float(
+        figures["uniform_largest"].rstrip("%"))
+
+
+def test_throttled_claims(run):
+    slow = tables.throttled_table(run)
+    cold = slow[slow.phase == "cold"]
+    assert (cold.measured > cold.unthrottled_ms).all()
+    warm = slow[slow.phase == "warm"]
+    assert (warm.device_bytes_per_read == 0).all()
+    rocks = cold[cold.engine == "rocksdb"].set_index("setting")
+    cass = cold[(cold.engine == "cassandra") & (cold.compression == "lz4")]
+    assert cass.device_bytes_per_read.iloc[0] > rocks.loc["direct", "device_bytes_per_read"]
+    assert (warm.measured < cold.measured.min() / 10).all()
