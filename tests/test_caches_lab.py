@@ -96,7 +96,12 @@ def test_engines_cold_costs_more_than_the_row_and_warm_costs_nothing(ci_run):
     engine = tables.engine_table(ci_run["run"])
     cold, warm = engine[engine.phase == "cold"], engine[engine.phase == "warm"]
     assert (cold.measured >= cold.row_bytes).all()
-    assert (warm.measured < 0.05 * cold.measured.min()).all()
+    # Warm: a repeat costs a small fraction of its cold read (the engine may read a page of
+    # something else meanwhile, never the rows again).
+    keys = ["engine", "setting", "compression", "readahead_kib", "row_bytes"]
+    pairs = cold.merge(warm, on=keys, suffixes=("_cold", "_warm"))
+    assert len(pairs) == len(cold)
+    assert (pairs.measured_warm < 0.1 * pairs.measured_cold).all()
     results = ci_run["run"].results
     found = results[results.metric == "rows_found"]
     reads = ci_run["run"].meta["parameters"]["cold_reads"]
@@ -135,7 +140,7 @@ def test_a_miss_costs_more_on_the_throttled_device(ci_run):
     slow = tables.throttled_table(ci_run["run"])
     cold = slow[slow.phase == "cold"]
     assert len(cold) >= 3
-    assert (cold.measured > cold.unthrottled_p50_ms).all()
+    assert (cold.measured > cold.unthrottled_ms).all()
 
 
 def test_nothing_left_behind(ci_run):
@@ -145,7 +150,7 @@ def test_nothing_left_behind(ci_run):
 @pytest.mark.parametrize("args, message", [
     (["--host", "vm1"], "run it with --host local"),
     (["--row-sizes", "0"], "--row-sizes must be at least"),
-    (["--block-record-sizes", "100"], "powers of two"),
+    (["--block-record-sizes", "384"], "powers of two"),
     (["--cql-memory-mib", "800", "--cql-heap-mib", "512"], "too little for a 512 MiB heap"),
     (["--engine", "scylla"], "docker pull scylladb/scylla"),
     (["--cold-reads", "5000", "--cql-rows", "1000"], "at most half"),

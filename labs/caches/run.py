@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 
+import docker
 import docker.errors
 
 from labs.caches import legs
@@ -18,7 +19,7 @@ from labs.caches.hostside import LabDisk
 from labs.caches.params import Parameters
 from labs.caches.rocks import RocksNode
 from labs.errors import UsageError
-from labs.infra import images
+from labs.infra import containers, images
 from labs.infra.facts import host_facts
 from labs.infra.hosts import Host
 from labs.infra.workspace import LabWorkspace
@@ -26,14 +27,14 @@ from labs.progress import Progress
 from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
 
 
-def choose_cql_image(ws: LabWorkspace, p: Parameters) -> tuple[str, str]:
+def choose_cql_image(engine: docker.DockerClient, p: Parameters) -> tuple[str, str]:
     """The CQL engine's image and how it was chosen; one line when it is not there."""
     if p.engine == "cassandra":
-        choice = images.ensure_image(ws.engine(), True, "cassandra", p.cql_image)
+        choice = images.ensure_image(engine, True, "cassandra", p.cql_image)
         return choice.tag, choice.describe()
     tag = p.image_for_engine()
     try:
-        ws.engine().images.get(tag)
+        engine.images.get(tag)
     except docker.errors.ImageNotFound:
         raise UsageError(f"the ScyllaDB image {tag} is not on this engine, and ScyllaDB cannot "
                          f"be built from Debian packages: where a registry is reachable, run "
@@ -69,6 +70,11 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     if not host.sudo("true", check=False, timeout_s=60).ok:
         raise UsageError(f"host {host.name}: the caches lab needs root there (a loop device, "
                          "a mount, readahead on it, containers): run it with sudo")
+    # Before anything is made or printed: the images and the memory, one line if missing.
+    engine = containers.engine_for(host)
+    cql_image, cql_choice = choose_cql_image(engine, p)
+    rocks_image = images.ensure_image(engine, True, "rocksdb", None).tag
+    check_memory(host, p)
     progress.expect(expected_steps(p))
     started = time.monotonic()
     run_id = new_run_id(host.name)
@@ -78,10 +84,7 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
         rec.add_command(p.command_line())
         out = legs.Recorder(rec)
         out.add("lab", "start", "load_average", load_average(host), "ratio")
-        progress.step("checking the images and the memory the containers need")
-        cql_image, cql_choice = choose_cql_image(ws, p)
-        rocks_image = images.ensure_image(ws.engine(), True, "rocksdb", None).tag
-        check_memory(host, p)
+        progress.step("recording the images' digests")
         for tag in (cql_image, rocks_image):
             rec.add_tool_version(f"image {tag}", images.image_digest(ws.engine(), tag))
         rec.add_tool_version("docker", ws.engine().version().get("Version", "unknown"))
