@@ -15,6 +15,7 @@ from pathlib import Path
 
 import docker
 import pytest
+from conftest import loops_over, owner_label, run_cli
 
 from labs import PROJECT_ROOT
 from labs.caches import tables
@@ -25,22 +26,10 @@ from labs.records import list_runs, load_run
 pytestmark = pytest.mark.slow
 
 
-def run_cli(args, env, timeout=1800):
-    return subprocess.run([sys.executable, "-m", "labs", *args], cwd=PROJECT_ROOT, env=env,
-                          capture_output=True, text=True, timeout=timeout)
-
-
 def lab_env(base: Path) -> dict:
     return {**os.environ, "LABS_STATE_DIR": str(base / "state"),
             "LABS_RUNS_DIR": str(base / "runs"), "LABS_WORK_DIR": str(base / "work"),
             "PYTHONUNBUFFERED": "1"}
-
-
-def owner_label(state_dir: Path) -> str:
-    return subprocess.run([sys.executable, "-c", "from labs.infra.paths import command_marker; "
-                           "print(command_marker())"], cwd=PROJECT_ROOT, capture_output=True,
-                          text=True, check=True,
-                          env={**os.environ, "LABS_STATE_DIR": str(state_dir)}).stdout.strip()
 
 
 def leftovers(base: Path) -> list[str]:
@@ -50,8 +39,7 @@ def leftovers(base: Path) -> list[str]:
     owner = owner_label(base / "state")
     found += [f"container {c.name}" for c in docker.from_env().containers.list(
         all=True, filters={"label": f"{OWNER_LABEL}={owner}"})]
-    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
-    found += [line for line in loops.splitlines() if str(base) in line]
+    found += loops_over(base)
     return found
 
 
@@ -59,7 +47,8 @@ def leftovers(base: Path) -> list[str]:
 def ci_run(docker_engine):
     # Not under pytest's basetemp: the lab's mount point must not move while it runs.
     base = Path(tempfile.mkdtemp(prefix="storage-labs-test-caches-", dir="/var/tmp"))
-    result = run_cli(["run", "caches", "--host", "local", "--profile", "ci"], lab_env(base))
+    result = run_cli(["run", "caches", "--host", "local", "--profile", "ci"], lab_env(base),
+                     timeout=1800)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     runs = list_runs("caches", base / "runs")
     assert len(runs) == 1
