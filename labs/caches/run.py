@@ -59,10 +59,13 @@ def load_average(host: Host) -> float:
 
 
 def expected_steps(p: Parameters) -> int:
-    settings = len(FLAVORS[p.engine].settings)
-    tables = 2 * len(p.row_sizes)
-    return (4 + 1 + 2 * len(p.row_sizes) + 1 + 1 + 4 + settings * (1 + tables) + 1 + 1 + 1
-            + 4 + 1)
+    """The progress steps run() takes (it prints "step k/N")."""
+    rows = len(p.row_sizes)
+    block = 1 + 1 + 1 + 2  # digests, file system, test file, readahead as is and 0
+    rocks = 1 + rows + 2 * rows + 1 + 1 + 2 + 2  # start, loads, passes, sweep, throttled
+    cql_tables = 2 * rows  # compression on and off
+    cql = len(FLAVORS[p.engine].settings) * (1 + cql_tables) + 1 + 1 + 1 + 2 + 2
+    return block + rocks + cql + 1  # and the clean-up
 
 
 def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
