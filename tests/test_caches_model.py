@@ -98,3 +98,28 @@ def test_bad_sizes_are_refused():
         model.block_level_bytes_per_read("sideways", 128, 2**20, 1, 0)
     assert math.isclose(model.row_cache_capacity_rows(2**20, 100, 16),
                         2**20 / (100 + 32 + model.ROW_CACHE_OVERHEAD_BYTES))
+
+
+def test_first_read_misses_match_counting_and_a_simulation():
+    units = 1000
+    uniform = np.full(units, 1 / units)
+    # No warm-up: every distinct unit read is a first read, N(1 - (1 - 1/N)^r) of r reads.
+    reads = 3000
+    expected = units * (1 - (1 - 1 / units) ** reads) / reads
+    assert model.first_read_miss_ratio(uniform, 0, reads) == pytest.approx(expected)
+    # A long warm-up leaves nothing unread.
+    assert model.first_read_miss_ratio(uniform, 100 * units, reads) < 1e-9
+    # Zipf keys after a warm-up: a seeded simulation of the same draws agrees.
+    weights = model.zipf_weights(units, 0.99)
+    rng = np.random.default_rng(5)
+    warm, measured, trials, firsts = 2000, 2000, 200, 0
+    for _ in range(trials):
+        draws = rng.choice(units, size=warm + measured, p=weights)
+        seen = set(draws[:warm].tolist())
+        for unit in draws[warm:].tolist():
+            if unit not in seen:
+                firsts += 1
+                seen.add(unit)
+    simulated = firsts / (trials * measured)
+    assert model.first_read_miss_ratio(weights, warm, measured) == \
+        pytest.approx(simulated, rel=0.03)

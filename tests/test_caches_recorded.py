@@ -68,6 +68,10 @@ def test_engine_claims(run, ra):
                  & (memory.compression == "none") & (memory.row_bytes == sizes[-1])
                  & (memory.readahead_kib == ra)].iloc[0]
     assert row.data_resident_bytes > row.index_resident_bytes
+    # "Cassandra's reader is where it is off": its worst error is worse than RocksDB's
+    at_ra = cold[cold.readahead_kib == ra]
+    worst = at_ra.loc[at_ra.error.abs().idxmax()]
+    assert worst.engine == "cassandra"
     # warm: the caches served the repeats
     keys = ["engine", "setting", "compression", "readahead_kib", "row_bytes"]
     pairs = cold.merge(engine[engine.phase == "warm"], on=keys, suffixes=("_cold", "_warm"))
@@ -100,6 +104,23 @@ def test_sweep_claims(run):
     figures = page.figures(run)
     assert float(figures["zipf_largest"].rstrip("%")) > float(
         figures["uniform_largest"].rstrip("%"))
+    # "RocksDB's block cache lost hits in proportion ..., as the model says"
+    block = sweep[(sweep.cache == "block") & (sweep.pattern == "uniform")]
+    assert block.error.abs().max() < 0.1
+    # "Cassandra's page cache lost hits sooner than the model"
+    cassandra = sweep[(sweep.engine == "cassandra") & (sweep.pattern == "uniform")]
+    cassandra = cassandra.sort_values("fraction")
+    assert abs(cassandra.error.iloc[0]) < 0.02
+    assert (cassandra.measured < cassandra.model - 0.02).iloc[1:].all()
+    assert figures["cass_sweep_below_from"] == \
+        f"from {cassandra.fraction.iloc[1]:g} times the cache on"
+    # "The row cache ... held every hot row at every point", and the model with first reads
+    # follows it
+    rows = sweep[sweep.cache == "row"]
+    assert (rows.capacity_units >= rows.working_set_units).all()
+    assert rows.error.abs().max() < 0.01
+    assert figures["row_held_all"] == "held every hot row"
+    assert "less than" in figures["row_zipf_vs_uniform"]
 
 
 def test_throttled_claims(run):
@@ -112,3 +133,9 @@ def test_throttled_claims(run):
     cass = cold[(cold.engine == "cassandra") & (cold.compression == "lz4")]
     assert cass.device_bytes_per_read.iloc[0] > rocks.loc["direct", "device_bytes_per_read"]
     assert (warm.measured < cold.measured.min() / 10).all()
+    # "The model ... is faster than the throttled cold reads": the kernel granted fewer reads
+    # per second than the limit, for both engines alike
+    assert (cold.model < cold.measured).all()
+    granted = 1000 * cold.device_reads_per_read / cold.measured
+    limit = run.meta["parameters"]["throttle_read_iops"]
+    assert (granted < limit).all() and granted.max() / granted.min() < 1.1

@@ -216,9 +216,9 @@ def rocks_sweep(p: Parameters, node: RocksNode, disk: LabDisk, out: Recorder,
                 progress.detail(f"RocksDB sweep: {cache} cache, {pattern}, {hot:,} hot rows")
                 node.open(db, True, p.rocks_sweep_cache_mib if cache == "block" else 0,
                           p.rocks_sweep_cache_mib if cache == "row" else 0)
-                # Warm-up: five reads per hot row, so that nearly every hot row has been
-                # read once (the model is the steady state, without first-time misses).
-                warm = max(p.sweep_reads, 5 * hot)
+                # Warm-up: nearly every hot row read once (the model counts what is left,
+                # first reads of rarely drawn rows, as misses).
+                warm = sweep_warmup_reads("rocksdb", hot, p.sweep_reads)
                 keys = sweep_keys(rows, hot, warm + p.sweep_reads, pattern, p.zipf_exponent,
                                   p.seed + int(fraction * 1000))
                 for first in range(0, warm, 100_000):
@@ -376,7 +376,7 @@ def cql_sweep(p: Parameters, node: CqlNode, disk: LabDisk, out: Recorder,
             progress.detail(f"{node.flavor.engine} sweep: {pattern}, {hot:,} hot rows, memory "
                             f"limit {limit_mib} MiB, page cache {capacity / 2**20:.0f} MiB")
             disk.evict(folder)
-            warm = max(3 * hot, p.cql_sweep_reads)  # nearly every hot row read once
+            warm = sweep_warmup_reads(node.flavor.engine, hot, p.cql_sweep_reads)
             keys = sweep_keys(rows, hot, warm + p.cql_sweep_reads, pattern, p.zipf_exponent,
                               p.seed + int(fraction * 1000))
             try:

@@ -145,6 +145,23 @@ def uniform_hit_ratio(capacity_units: float, working_set: float) -> float:
     return float(min(1.0, max(0.0, capacity_units) / working_set))
 
 
+def first_read_miss_ratio(popularity: np.ndarray, warm_reads: int, measured_reads: int) -> float:
+    """The share of measured reads that are the first read of their unit since the cache was
+    emptied: they miss whatever the cache's size (a cold, or compulsory, miss).
+
+    Reads are independent draws: unit i is still unread after the warm-up with probability
+    (1 - p_i)^warm and is read during the measurement with probability 1 - (1 - p_i)^measured;
+    each such unit misses exactly once.
+    """
+    p = np.asarray(popularity, dtype=float)
+    p = p[p > 0] / p.sum()
+    if measured_reads <= 0:
+        return 0.0
+    unread = np.power(1 - p, warm_reads)
+    read_now = -np.expm1(measured_reads * np.log1p(-np.minimum(p, 1 - 1e-15)))
+    return float(np.sum(unread * read_now) / measured_reads)
+
+
 def che_hit_ratio(popularity: np.ndarray, capacity_units: float) -> float:
     """Che's approximation of an LRU cache's hit ratio for independent requests."""
     p = np.asarray(popularity, dtype=float)

@@ -128,6 +128,7 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f["wall_min"] = f"{lab[('all', 'wall_time')] / 60:.0f}"
     f["load_text"] = (f"{lab[('start', 'load_average')]:.1f} at the start and "
                       f"{lab[('end', 'load_average')]:.1f} at the end")
+    f["cpu_count"] = str(run.meta["host"].get("cpu_count", "?"))
     f["cassandra_version"] = run.meta["tool_versions"].get("cassandra", "?")
     f["readahead_kib"] = f"{ra:,}"
     # 1. Block level.
@@ -151,7 +152,8 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f["mmap_share"] = _ratio(mmap.measured / mmap.model)
     mmap_rows = (block.method == "mmap") & (block.readahead_kib == ra) & (block.phase == "cold")
     f["mmap_error"] = _pct(block[mmap_rows].error.abs().max())
-    f["block_other_error"] = f"{block[~mmap_rows].error.abs().max():.0%}"
+    other_error = block[~mmap_rows].error.abs().max()
+    f["block_other_error"] = f"{other_error:.1%}" if other_error < 0.01 else f"{other_error:.0%}"
     warm = block[(block.phase == "warm") & (block.method != "direct")]
     f["block_warm_max"] = _kib(warm.measured.max())
     f["block_direct_warm"] = _kib(_one(block, method="direct", readahead_kib=ra,
@@ -234,11 +236,34 @@ def figures(run: RecordedRun) -> dict[str, str]:
                        "RocksDB row cache": "RocksDB's row cache"}.get(best.label, best.label)
     f["zipf_largest"] = _ratio(best.measured)
     f["uniform_largest"] = _ratio(_one(top, pattern="uniform", label=best.label).measured)
-    rocks_sweep = sweep[sweep.engine == "rocksdb"].pivot_table(
-        index=["pattern", "fraction"], columns="cache", values="measured")
-    f["row_vs_block"] = ("at least as often as the block cache"
-                         if (rocks_sweep["row"] >= rocks_sweep["block"]).all()
-                         else "less often than the block cache at some points")
+    rocks = sweep[sweep.engine == "rocksdb"]
+    block_cache, row_cache = rocks[rocks.cache == "block"], rocks[rocks.cache == "row"]
+    f["rocks_block_error"] = f"{block_cache.error.abs().max():.2f}"
+    cassandra_sweep = sweep[sweep.engine == "cassandra"]
+    if not cassandra_sweep.empty:
+        f["cass_sweep_error"] = f"{cassandra_sweep.error.abs().max():.2f}"
+        uniform = cassandra_sweep[cassandra_sweep.pattern == "uniform"].sort_values("fraction")
+        f["cass_sweep_small_fraction"] = f"{uniform.fraction.iloc[0]:g}"
+        f["cass_sweep_small_error"] = f"{uniform.error.abs().iloc[0]:.3f}"
+        below = uniform.measured < uniform.model - 0.02
+        # The smallest fraction from which every larger one is below the model.
+        from_fraction = next((fraction for fraction, rest in
+                              ((x, below[uniform.fraction >= x]) for x in uniform.fraction)
+                              if rest.all()), None)
+        f["cass_sweep_below_from"] = "nowhere" if from_fraction is None else \
+            f"from {from_fraction:g} times the cache on"
+    f["row_held_all"] = "held every hot row" if (
+        row_cache.capacity_units >= row_cache.working_set_units).all() else \
+        "did not hold every hot row"
+    f["row_min"] = f"{row_cache.measured.min():.1%}"
+    f["row_error"] = f"{row_cache.error.abs().max():.3f}"
+    largest_rows = row_cache[row_cache.fraction == row_cache.fraction.max()].set_index("pattern")
+    zipf_row, uniform_row = (largest_rows.loc[k, "measured"] for k in ("zipf", "uniform"))
+    f["row_zipf_vs_uniform"] = (f"{zipf_row:.1%}, less than the {uniform_row:.1%}"
+                                if zipf_row < uniform_row else
+                                f"{zipf_row:.1%}, no less than the {uniform_row:.1%}")
+    f["block_uniform_largest"] = _ratio(_one(top, engine="rocksdb", cache="block",
+                                             pattern="uniform").measured)
     # 5. Throttled device.
     f["throttle_iops"] = f"{params['throttle_read_iops']:,}"
     f["throttle_kibps"] = f"{params['throttle_read_kibps']:,}"
@@ -261,6 +286,13 @@ def figures(run: RecordedRun) -> dict[str, str]:
     cold_slow = slow[slow.phase == "cold"]
     f["slow_error"] = f"{cold_slow.error.abs().max():.0%}"
     f["slow_error_median"] = f"{cold_slow.error.abs().median():.0%}"
+    # What the throttle granted: device reads per second of a throttled cold read.
+    granted = 1000 * cold_slow.device_reads_per_read / cold_slow.measured
+    f["granted_iops_low"] = f"{granted.min():.1f}"
+    f["granted_iops_high"] = f"{granted.max():.1f}"
+    f["model_vs_slow"] = ("faster than" if (cold_slow.model < cold_slow.measured).all()
+                          else "slower than" if (cold_slow.model > cold_slow.measured).all()
+                          else "on both sides of")
     # Exercises.
     f["ex_page_100"] = _kib(model.cassandra_data_unit_bytes(100, False))
     f["ex_chunk_100"] = _kib(model.cassandra_data_unit_bytes(100, True))
@@ -277,8 +309,9 @@ def figures(run: RecordedRun) -> dict[str, str]:
                      fraction=point.fraction)
     f["ex_row_capacity"] = f"{row_point.capacity_units:,.0f}"
     f["ex_hot_rows"] = f"{point.hot_rows:,}"
-    f["ex_row_measured"] = _ratio(row_point.measured)
-    ios = cass_slow.device_reads_per_read.iloc[0] if not cass_slow.empty else 1.0
+    f["ex_row_measured"] = f"{row_point.measured:.1%}"
+    # Rounded as the exercise quotes it, so that the solution follows from the question.
+    ios = round(cass_slow.device_reads_per_read.iloc[0], 1) if not cass_slow.empty else 1.0
     f["ex_own_ms"] = "0.10 ms"
     f["ex_own_qps"] = f"{3000 / 0.10:,.0f}"
     f["ex_page_ms"] = f"{0.02 * ios:.3f} ms"

@@ -14,6 +14,13 @@ READ_METHODS = ("buffered", "direct", "mmap")
 PATTERNS = ("uniform", "zipf")
 
 
+def sweep_warmup_reads(engine: str, hot_rows: int, measured_reads: int) -> int:
+    """Reads before a sweep point is measured: enough that nearly every hot row has been read
+    once with uniform keys (five per hot row for RocksDB, three for the slower CQL engine)."""
+    per_hot_row = 5 if engine == "rocksdb" else 3
+    return max(measured_reads, per_hot_row * hot_rows)
+
+
 @dataclass
 class Parameters(LabParameters):
     LAB = "caches"

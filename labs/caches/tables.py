@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from labs.caches import model
+from labs.caches.params import sweep_warmup_reads
 from labs.errors import LabError
 from labs.records import RecordedRun
 
@@ -192,7 +193,13 @@ def sweep_table(run: RecordedRun) -> pd.DataFrame:
             units = hot_keys
             capacity = facts["cache_bytes"] / (pages_per_row * model.PAGE_BYTES)
         popularity = model.unit_popularity(weights, units)
-        predicted = model.che_hit_ratio(popularity, capacity)
+        # The steady state (Che), less what no cache can hit: first reads of units the
+        # warm-up did not draw.
+        measured_reads = int(params["sweep_reads" if engine == "rocksdb"
+                                    else "cql_sweep_reads"])
+        warm_reads = sweep_warmup_reads(engine, hot, measured_reads)
+        first_reads = model.first_read_miss_ratio(popularity, warm_reads, measured_reads)
+        predicted = min(model.che_hit_ratio(popularity, capacity), 1 - first_reads)
         if engine == "rocksdb":
             measured = _value(group, "hit_ratio", "sweep")
         else:
