@@ -317,3 +317,34 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f["ex_page_ms"] = f"{0.02 * ios:.3f} ms"
     f["ex_page_qps"] = f"{3000 / (0.02 * ios):,.0f}"
     return f
+
+
+def headline(run: RecordedRun) -> pd.DataFrame:
+    """The run's headline measures for labs.book.compare: cold device bytes per row read
+    (smallest rows, the device's readahead) per engine and setting, the sweep's hit ratios
+    at its largest working set, and a cold read's latency on the throttled device, each
+    with the model's figure."""
+    from labs.book.compare import headline_table
+
+    rows = []
+    engine = tables.engine_table(run)
+    ra = tables.readahead_bytes(run) // 1024
+    small = min(run.meta["parameters"]["row_sizes"])
+    cold = engine[(engine.phase == "cold") & (engine.readahead_kib == ra)
+                  & (engine.row_bytes == small)]
+    for row in cold.sort_values("label").itertuples():
+        rows.append({"measure": f"cold device bytes per {small}-byte row read",
+                     "config": row.label, "value": row.measured, "unit": "bytes/row",
+                     "better": "lower", "model": row.model})
+    sweep = tables.sweep_table(run)
+    largest = sweep[sweep.fraction == sweep.fraction.max()]
+    for row in largest.sort_values(["label", "pattern"]).itertuples():
+        rows.append({"measure": f"hit ratio, working set {row.fraction:g} x the cache",
+                     "config": f"{row.label}, {row.pattern} keys", "value": row.measured,
+                     "unit": "ratio", "better": "higher", "model": row.model})
+    slow = tables.throttled_table(run)
+    for row in slow[slow.phase == "cold"].sort_values("label").itertuples():
+        rows.append({"measure": "cold read on the throttled device", "config": row.label,
+                     "value": row.measured, "unit": "ms", "better": "lower",
+                     "model": row.model})
+    return headline_table(rows)
