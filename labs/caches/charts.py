@@ -86,7 +86,11 @@ def block_chart(table: pd.DataFrame) -> alt.TopLevelMixin:
     bars = base.mark_bar().encode(
         x=alt.X("record_bytes:O", title="bytes asked per read"),
         xOffset="method:N",
+        # symlog, not log: a warm pass reads 0 bytes; ticks at powers of 8 so that small
+        # bars can be read too.
         y=alt.Y("per_byte:Q", scale=alt.Scale(type="symlog"),
+                axis=alt.Axis(values=[0, 1, 8, 64, 512, 4096, 32768],
+                              labelExpr="format(datum.value, ',')"),
                 title="device bytes read per byte asked"),
         color=alt.Color("method:N", title="read method"),
         tooltip=["method:N", "readahead:N", "record_bytes:O", "phase:N",
@@ -120,9 +124,12 @@ def engine_chart(table: pd.DataFrame) -> alt.TopLevelMixin:
                  alt.Tooltip("device_reads_per_read:Q", format=".2f", title="device reads")])
     ticks = base.mark_tick(color=MODEL_COLOR, thickness=3, size=16).encode(
         y="label:N", x="model:Q")
+    # One row size under another: three side by side do not fit the page's width.
     return (bars + ticks).add_params(phase, readahead).properties(
-        width=230, height=alt.Step(20)).facet(
-        column=alt.Column("row:N", title=None, sort=alt.SortField("row_bytes"))).properties(
+        width=420, height=alt.Step(20)).facet(
+        facet=alt.Facet("row:N", title=None, sort=alt.SortField("row_bytes"),
+                        header=alt.Header(labelAnchor="start", labelFontWeight="bold")),
+        columns=1).properties(
         title="Device bytes per row read (bars) and the model (ticks)")
 
 
@@ -151,14 +158,21 @@ def throttled_chart(table: pd.DataFrame) -> alt.TopLevelMixin:
     data["what"] = data["what"].map({"unthrottled_ms": "unthrottled device",
                                      "measured": "throttled device", "model": "model"})
     phase = dropdown("SLOW_PHASE", "cold", ["cold", "warm"], label="pass")
-    return alt.Chart(data).transform_filter("datum.phase == SLOW_PHASE").mark_bar().encode(
+    # A log axis has no zero: the bars start from the axis' left end.
+    return alt.Chart(data).transform_filter("datum.phase == SLOW_PHASE").transform_calculate(
+        start="0.002").mark_bar().encode(
         y=alt.Y("label:N", title=None, axis=alt.Axis(labelLimit=300)),
+        x2="start:Q",
         yOffset="what:N",
-        x=alt.X("ms:Q", scale=alt.Scale(type="symlog"), title="mean read latency (ms)"),
+        # Log: warm reads take microseconds, throttled misses tens of milliseconds.
+        x=alt.X("ms:Q", scale=alt.Scale(type="log", domain=[0.002, 300]),
+                axis=alt.Axis(values=[0.01, 0.1, 1, 10, 100],
+                              labelExpr="format(datum.value, ',')"),
+                title="mean read latency (ms, log scale)"),
         color=alt.Color("what:N", title=None,
                         scale=alt.Scale(domain=["unthrottled device", "throttled device",
                                                 "model"],
-                                        range=["#0072B2", "#E69F00", MODEL_COLOR])),
+                                        range=["#0072B2", "#009E73", MODEL_COLOR])),
         tooltip=["label:N", "what:N", alt.Tooltip("ms:Q", format=",.2f")],
     ).add_params(phase).properties(width=440, height=alt.Step(14),
                                    title="A read on a throttled device (mean)")
