@@ -17,7 +17,7 @@ import numpy as np
 from labs.caches import model
 from labs.caches.cql import CqlNode
 from labs.caches.hostside import LabDisk
-from labs.caches.params import Parameters
+from labs.caches.params import Parameters, sweep_warmup_reads
 from labs.caches.rocks import RocksNode
 from labs.progress import Progress
 from labs.records import RunRecorder
