@@ -299,7 +299,7 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f["granted_iops_high"] = f"{granted.max():.1f}"
     f["model_vs_slow"] = ("faster than" if (cold_slow.model < cold_slow.measured).all()
                           else "slower than" if (cold_slow.model > cold_slow.measured).all()
-                          else "on both sides of")
+                          else "sometimes faster and sometimes slower than")
     # Exercises.
     f["ex_page_100"] = _kib(model.cassandra_data_unit_bytes(100, False))
     f["ex_chunk_100"] = _kib(model.cassandra_data_unit_bytes(100, True))
