@@ -128,3 +128,11 @@ def test_show_names_the_shipped_run_and_draws_yours_and_the_class(monkeypatch, t
     compare.show("quorum", quorum_page.headline)
     assert not [item for item in shown if hasattr(item, "to_dict")]
     assert any("appears here once you have made one" in str(item) for item in shown)
+
+
+def test_a_run_is_described_by_where_it_ran():
+    in_container = compare.describe_run(records.shipped_run("caches"))
+    assert in_container.endswith(", inside a docker container)"), in_container
+    in_vm = compare.describe_run(records.shipped_run("write-mostly"))
+    assert ", in a lab VM (QEMU) with " in in_vm, in_vm
+    assert "yes (" not in in_vm and "no (" not in in_container

@@ -176,10 +176,17 @@ def model_error(table: pd.DataFrame) -> float | None:
 def describe_run(run: RecordedRun) -> str:
     host = classes.host_description(run)
     profile = run.meta["parameters"].get("profile")
+    # "no", "unknown", "no (a docker container)", "yes (kvm)" or "lab VM (QEMU)"
     vm = host["virtual machine"]
+    where = ""
+    if vm.startswith("lab VM"):
+        where = f", in a {vm} with {host['accelerator']}"
+    elif vm.startswith("no ("):
+        where = ", inside " + vm.removeprefix("no (").removesuffix(")")
+    elif vm.startswith("yes ("):
+        where = ", in a virtual machine (" + vm.removeprefix("yes (")
     return (f"`{run.lab}/{run.run_id}` ({f'{profile} profile; ' if profile else ''}kernel "
-            f"{host['kernel']}, {host['CPUs']} CPUs"
-            f"{'' if vm in ('no', 'unknown') else ', ' + vm})")
+            f"{host['kernel']}, {host['CPUs']} CPUs{where})")
 
 
 # ------------------------------------------------------------------------------------------
