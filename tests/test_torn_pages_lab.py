@@ -128,8 +128,11 @@ def test_torn_page_fails_its_checksum(quick_run):
     torn = dict(variant="tear-stopped")
     assert value(results, metric="changed_bytes_second_half", **torn) > 0
     assert value(results, metric="checksum_check_failed_intact", **torn) == 0
-    assert value(results, metric="checksum_check_failed_torn", **torn) == 1
-    assert value(results, metric="select_reported_invalid_page", **torn) == 1
+    raw = quick_run["run"].path / "raw" / "torn" / "tear-stopped"
+    outputs = {name: (raw / name).read_text() for name in
+               ("pg_checksums-intact.txt", "pg_checksums-torn.txt", "select.txt")}
+    assert value(results, metric="checksum_check_failed_torn", **torn) == 1, outputs
+    assert value(results, metric="select_reported_invalid_page", **torn) == 1, outputs
 
 
 def test_full_page_image_restores_the_torn_page(quick_run):

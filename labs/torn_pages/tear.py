@@ -70,13 +70,22 @@ class Tear:
         return page
 
     def write_page(self, path: str, page: bytes, block: int = 0) -> None:
+        """Write one page and read it back: the torn-page results are worth nothing unless
+        the file holds exactly the page the lab built."""
         assert len(page) == PAGE_BYTES
         encoded = base64.b64encode(page).decode()
         # Safe: `path` is a relation file inside the lab's own data directory on the lab's
         # own loop file system (_relation_file checked it), never a device or a user file.
-        self.host.sudo(f"echo {encoded} | base64 -d | dd of={shlex.quote(path)} "
-                       f"bs={PAGE_BYTES} seek={block} count=1 conv=notrunc,fsync status=none",
-                       timeout_s=60)
+        # iflag=fullblock: from a pipe, one read() may return less than a page, and with
+        # count=1 dd would then write only that part (half a page, under load).
+        self.host.sudo(f"set -o pipefail; echo {encoded} | base64 -d | dd "
+                       f"of={shlex.quote(path)} bs={PAGE_BYTES} seek={block} count=1 "
+                       f"iflag=fullblock conv=notrunc,fsync status=none", timeout_s=60)
+        landed = self.read_page(path, block)
+        if landed != page:
+            differing = sum(x != y for x, y in zip(landed, page, strict=True))
+            raise LabError(f"{path}: block {block} differs from the page just written to it "
+                           f"in {differing} bytes")
 
     def checksums_check(self, name: str, data: str) -> tuple[int, str]:
         """`pg_checksums --check` on a stopped data directory, in a one-off container."""
