@@ -83,9 +83,8 @@ class Tear:
                        f"iflag=fullblock conv=notrunc,fsync status=none", timeout_s=60)
         landed = self.read_page(path, block)
         if landed != page:
-            differing = sum(x != y for x, y in zip(landed, page, strict=True))
             raise LabError(f"{path}: block {block} differs from the page just written to it "
-                           f"in {differing} bytes")
+                           f"in {sum(differing_bytes(landed, page))} bytes")
 
     def checksums_check(self, name: str, data: str) -> tuple[int, str]:
         """`pg_checksums --check` on a stopped data directory, in a one-off container."""
