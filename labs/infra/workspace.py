@@ -267,6 +267,12 @@ class LabWorkspace:
 
     # --- containers ---------------------------------------------------------------------------
 
+    def reconnect(self) -> None:
+        """After the host came back (a reboot, a power cut): forget connections and answers."""
+        self.host.close()
+        self._engine = None
+        self._allowed.clear()
+
     def engine(self) -> Any:
         """The docker engine of this workspace's host (docker SDK client)."""
         if self._engine is None:

@@ -292,7 +292,7 @@ def _serial_tail(directory: Path, lines: int = 3) -> str:
     return " | ".join(line.strip() for line in text.strip().splitlines()[-lines:])
 
 
-def _wait_for_ssh(state: VMState, directory: Path, deadline: float) -> None:
+def wait_for_ssh(state: VMState, directory: Path, deadline: float) -> None:
     keys = ensure_keys()
     host = SSHHost(state.name, "127.0.0.1", user="root", port=state.ssh_port,
                    key=str(keys.client_key), known_hosts=str(directory / "known_hosts"),
@@ -411,7 +411,7 @@ def _boot(names: list[str], journaled: list[str], image: Image, accel: str, keys
     for state in states:
         directory = Path(state.directory)
         log(f"vm: waiting for {state.name} to answer SSH ...")
-        _wait_for_ssh(state, directory, deadline)
+        wait_for_ssh(state, directory, deadline)
         state.boot_s = round(time.monotonic() - started, 1)
         tmp = directory / "state.json.tmp"
         tmp.write_text(json.dumps(asdict(state), indent=2) + "\n")
@@ -445,3 +445,4 @@ def status() -> list[dict[str, Any]]:
         rows.append({"name": entry.id, "running": running,
                      **({k: v for k, v in asdict(state).items()} if state else {})})
     return rows
+

@@ -1,0 +1,73 @@
+"""Power cuts for lab VMs: kill QEMU at once, boot again on the same disks.
+
+    power_cut("vm1")   # the guest stops mid-instruction; its disks stay
+    power_on("vm1")    # the same disks, a fresh boot; returns when SSH answers
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+
+from labs.errors import UsageError
+from labs.infra.vm.machine import (
+    VMError,
+    VMState,
+    is_running,
+    qemu_pids,
+    read_state,
+    wait_for_ssh,
+)
+
+
+def power_cut(name: str) -> None:
+    """Kill the VM's QEMU at once, as a power cut would stop the machine.
+
+    The VM's folder, overlay and data disks stay (unlike `down`): what the guest had written
+    to its virtual disks is there when `power_on` boots it again; what was only in the
+    guest's memory (its page cache, a database's buffers) is gone. QEMU writes each guest
+    write into the disk file before completing it, so the disks hold every write the guest
+    saw complete, flushed or not: this cuts the guest's power, not the disk's.
+    """
+    state = read_state(name)
+    if state is None:
+        raise UsageError(f"{name} is not a lab VM of this install")
+    for pid in qemu_pids(state.directory):
+        # Safe: this QEMU's command line names the VM folder the lab created.
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while qemu_pids(state.directory) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if qemu_pids(state.directory):
+        raise VMError(f"{name}: QEMU would not die")
+
+
+def power_on(name: str, timeout_s: float = 600, log: Callable[[str], None] = print) -> VMState:
+    """Boot a VM again after `power_cut`, on the same disks; wait until SSH answers."""
+    state = read_state(name)
+    if state is None:
+        raise UsageError(f"{name} is not a lab VM of this install")
+    if is_running(name):
+        raise UsageError(f"{name} is running: power_on follows a power_cut")
+    directory = Path(state.directory)
+    command = json.loads((directory / "qemu-command.json").read_text())
+    started = time.monotonic()
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120,
+                            stdin=subprocess.DEVNULL)
+    if result.returncode != 0:
+        raise VMError(f"{name}: QEMU did not start again: "
+                      f"{(result.stderr.strip().splitlines() or ['?'])[-1]}")
+    state.pid = int((directory / "qemu.pid").read_text().strip())
+    wait_for_ssh(state, directory, started + timeout_s)
+    state.boot_s = round(time.monotonic() - started, 1)
+    tmp = directory / "state.json.tmp"
+    tmp.write_text(json.dumps(asdict(state), indent=2) + "\n")
+    tmp.rename(directory / "state.json")
+    log(f"vm: {name} is up again after a power cut: SSH ready {state.boot_s:.1f} s after start")
+    return state

@@ -1,0 +1,23 @@
+"""How many acknowledged commits a setting may lose to a power cut (pure).
+
+A safe setting writes a commit's log record to the disk before acknowledging it: nothing
+acknowledged can be lost. An unsafe one acknowledges first and writes the log later, in
+the background; everything acknowledged since the last background write is at risk. The
+bound is the acknowledgement rate times the longest the background writer may lag.
+"""
+
+from __future__ import annotations
+
+# How long each unsafe setting may leave an acknowledged commit only in memory (seconds).
+# PostgreSQL: synchronous_commit=off, the WAL writer flushes every wal_writer_delay
+# (200 ms by default) and at worst three times that (the documentation's own bound).
+# InnoDB: innodb_flush_log_at_trx_commit=0 writes and flushes the log about once a second
+# (innodb_flush_log_at_timeout, default 1 s).
+FLUSH_WINDOW_S = {("postgres", "synchronous_commit", "off"): 3 * 0.200,
+                  ("mariadb", "innodb_flush_log_at_trx_commit", "0"): 1.0}
+
+
+def max_lost(engine: str, setting: str, value: str, acks_per_s: float) -> float:
+    """The most acknowledged commits a power cut can take with this setting (0 if safe)."""
+    window_s = FLUSH_WINDOW_S.get((engine, setting, value), 0.0)
+    return acks_per_s * window_s
