@@ -265,6 +265,21 @@ class LabWorkspace:
         return self.make_dm(name, f"0 {sectors} delay {device} 0 {delay_ms}", [device],
                             modules=["dm_delay"])
 
+    # --- server processes -------------------------------------------------------------------
+
+    def start_server(self, data_dir: str, start: str, *, stop: str, pid_file: str,
+                     timeout_s: float = 900) -> None:
+        """Start a server process on the host, its data in `data_dir` (journaled first, so
+        `clean` stops it: `stop`, then a kill of the process its pid file names)."""
+        self.journaled("server", data_dir, start, timeout_s=timeout_s, stop=stop,
+                       pid_file=pid_file)
+
+    def restart_server(self, data_dir: str, start: str, timeout_s: float = 900) -> None:
+        """Start a journaled server again (after a reboot), with its journal entry as it was."""
+        if not self.journal.owns("server", data_dir):
+            raise LabError(f"{data_dir}: no server of this run to start again")
+        self._sudo(start, timeout_s=timeout_s)
+
     # --- containers ---------------------------------------------------------------------------
 
     def reconnect(self) -> None:
@@ -420,3 +435,19 @@ def _teardown_drbd(host: Host, entry: JournalEntry) -> None:
 def _teardown_file(host: Host, entry: JournalEntry) -> None:
     # Safe: a file the lab journaled before creating it.
     host.sudo(["rm", "-f", "--", entry.id], timeout_s=60)
+
+
+@register_teardown("server")
+def _teardown_server(host: Host, entry: JournalEntry) -> None:
+    stop = entry.details.get("stop")
+    if stop:
+        host.sudo(stop, timeout_s=300, check=False)
+    pid_file = shlex.quote(entry.details.get("pid_file", ""))
+    # Safe: kills only the process its pid file (in the lab's data folder) names, and only
+    # while that process's command line names the same folder (a reused pid is left alone).
+    script = (f"pid=$(head -n 1 {pid_file} 2>/dev/null); [ -n \"$pid\" ] || exit 0; "
+              f"tr '\\0' ' ' </proc/$pid/cmdline 2>/dev/null | grep -qF -- "
+              f"{shlex.quote(entry.id)} || exit 0; kill -KILL \"$pid\"; "
+              "for i in $(seq 120); do [ -d /proc/$pid ] || exit 0; sleep 0.5; done; exit 1")
+    if not host.sudo(script, timeout_s=120, check=False).ok:
+        raise JournalError(f"server of {entry.id} would not stop")

@@ -18,6 +18,6 @@ from labs.power_loss.params import Parameters
 NAME = "power-loss"
 DESCRIPTION = "acknowledged commits lost to a power cut, with safe and unsafe durability settings"
 BOOK_PAGE = "book/power-loss/lab.md"
-NEEDS = "a lab VM (the lab cuts its power and boots it again), docker inside it"
+NEEDS = "a lab VM (the lab cuts its power and boots it again)"
 
 __all__ = ["BOOK_PAGE", "DESCRIPTION", "NAME", "NEEDS", "Parameters"]

@@ -19,7 +19,7 @@ SETTINGS = {
 class Parameters(LabParameters):
     LAB = "power-loss"
     PROFILES = {
-        "ci": {"engines": ("postgres",), "cuts": 1, "write_s": 15},
+        "ci": {"cuts": 1, "write_s": 12},
         "quick": {"cuts": 1, "write_s": 20},
         "full": {},
     }

@@ -1,8 +1,9 @@
-"""Run the power-loss lab: writers in containers on a lab VM, a power cut, recovery, a count.
+"""Run the power-loss lab: databases in a lab VM, a power cut, a reboot, recovery, a count.
 
-The client loop runs inside each database's container and prints `ack N` only after the
-database returned from committing row N; the controller (this machine) reads those lines
-over the VM's SSH connection and writes each one down before the power is cut. What the
+Each database server runs in the VM from Debian's packages (labs/power_loss/engines.py says
+why not in a container). A client loop in the VM commits rows 1, 2, 3, ... and prints
+`ack N` after each commit returned; the controller (this machine) reads those lines over
+the VM's SSH connection and writes each one down before the power is cut. What the
 controller saw is what was acknowledged: an acknowledgement still in flight when the power
 went is not counted, which can only make the count of lost commits smaller, never larger.
 """
@@ -12,114 +13,70 @@ from __future__ import annotations
 import random
 import threading
 import time
-import uuid
 from dataclasses import dataclass, field
 
-from docker.models.containers import Container
-
 from labs.errors import LabError, UsageError
-from labs.infra import images
-from labs.infra.containers import ContainerSpec, exec_in, wait_healthy
 from labs.infra.facts import host_facts
 from labs.infra.hosts import Host
 from labs.infra.vm import machine, power
 from labs.infra.workspace import LabWorkspace
 from labs.power_loss import model
+from labs.power_loss.engines import SERVERS, Server
 from labs.power_loss.params import SETTINGS, Parameters
 from labs.progress import Progress
 from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
-from labs.tools import mariadb
-
-PGDATA = "/var/lib/postgresql/data"
-MYSQL_DATA = "/var/lib/mysql"
 
 
 @dataclass
-class Engine:
-    """How the lab talks to one database engine, in its container."""
+class Leg:
+    """One database server with one setting, for one power cut."""
 
-    name: str
-    user: str
-    data_dir: str
-    health: list[str]
+    server: Server
+    setting: str
+    value: str
+    safety: str  # safe | unsafe, as the book calls the setting
+    data: str  # its folder on the lab's file system in the VM
 
-    def spec(self, container: str, image: str, data: str, setting: str, value: str
-             ) -> ContainerSpec:
-        if self.name == "postgres":
-            return ContainerSpec(
-                name=container, image=image, binds={data: self.data_dir},
-                command=["postgres", "-c", f"{setting}={value}", "-c", "shared_buffers=32MB"],
-                environment={"POSTGRES_HOST_AUTH_METHOD": "trust"}, health_command=self.health)
-        return ContainerSpec(
-            name=container, image=image, binds={data: self.data_dir}, health_command=self.health,
-            command=mariadb.server_arguments({setting: value, "innodb_buffer_pool_size": "32M"}))
+    @property
+    def name(self) -> str:
+        return self.data.rsplit("/", 1)[-1]
 
-    def sql(self, container: Container, statement: str) -> str:
-        if self.name == "postgres":
-            argv = ["psql", "-XAtq", "-v", "ON_ERROR_STOP=1", "-c", statement]
-        else:
-            argv = mariadb.client_command(statement)
-        return exec_in(container, argv, user=self.user).strip()
+    def start(self) -> str:
+        return self.server.start_command(self.data, self.setting, self.value)
 
-    def insert_loop(self) -> list[str]:
-        """Commit rows 1, 2, 3, ... one by one; print `ack N` after each commit returned."""
-        if self.name == "postgres":
-            insert = 'psql -XAtq -c "INSERT INTO acks VALUES ($i)"'
-        else:
-            insert = 'mariadb -N -B -e "INSERT INTO lab.acks VALUES ($i)"'
-        return ["sh", "-c", f"i=0; while i=$((i+1)); do {insert} >/dev/null || exit 3; "
-                            f"echo ack $i; done"]
+    def restart(self) -> str:
+        return self.server.restart_command(self.data, self.setting, self.value)
 
-    def setting_in_force(self, container: Container, setting: str) -> str:
-        if self.name == "postgres":
-            return self.sql(container, f"SHOW {setting}")
-        return self.sql(container, f"SELECT @@{setting}")
-
-    def create_table(self, container: Container) -> None:
-        if self.name == "postgres":
-            self.sql(container, "CREATE TABLE acks (id int PRIMARY KEY)")
-        else:
-            self.sql(container, "CREATE DATABASE lab; "
-                                "CREATE TABLE lab.acks (id INT PRIMARY KEY) ENGINE=InnoDB")
-
-    def count(self, container: Container, acked: int) -> tuple[int, int]:
-        """(rows among 1..acked found, rows in all) after recovery."""
-        table = "acks" if self.name == "postgres" else "lab.acks"
-        found = int(self.sql(container, f"SELECT count(*) FROM {table} WHERE id <= {acked}"))
-        total = int(self.sql(container, f"SELECT count(*) FROM {table}"))
-        return found, total
-
-
-ENGINES = {
-    "postgres": Engine("postgres", "postgres", PGDATA,
-                       ["pg_isready", "-q", "-h", "127.0.0.1", "-U", "postgres"]),
-    "mariadb": Engine("mariadb", "root", MYSQL_DATA, ["healthcheck.sh"]),
-}
+    def sql(self, ws: LabWorkspace, statement: str) -> str:
+        return ws.host.sudo(self.server.sql_command(self.data, statement),
+                            timeout_s=300).stdout.strip()
 
 
 @dataclass
 class Writer:
-    """One database's client loop; the controller keeps every acknowledgement it sees."""
+    """One client loop in the VM; the controller keeps every acknowledgement it sees."""
 
-    engine: Engine
-    container: Container
-    acks: list[tuple[int, float]] = field(default_factory=list)  # (row, seconds since start)
+    leg: Leg
+    acks: list[tuple[int, float]] = field(default_factory=list)  # (row, s since start)
     thread: threading.Thread | None = None
+    ended: str = ""
 
-    def start(self, started: float) -> None:
+    def start(self, host: Host, started: float) -> None:
+        # Its own SSH connection: the loop's output is read line by line while it runs.
+        connection = host.twin()
+
         def read() -> None:
-            pending = b""
             try:
-                output = self.container.exec_run(self.engine.insert_loop(),
-                                                 user=self.engine.user, stream=True).output
-                for chunk in output:
-                    pending += chunk
-                    *lines, pending = pending.split(b"\n")
-                    for line in lines:
-                        if line.startswith(b"ack "):
-                            self.acks.append((int(line[4:]), time.monotonic() - started))
-            except Exception:  # the power cut breaks the stream: that is the experiment
-                pass
+                client = connection.ssh_client()
+                _, stdout, _ = client.exec_command(self.leg.server.insert_loop(self.leg.data))
+                for line in stdout:
+                    if line.startswith("ack "):
+                        self.acks.append((int(line[4:]), time.monotonic() - started))
+                self.ended = f"loop ended (exit {stdout.channel.recv_exit_status()})"
+            except Exception as error:  # the power cut breaks the stream: that is the point
+                self.ended = f"stream broke: {type(error).__name__}"
+            finally:
+                connection.close()
 
         self.thread = threading.Thread(target=read, daemon=True)
         self.thread.start()
@@ -145,83 +102,99 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     disk = params.data_disk or (host.lab_devices[0] if host.lab_devices else None)
     if not disk:
         raise UsageError(f"host {host.name} has no lab disk for the data")
+    missing = host.sudo("for t in mariadbd mariadb-install-db psql runuser setsid; do "
+                        "command -v $t >/dev/null || echo $t; done; "
+                        "ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1 || echo initdb",
+                        timeout_s=60).stdout.split()
+    if missing:
+        raise UsageError(f"host {host.name} lacks {', '.join(missing)}: rebuild the lab VM "
+                         "image (`python -m labs vm build --force`)")
     progress.expect(2 + 4 * params.cuts)
     rng = random.Random(params.seed)
     run_id = new_run_id(host.name)
-    token = uuid.uuid4().hex[:6]
     recorder = RunRecorder(params.LAB, params.as_record(), seed=params.seed, run_id=run_id,
                            lab_host=host.name, host=host_facts(host))
     with recorder as rec, LabWorkspace(host, lab=params.LAB, run_id=run_id,
                                        on_command=rec.add_command) as ws:
         rec.add_command(params.command_line())
-        progress.step(f"an ext4 file system on {disk}; the engines' images in the VM")
+        progress.step(f"an ext4 file system on {disk}, for the databases' folders")
         ws.make_filesystem(disk, "ext4", label="powerloss")
         point = ws.mount(disk, "data")
-        tags = {}
-        for name in params.engines:
-            choice = images.ensure_image(ws.engine(), False, name, None, progress)
-            tags[name] = choice.tag
-            digest = images.image_digest(ws.engine(), choice.tag)
-            rec.add_tool_version(name, f"{choice.tag} {digest}")
+        versions = host.sudo("mariadbd --version; "
+                             "$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)/postgres "
+                             "--version", timeout_s=60).stdout.strip().splitlines()
+        for name, line in zip(("mariadb", "postgres"), versions, strict=False):
+            rec.add_tool_version(name, line.strip())
         for cut in range(1, params.cuts + 1):
-            cut_once(params, host, ws, rec, progress, rng, cut, token, tags, disk, point)
-        progress.step("removing the containers and the file system; writing the run")
+            cut_once(params, ws, rec, progress, rng, cut, disk, point)
+        progress.step("stopping the databases, removing the file system; writing the run")
     return load_run(recorder.final_path)
 
 
-def cut_once(params: Parameters, host: Host, ws: LabWorkspace, rec: RunRecorder,
-             progress: Progress, rng: random.Random, cut: int, token: str,
-             tags: dict[str, str], disk: str, point: str) -> None:
-    legs = [(ENGINES[name], setting, value, kind) for name in params.engines
-            for setting, value, kind in SETTINGS[name]]
-    progress.step(f"power cut {cut}: starting {len(legs)} databases")
-    writers: list[tuple[Writer, str, str, str]] = []
-    for engine, setting, value, kind in legs:
-        name = f"pl-{token}-{engine.name[:2]}{value}-{cut}"
-        data = f"{point}/{name}"
-        host.sudo(["mkdir", "-p", data], timeout_s=60)
-        container = ws.run_container(engine.spec(name, tags[engine.name], data, setting, value),
-                                     health_timeout_s=300)
-        in_force = engine.setting_in_force(container, setting)
-        if in_force.lower() not in (value.lower(), "on" if value == "1" else value):
-            raise LabError(f"{name}: {setting} is {in_force!r}, not {value!r}")
-        engine.create_table(container)
-        writers.append((Writer(engine, container), setting, value, kind))
-    progress.step(f"power cut {cut}: writing for about {params.write_s} s, then the cut")
+def cut_once(params: Parameters, ws: LabWorkspace, rec: RunRecorder, progress: Progress,
+             rng: random.Random, cut: int, disk: str, point: str) -> None:
+    host = ws.host
+    legs = [Leg(SERVERS[engine], setting, value, safety,
+                f"{point}/{engine}-{value}-cut{cut}")
+            for engine in params.engines for setting, value, safety in SETTINGS[engine]]
+    progress.step(f"power cut {cut}: starting {len(legs)} databases in {host.name}")
+    for leg in legs:
+        progress.detail(f"{leg.name}: {leg.server.label}, {leg.setting}={leg.value}")
+        host.sudo(leg.server.init_command(leg.data), timeout_s=900)
+        ws.start_server(leg.data, leg.start(), stop=leg.server.stop_command(leg.data),
+                        pid_file=leg.server.pid_file(leg.data))
+        in_force = leg.sql(ws, leg.server.setting_sql(leg.setting))
+        if not leg.server.setting_in_force(in_force, leg.value):
+            raise LabError(f"{leg.name}: {leg.setting} is {in_force!r}, not {leg.value!r}")
+        leg.sql(ws, leg.server.create_table_sql())
+    # Everything made so far (the folders, the empty tables) reaches the disk before the
+    # cut: the run then measures the commits, not an unsynced set-up.
+    host.sudo("sync", timeout_s=300)
+    progress.step(f"power cut {cut}: committing for about {params.write_s} s, then the cut")
     started = time.monotonic()
-    for writer, *_ in writers:
-        writer.start(started)
+    writers = [Writer(leg) for leg in legs]
+    for writer in writers:
+        writer.start(host, started)
     cut_after_s = params.write_s * (2 / 3 + rng.random() / 3)
-    time.sleep(cut_after_s)
-    # The power cut: QEMU dies at once; the guest's memory is gone, its disks stay.
-    power.power_cut(host.name)
-    cut_at = time.monotonic() - started
-    for writer, *_ in writers:
-        writer.thread.join(timeout=60)
-    acked = {writer.container.name: (writer.acked, writer.rate()) for writer, *_ in writers}
-    progress.step(f"power cut {cut}: booting the VM again on the same disks")
-    booted = time.monotonic()
-    power.power_on(host.name, log=progress.detail)
-    boot_s = time.monotonic() - booted
+    time.sleep(max(0.0, cut_after_s - (time.monotonic() - started)))
+    try:
+        # The power cut: QEMU dies at once; the guest's memory is gone, its disks stay.
+        power.power_cut(host.name)
+        cut_at = time.monotonic() - started
+        for writer in writers:
+            writer.thread.join(timeout=60)
+    finally:
+        # Whatever happened, the VM gets its power back: its teardown runs inside it.
+        progress.step(f"power cut {cut}: booting {host.name} again on the same disks")
+        booted = time.monotonic()
+        if not machine.is_running(host.name):
+            power.power_on(host.name, log=progress.detail)
+        boot_s = time.monotonic() - booted
     ws.reconnect()
+    for writer in writers:
+        if not writer.acks:
+            raise LabError(f"{writer.leg.name}: no commit was acknowledged before the cut "
+                           f"({writer.ended or 'no answer'})")
     # The same lab disk, mounted again where it was (the journal's mount entry still holds).
     ws.run_guarded(["mount", disk, point], [disk], timeout_s=300)
     progress.step(f"power cut {cut}: recovery and the count")
-    for writer, setting, value, kind in writers:
-        engine, name = writer.engine, writer.container.name
-        container = ws.engine().containers.get(name)
+    for writer in writers:
+        leg = writer.leg
         recovering = time.monotonic()
-        container.start()
-        wait_healthy(container, 600)
+        ws.restart_server(leg.data, leg.restart())
         recovery_s = time.monotonic() - recovering
-        rows_acked, rate = acked[name]
-        found, total = engine.count(container, rows_acked)
-        rec.add_raw(f"cut{cut}/{name}.log", container.logs().decode(errors="replace"))
-        rec.add_raw(f"cut{cut}/{name}-acks.txt",
+        rows_acked, rate = writer.acked, writer.rate()
+        table = leg.server.table()
+        found = int(leg.sql(ws, f"SELECT count(*) FROM {table} WHERE id <= {rows_acked}"))
+        total = int(leg.sql(ws, f"SELECT count(*) FROM {table}"))
+        rec.add_raw(f"cut{cut}/{leg.name}.log",
+                    host.sudo(["cat", "--", leg.server.log_file(leg.data)],
+                              timeout_s=60).stdout)
+        rec.add_raw(f"cut{cut}/{leg.name}-acks.txt",
                     "".join(f"{row} {at:.3f}\n" for row, at in writer.acks))
-        dims = {"engine": engine.name, "setting": f"{setting}={value}", "safety": kind,
-                "cut": cut}
-        config = f"{engine.name}-{setting}-{value}"
+        dims = {"engine": leg.server.name, "setting": f"{leg.setting}={leg.value}",
+                "safety": leg.safety, "cut": cut}
+        config = f"{leg.server.name}-{leg.setting}-{leg.value}"
 
         def add(metric: str, number: float, unit: str, dims: dict = dims,
                 config: str = config) -> None:
@@ -233,8 +206,11 @@ def cut_once(params: Parameters, host: Host, ws: LabWorkspace, rec: RunRecorder,
         add("acknowledged_lost", rows_acked - found, "count")
         add("unacknowledged_found", total - found, "count")
         add("acks_per_second", rate, "tps")
-        add("model_max_lost", model.max_lost(engine.name, setting, value, rate), "count")
+        add("model_max_lost", model.max_lost(leg.server.name, leg.setting, leg.value, rate),
+            "count")
         add("cut_after_s", cut_at, "s")
         add("recovery_s", recovery_s, "s")
         add("boot_s", boot_s, "s")
-        ws.remove("container", name)
+        progress.detail(f"{leg.name}: acknowledged {rows_acked}, found {found}, "
+                        f"lost {rows_acked - found}, recovered in {recovery_s:.1f} s")
+        ws.remove("server", leg.data)

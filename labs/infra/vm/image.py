@@ -51,7 +51,8 @@ PACKAGES: dict[str, str] = {
     "fio": "the storage benchmark", "xfsprogs": "mkfs.xfs", "e2fsprogs": "mkfs.ext4",
     "iproute2": "ip and tc (netem)", "kmod": "modprobe", "iputils-ping": "ping the pair peer",
     "util-linux": "losetup, mount", "procps": "pgrep for the journal's orphan check",
-    "postgresql": "the torn-pages lab", "postgresql-contrib": "pgbench",
+    "postgresql": "the torn-pages and power-loss labs", "postgresql-contrib": "pgbench",
+    "mariadb-server": "the power-loss lab (InnoDB, run in the VM itself)",
     "sysbench": "a second benchmark", "docker.io": "containers for the PostgreSQL lab",
     "busybox-static": "a one-file container image, since no registry can be reached",
     "initramfs-tools": "the initrd that mounts the virtio root disk",
@@ -80,7 +81,7 @@ SSHD_CONFIG = ("HostKey /etc/ssh/ssh_host_ed25519_key\nPasswordAuthentication no
 
 ENABLE_UNITS = ["systemd-networkd.service", "ssh.service"]
 # Started on demand by the labs; at boot they would only slow TCG down.
-DISABLE_UNITS = ["docker.service", "containerd.service", "postgresql.service",
+DISABLE_UNITS = ["docker.service", "containerd.service", "postgresql.service", "mariadb.service",
                  "apt-daily.timer", "apt-daily-upgrade.timer", "e2scrub_all.timer",
                  "fstrim.timer", "mdmonitor.service", "mdcheck_start.timer",
                  "mdmonitor-oneshot.timer", "drbd.service", "man-db.timer"]
