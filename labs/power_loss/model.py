@@ -9,10 +9,10 @@ bound is the acknowledgement rate times the longest the background writer may la
 from __future__ import annotations
 
 # How long each unsafe setting may leave an acknowledged commit only in memory (seconds).
-# PostgreSQL: synchronous_commit=off, the WAL writer flushes every wal_writer_delay
-# (200 ms by default) and at worst three times that (the documentation's own bound).
-# InnoDB: innodb_flush_log_at_trx_commit=0 writes and flushes the log about once a second
-# (innodb_flush_log_at_timeout, default 1 s).
+# PostgreSQL, synchronous_commit=off: the WAL writer flushes every wal_writer_delay (200 ms
+# by default); the manual's chapter on asynchronous commit bounds the delay at three times
+# that. InnoDB, innodb_flush_log_at_trx_commit=0: the log is written and flushed about once
+# a second (the manual: a crash can erase the last second of transactions).
 FLUSH_WINDOW_S = {("postgres", "synchronous_commit", "off"): 3 * 0.200,
                   ("mariadb", "innodb_flush_log_at_trx_commit", "0"): 1.0}
 
