@@ -50,10 +50,11 @@ def test_the_unsafe_losses_are_what_the_page_says(run, table):
     assert int(figures["unsafe_cuts_with_loss"]) >= 1  # the lesson needs at least one loss
 
 
-def test_postgres_did_better_than_its_bound(table):
-    # "PostgreSQL's WAL writer usually does better than its bound"
+def test_most_postgres_cuts_landed_well_short_of_the_bound(table):
+    # "most cuts landed well short of the bound": more than half under half of it
     postgres = table[(table["engine"] == "postgres") & (table["safety"] == "unsafe")]
-    assert (postgres["lost_ms"] < postgres["bound_ms"]).all()
+    short = (postgres["lost_ms"] < postgres["bound_ms"] / 2).sum()
+    assert short > len(postgres) / 2, postgres[["cut", "lost_ms", "bound_ms"]]
 
 
 def test_every_database_recovered_and_answered(table):

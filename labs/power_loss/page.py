@@ -7,6 +7,7 @@ import pandas as pd
 
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.panel import LabPanel
+from labs.power_loss import model
 from labs.power_loss.params import Parameters
 from labs.records import RecordedRun, run_summary
 
@@ -47,6 +48,10 @@ def summary(run: RecordedRun) -> pd.DataFrame:
 
 def figures(run: RecordedRun) -> dict[str, str]:
     """Every number the page quotes, computed from the run."""
+    return {**run_figures(run), **exercise_figures(run)}
+
+
+def run_figures(run: RecordedRun) -> dict[str, str]:
     table = outcomes(run)
     safe, unsafe = table[table["safety"] == "safe"], table[table["safety"] == "unsafe"]
     within = (unsafe["acknowledged_lost"] <= unsafe["model_max_lost"]).all()
@@ -65,11 +70,12 @@ def figures(run: RecordedRun) -> dict[str, str]:
         "unacked_found": f"{int(table['unacknowledged_found'].sum())}",
         "unsafe_lost_max": f"{int(unsafe['acknowledged_lost'].max())}",
     }
+    for (engine, safety), rows in table.groupby(["engine", "safety"]):
+        figures[f"{engine}_{safety}_rate"] = f"{rows['acks_per_second'].median():.0f}"
     for engine, rows in unsafe.groupby("engine"):
         figures[f"{engine}_lost_ms_min"] = f"{rows['lost_ms'].min():.0f}"
         figures[f"{engine}_lost_ms_max"] = f"{rows['lost_ms'].max():.0f}"
         figures[f"{engine}_bound_ms"] = f"{rows['bound_ms'].max():.0f}"
-        figures[f"{engine}_rate"] = f"{rows['acks_per_second'].median():.0f}"
         figures[f"{engine}_lost_max"] = f"{int(rows['acknowledged_lost'].max())}"
     return figures
 
@@ -97,6 +103,41 @@ def chart(run: RecordedRun) -> alt.LayerChart:
     return alt.layer(bound, measured).properties(
         width=460, height=alt.Step(44),
         title="Lost in each power cut (points) and the model's bound for that cut (grey ticks)")
+
+
+def exercise_figures(run: RecordedRun) -> dict[str, str]:
+    """The numbers the exercises ask about and their solutions (model and run)."""
+    rate_per_s = 5000
+    table = outcomes(run)
+    unsafe = table[(table["engine"] == "postgres") & (table["safety"] == "unsafe")]
+    worst = unsafe.sort_values("lost_ms").iloc[-1]
+    pg_bound = model.max_lost("postgres", "synchronous_commit", "off", rate_per_s)
+    innodb_bound = model.max_lost("mariadb", "innodb_flush_log_at_trx_commit", "0", rate_per_s)
+    return {
+        "ex_rate": f"{rate_per_s:,}",
+        "ex_pg_bound": f"{pg_bound:,.0f}", "ex_innodb_bound": f"{innodb_bound:,.0f}",
+        "ex_cut": f"{int(worst['cut'])}",
+        "ex_lost": f"{int(worst['acknowledged_lost'])}",
+        "ex_cut_rate": f"{worst['acks_per_second']:.1f}",
+        "ex_lost_ms": f"{worst['lost_ms']:.0f}",
+        "ex_wakeups": f"{worst['lost_ms'] / 200:.1f}",
+    }
+
+
+def headline(run: RecordedRun) -> pd.DataFrame:
+    """The run's headline measures for labs.book.compare: per database and setting, the most
+    commits one cut took (beside the model's bound) and the commit rate."""
+    from labs.book.compare import headline_table
+
+    rows = []
+    for row in summary(run).itertuples(index=False):
+        name, _, cuts, _, _, most, bound, rate, *_ = row
+        rows.append({"measure": "acknowledged commits lost in one power cut (most)",
+                     "config": name, "value": most, "unit": "count", "better": "lower",
+                     "model": bound})
+        rows.append({"measure": "commits per second before the cut (median)", "config": name,
+                     "value": rate, "unit": "tps", "better": "higher", "model": None})
+    return headline_table(rows)
 
 
 def provenance(run: RecordedRun) -> pd.DataFrame:
