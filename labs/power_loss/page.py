@@ -32,18 +32,23 @@ def summary(run: RecordedRun) -> pd.DataFrame:
     """Per setting, all cuts together: what a reader should take away."""
     table = outcomes(run)
     grouped = table.groupby(["database", "safety"], sort=False).agg(
-        cuts=("cut", "count"), acknowledged=("acknowledged", "sum"),
-        lost=("acknowledged_lost", "sum"), most_lost_in_one_cut=("acknowledged_lost", "max"),
-        model_bound=("model_max_lost", "max"), rate=("acks_per_second", "median"),
-        most_lost_ms=("lost_ms", "max"), bound_ms=("bound_ms", "max"),
-        recovery_s=("recovery_s", "median")).reset_index()
+        acknowledged=("acknowledged", "sum"), lost=("acknowledged_lost", "sum"),
+        most_lost_in_one_cut=("acknowledged_lost", "max"),
+        model_bound=("model_max_lost", "max"), most_lost_ms=("lost_ms", "max"),
+        bound_ms=("bound_ms", "max"), rate=("acks_per_second", "median")).reset_index()
     return grouped.rename(columns={
-        "database": "Database and setting", "safety": "The book calls it", "cuts": "Power cuts",
+        "database": "Database and setting", "safety": "The book calls it",
         "acknowledged": "Commits acknowledged", "lost": "Acknowledged, then lost",
         "most_lost_in_one_cut": "Most lost in one cut",
-        "model_bound": "Model: at most (one cut)", "rate": "Commits/s (median)",
-        "most_lost_ms": "Most lost (ms of commits)", "bound_ms": "Model bound (ms)",
-        "recovery_s": "Recovery (s, median)"})
+        "model_bound": "Model: at most (one cut)", "most_lost_ms": "Most lost (ms of commits)",
+        "bound_ms": "Model bound (ms)", "rate": "Commits/s (median)"})
+
+
+def summary_table(run: RecordedRun):
+    """The summary as the page shows it: whole numbers, headers that wrap."""
+    wrap = [{"selector": "th", "props": [("white-space", "normal"), ("vertical-align", "bottom")]}]
+    return summary(run).style.hide(axis="index").format(precision=0, thousands=",") \
+        .set_table_styles(wrap)
 
 
 def figures(run: RecordedRun) -> dict[str, str]:
@@ -85,10 +90,13 @@ def chart(run: RecordedRun) -> alt.LayerChart:
     table = outcomes(run)
     order = list(dict.fromkeys(table.sort_values(["engine", "safety"])["database"]))
     base = alt.Chart(table).encode(
-        y=alt.Y("database:N", sort=order, title=None, axis=alt.Axis(labelLimit=360)))
+        # Two-line labels (engine, then setting) keep the chart inside the page's column.
+        y=alt.Y("database:N", sort=order, title=None,
+                axis=alt.Axis(labelLimit=260, labelExpr="split(datum.label, ', ')")))
     measured = base.mark_point(size=90, filled=True, opacity=0.8).encode(
         x=alt.X("acknowledged_lost:Q", title="acknowledged commits lost to the power cut"),
-        color=alt.Color("safety:N", title="the book calls the setting",
+        color=alt.Color("safety:N", title="the book calls it",
+                        legend=alt.Legend(orient="top"),
                         scale=alt.Scale(domain=["safe", "unsafe"],
                                         range=["#009E73", "#D55E00"])),
         tooltip=["database:N", "cut:Q", alt.Tooltip("acknowledged:Q", format=",.0f"),
@@ -101,7 +109,7 @@ def chart(run: RecordedRun) -> alt.LayerChart:
         tooltip=["database:N", "cut:Q",
                  alt.Tooltip("model_max_lost:Q", title="model: at most", format=".0f")])
     return alt.layer(bound, measured).properties(
-        width=460, height=alt.Step(44),
+        width=340, height=alt.Step(48),
         title="Lost in each power cut (points) and the model's bound for that cut (grey ticks)")
 
 
@@ -130,18 +138,26 @@ def headline(run: RecordedRun) -> pd.DataFrame:
     from labs.book.compare import headline_table
 
     rows = []
-    for row in summary(run).itertuples(index=False):
-        name, _, cuts, _, _, most, bound, rate, *_ = row
+    for _, row in summary(run).iterrows():
+        name = row["Database and setting"]
         rows.append({"measure": "acknowledged commits lost in one power cut (most)",
-                     "config": name, "value": most, "unit": "count", "better": "lower",
-                     "model": bound})
+                     "config": name, "value": row["Most lost in one cut"], "unit": "count",
+                     "better": "lower", "model": row["Model: at most (one cut)"]})
         rows.append({"measure": "commits per second before the cut (median)", "config": name,
-                     "value": rate, "unit": "tps", "better": "higher", "model": None})
+                     "value": row["Commits/s (median)"], "unit": "tps", "better": "higher",
+                     "model": None})
     return headline_table(rows)
 
 
-def provenance(run: RecordedRun) -> pd.DataFrame:
-    return run_summary(run)
+def provenance(run: RecordedRun):
+    """Where the run comes from: the lab's command in full, the commands it ran in the VM
+    counted (they are all in run.json), styled so long values wrap."""
+    table = run_summary(run)
+    commands = run.meta["commands"]
+    table.loc[table[""] == "command", "recorded run"] = (
+        f"{commands[0]} (then {len(commands) - 1} commands in the VM, listed in run.json)")
+    return table.style.hide(axis="index").set_properties(
+        **{"white-space": "normal", "word-break": "break-word", "text-align": "left"})
 
 
 def panel() -> LabPanel:
