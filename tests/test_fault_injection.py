@@ -1,7 +1,7 @@
 """The fault-injection harness (benchmarks/fault_injection.py), CI-sized, on real labs.
 
-Kills a few runs of the template lab and of the torn-pages lab on this machine and of the
-write-mostly lab on the session's shared VM (SIGKILL, SIGINT, SIGTERM, and the VM's SSH
+Kills a few runs of the template lab and of the torn-pages lab on this machine and one of
+the write-mostly lab on the session's shared VM (SIGKILL, SIGINT, SIGTERM, and the VM's SSH
 sessions), runs `python -m labs clean` after each, and counts what is left from the
 systems' own view. The full run (200 kills and more) is the benchmark script itself.
 """
@@ -38,7 +38,8 @@ def test_killed_local_labs_leave_nothing_after_clean(docker_engine, figures):
 def test_killed_vm_lab_leaves_nothing_after_clean(lab_vms, figures):
     # The shared VM must survive: its QEMU is never the target here (the benchmark does that).
     harness = Harness(lab_vms.base, seed=7, log=lambda line: None, ways_on_vm=("ssh",))
-    harness.lab("write-mostly", 2, window_s=150, final_run=False)
+    # One kill here; the power-loss lab's own test kills a second VM lab mid-write.
+    harness.lab("write-mostly", 1, window_s=150, final_run=False)
     assert harness.report() == 0, [k for k in harness.kills if k.leaked]
     kills = [k for k in harness.kills if k.how != "final run"]
     figures(f"fault injection (CI subset, vm1): {[(k.how, k.phase) for k in kills]}, 0 leaks")

@@ -16,7 +16,7 @@ import sys
 import time
 
 import pytest
-from conftest import PROJECT_ROOT
+from conftest import PROJECT_ROOT, report
 
 from labs.power_loss import page
 from labs.records import list_runs, load_run
@@ -33,7 +33,7 @@ def leftovers(lab_vms) -> str:
 
 
 @pytest.fixture(scope="module")
-def ci_run(lab_vms, figures):
+def ci_run(lab_vms, request):
     before = set(list_runs("power-loss", lab_vms.base / "runs"))
     started = time.monotonic()
     ran = lab_vms.cli("run", "power-loss", "--host", VM, "--profile", "ci", timeout_s=1800)
@@ -41,7 +41,7 @@ def ci_run(lab_vms, figures):
     new = [p for p in list_runs("power-loss", lab_vms.base / "runs") if p not in before]
     assert len(new) == 1
     run = load_run(new[0])
-    figures(f"power-loss ci run on {VM}: {time.monotonic() - started:.0f} s; "
+    report(request.config, f"power-loss ci run on {VM}: {time.monotonic() - started:.0f} s; "
             + "; ".join(f"{row.database}: acked {row.acknowledged:.0f}, lost "
                         f"{row.acknowledged_lost:.0f} (model at most {row.model_max_lost:.1f})"
                         for row in page.outcomes(run).itertuples()))

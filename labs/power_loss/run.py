@@ -160,8 +160,19 @@ def cut_once(params: Parameters, ws: LabWorkspace, rec: RunRecorder, progress: P
     writers = [Writer(leg) for leg in legs]
     for writer in writers:
         writer.start(host, started)
+    # The writing window starts once every client has its first commit back: under
+    # emulation, opening four SSH sessions and four database connections takes seconds.
+    deadline = time.monotonic() + 300
+    while not all(writer.acks for writer in writers):
+        stopped = [w for w in writers if not w.acks and not w.thread.is_alive()]
+        if stopped or time.monotonic() > deadline:
+            leg = (stopped or [w for w in writers if not w.acks])[0]
+            raise LabError(f"{leg.leg.name}: the client committed nothing "
+                           f"({leg.ended or 'no answer within 300 s'})")
+        time.sleep(0.1)
+    writing = time.monotonic()
     cut_after_s = params.write_s * (2 / 3 + rng.random() / 3)
-    time.sleep(max(0.0, cut_after_s - (time.monotonic() - started)))
+    time.sleep(cut_after_s)
     try:
         # The power cut: QEMU dies at once; the guest's memory is gone, its disks stay.
         power.power_cut(host.name)
@@ -213,7 +224,8 @@ def cut_once(params: Parameters, ws: LabWorkspace, rec: RunRecorder, progress: P
         add("acks_per_second", rate, "tps")
         add("model_max_lost", model.max_lost(leg.server.name, leg.setting, leg.value, rate),
             "count")
-        add("cut_after_s", cut_at, "s")
+        add("cut_after_s", cut_at, "s")  # since the clients started
+        add("writing_s", cut_at - (writing - started), "s")  # since all of them committed
         add("recovery_s", recovery_s, "s")
         add("boot_s", boot_s, "s")
         progress.detail(f"{leg.name}: acknowledged {rows_acked}, found {found}, "
