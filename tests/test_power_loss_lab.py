@@ -85,8 +85,8 @@ def test_each_database_log_and_acknowledgement_list_is_kept(ci_run):
 
 def test_the_vm_came_back_and_nothing_is_left_in_it(ci_run, lab_vms):
     assert VM in lab_vms.cli("hosts").stdout.split()
-    assert leftovers(lab_vms).split() and all(
-        word.endswith("=0") for word in leftovers(lab_vms).split()), leftovers(lab_vms)
+    left = leftovers(lab_vms)
+    assert left.split() and all(word.endswith("=0") for word in left.split()), left
     # The pair's private link came back with the VM.
     ping = lab_vms.cli("vm", "run", "vm1", "--", "ping -c 2 -W 5 10.77.0.2", timeout_s=120)
     assert ping.returncode == 0, ping.stdout + ping.stderr

@@ -149,14 +149,19 @@ def headline(run: RecordedRun) -> pd.DataFrame:
     return headline_table(rows)
 
 
-def provenance(run: RecordedRun):
+def provenance(run: RecordedRun) -> pd.DataFrame:
     """Where the run comes from: the lab's command in full, the commands it ran in the VM
-    counted (they are all in run.json), styled so long values wrap."""
+    counted (they are all in run.json)."""
     table = run_summary(run)
     commands = run.meta["commands"]
     table.loc[table[""] == "command", "recorded run"] = (
         f"{commands[0]} (then {len(commands) - 1} commands in the VM, listed in run.json)")
-    return table.style.hide(axis="index").set_properties(
+    return table
+
+
+def provenance_table(run: RecordedRun):
+    """The provenance table styled so long values wrap instead of running off the page."""
+    return provenance(run).style.hide(axis="index").set_properties(
         **{"white-space": "normal", "word-break": "break-word", "text-align": "left"})
 
 
