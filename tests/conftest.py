@@ -53,10 +53,16 @@ def interrupt_lab_at(args: list[str], env: dict, step_line: str) -> tuple[int, s
     `step_line`, and return (exit code, the rest of its stderr)."""
     lab = subprocess.Popen([sys.executable, "-m", "labs", *args], cwd=PROJECT_ROOT, env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    before: list[str] = []
     try:
         for line in lab.stderr:
+            before.append(line)
             if step_line in line:
                 break
+        else:  # the lab ended without reaching the step: the test would prove nothing
+            lab.wait(timeout=60)
+            pytest.fail(f"the lab exited ({lab.returncode}) before {step_line!r}: "
+                        + "".join(before[-20:]))
         lab.send_signal(signal.SIGINT)
         _, stderr = lab.communicate(timeout=300)
     finally:

@@ -157,7 +157,7 @@ def test_ctrl_c_during_the_inserts_cleans_up(docker_engine):
     # Ctrl-C at step 3: sysbench is filling the table inside the container.
     returncode, stderr = interrupt_lab_at(
         ["run", "doublewrite", "--host", "local", "--profile", "ci"], env, "step 3/")
-    assert returncode == 130
+    assert returncode == 130, stderr
     assert stderr.strip().splitlines()[-1:] == [
         "python -m labs: interrupted (run `python -m labs clean` if a lab was running)"]
     assert Journal("local", base / "state" / "journal-local.jsonl").live_entries() == []

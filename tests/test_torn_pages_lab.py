@@ -197,7 +197,7 @@ def test_ctrl_c_cleans_up(docker_engine):
     # Ctrl-C at step 3: PostgreSQL is starting on the loop file system.
     returncode, stderr = interrupt_lab_at(
         ["run", "torn-pages", "--host", "local", "--quick"], env, "step 3/")
-    assert returncode == 130
+    assert returncode == 130, stderr
     assert stderr.strip().splitlines()[-1:] == [
         "python -m labs: interrupted (run `python -m labs clean` if a lab was running)"]
     journal = tmp_path / "state" / "journal-local.jsonl"

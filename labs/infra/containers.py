@@ -288,11 +288,21 @@ def _teardown_container(host: Host, entry: JournalEntry) -> None:
     key = entry.details.get("label_key", OWNER_LABEL)
     value = entry.details.get("label_value", "")
     template = "{{index .Config.Labels " + json.dumps(key) + "}}"
-    found = host.sudo(["docker", "inspect", "--format", template, entry.id], timeout_s=120,
-                      check=False)
-    if found.ok and value and found.stdout.strip() == value:
+    removed = None
+    for _ in range(5):
+        found = host.sudo(["docker", "inspect", "--format", template, entry.id],
+                          timeout_s=120, check=False)
+        if not (found.ok and value and found.stdout.strip() == value):
+            return  # gone, or never made, or not ours
         # Safe: the container carries the owner label this journal gave it.
-        host.sudo(["docker", "rm", "--force", "--volumes", entry.id], timeout_s=120)
+        removed = host.sudo(["docker", "rm", "--force", "--volumes", entry.id],
+                            timeout_s=120, check=False)
+        if removed.ok:
+            return
+        # A lab stopped while the engine was still starting the container: the engine may
+        # refuse a removal for a moment ("removal already in progress", "is starting").
+        time.sleep(1)
+    raise LabError(f"container {entry.id} would not go: {first_line(removed.stderr)}")
 
 
 def _explain_api_error(error: docker.errors.APIError, spec: ContainerSpec) -> str:

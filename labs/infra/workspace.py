@@ -381,12 +381,17 @@ def _teardown_loop(host: Host, entry: JournalEntry) -> None:
 
 @register_teardown("mount")
 def _teardown_mount(host: Host, entry: JournalEntry) -> None:
+    why = ""
     for _ in range(10):  # a point can be mounted more than once
         if not mounted_at(host, entry.id):
             return
         # Safe: this mount point is one the lab made (journaled before mounting).
-        host.sudo(["umount", "--", entry.id], timeout_s=120)
-    raise JournalError(f"{entry.id} is still mounted after 10 unmounts")
+        unmounted = host.sudo(["umount", "--", entry.id], timeout_s=120, check=False)
+        if not unmounted.ok:
+            # Busy for a moment: a container the teardown just removed may still hold it.
+            why = (unmounted.stderr.strip().splitlines() or [""])[-1]
+            time.sleep(0.5)
+    raise JournalError(f"{entry.id} is still mounted after 10 unmounts{': ' + why if why else ''}")
 
 
 @register_teardown("md")
