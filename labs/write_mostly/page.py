@@ -105,7 +105,8 @@ def panel() -> LabPanel:
                     chart=lambda recorded: charts.latency_chart(recorded.results,
                                                                 recorded.meta),
                     title="write-mostly RAID1 on a lab VM or loop devices",
-                    defaults={"profile": "quick"})
+                    # root: md and loop devices, and the lab VM runs from root's image cache
+                    defaults={"profile": "quick"}, needs_root=True)
 
 
 def legs_display(run: RecordedRun) -> pd.DataFrame:
