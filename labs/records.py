@@ -221,7 +221,21 @@ class RunRecorder:
         row.update(dimensions)
         self.rows.append(row)
 
+    def _free_run_id(self) -> str:
+        """This run's id, or, if a run of the same lab and host already has it (two short
+        runs started within one second), the next second that is free."""
+        stamp, _, host = self.run_id.partition("-")
+        when = dt.datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=dt.UTC)
+        run_id = self.run_id
+        while (self.root / self.lab / run_id).exists():
+            when += dt.timedelta(seconds=1)
+            run_id = new_run_id(host, when) if host else f"{when:%Y%m%dT%H%M%SZ}"
+        return run_id
+
     def _publish(self) -> None:
+        self.run_id = self._free_run_id()
+        for row in self.rows:
+            row["run_id"] = self.run_id
         results = pd.DataFrame(self.rows)
         if results.empty:
             raise RecordError(f"run {self.run_id} of lab {self.lab} produced no results")

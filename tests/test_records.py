@@ -63,10 +63,17 @@ def test_no_runs_is_a_clear_error(tmp_path):
         records.newest_run("nothing", tmp_path)
 
 
-def test_refuses_to_overwrite(tmp_path):
-    make_run(tmp_path)
-    with pytest.raises(RecordError, match="already exists"):
-        make_run(tmp_path)
+def test_runs_started_in_the_same_second_never_overwrite_each_other(tmp_path):
+    first = make_run(tmp_path, value=1.5)
+    second = make_run(tmp_path, value=2.5)
+    third = make_run(tmp_path, value=3.5)
+    assert [first.name, second.name, third.name] == [
+        "20261120T100000Z-local", "20261120T100001Z-local", "20261120T100002Z-local"]
+    loaded = [records.load_run(p) for p in (first, second, third)]
+    assert [r.results["value"].iloc[0] for r in loaded] == [1.5, 2.5, 3.5]
+    # The id inside the run is the folder's, in run.json and in every result row.
+    assert all(r.meta["run_id"] == r.path.name == r.results["run_id"].unique()[0]
+               for r in loaded)
 
 
 def test_empty_results_are_refused_and_leave_nothing(tmp_path):
