@@ -69,8 +69,22 @@ def test_the_safe_settings_lose_no_acknowledged_commit(ci_run):
 
 def test_the_model_bound_is_zero_for_safe_and_positive_for_unsafe(ci_run):
     table = page.outcomes(ci_run["run"])
-    assert (table[table["safety"] == "safe"]["model_max_lost"] == 0).all()
-    assert (table[table["safety"] == "unsafe"]["model_max_lost"] > 0).all()
+    safe, unsafe = table[table["safety"] == "safe"], table[table["safety"] == "unsafe"]
+    assert (safe["model_max_lost"] == 0).all() and (safe["bound_ms"] == 0).all()
+    assert (unsafe["model_max_lost"] > 0).all() and (unsafe["bound_ms"] > 0).all()
+
+
+def test_the_lost_window_comes_from_the_acknowledgements(ci_run):
+    """Nothing lost: no window. Something lost: the newest row found is the last one kept,
+    and the window runs from the first lost acknowledgement to the cut, so it is positive
+    and no longer than the time the clients wrote."""
+    table = page.outcomes(ci_run["run"])
+    none_lost = table["acknowledged_lost"] == 0
+    assert (table[none_lost]["lost_ms"] == 0).all()
+    assert (table[none_lost]["newest_found"] == table[none_lost]["acknowledged"]).all()
+    lost = table[~none_lost]
+    assert (lost["newest_found"] < lost["acknowledged"]).all()
+    assert ((lost["lost_ms"] > 0) & (lost["lost_ms"] <= 1000 * lost["cut_after_s"])).all()
 
 
 def test_each_database_log_and_acknowledgement_list_is_kept(ci_run):

@@ -43,18 +43,41 @@ def test_the_safe_settings_lost_nothing(table):
 def test_the_unsafe_losses_are_what_the_page_says(run, table):
     unsafe = table[table["safety"] == "unsafe"]
     figures = page.figures(run)
-    within = (unsafe["acknowledged_lost"] <= unsafe["model_max_lost"]).all()
-    assert figures["unsafe_within_model"] == ("within" if within else "not always within")
-    # "an unsafe database lost commits in N of its M power cuts": the page's own counts
-    assert int(figures["unsafe_cuts_with_loss"]) == (unsafe["acknowledged_lost"] > 0).sum()
-    assert int(figures["unsafe_cuts_with_loss"]) >= 1  # the lesson needs at least one loss
+    within_time = (unsafe["lost_ms"] <= unsafe["bound_ms"]).all()
+    assert figures["unsafe_time_sentence"].startswith("Every" if within_time else "Some")
+    within_count = (unsafe["acknowledged_lost"] <= unsafe["model_max_lost"]).all()
+    assert figures["unsafe_within_count"] == ("within" if within_count else "not always within")
+    every = (unsafe["acknowledged_lost"] > 0).all()
+    assert figures["unsafe_loss_pattern"].startswith("both of them" if every else "a loss in")
+    assert (unsafe["acknowledged_lost"] > 0).any()  # the lesson needs at least one loss
 
 
-def test_most_postgres_cuts_landed_well_short_of_the_bound(table):
-    # "most cuts landed well short of the bound": more than half under half of it
-    postgres = table[(table["engine"] == "postgres") & (table["safety"] == "unsafe")]
-    short = (postgres["lost_ms"] < postgres["bound_ms"] / 2).sum()
-    assert short > len(postgres) / 2, postgres[["cut", "lost_ms", "bound_ms"]]
+def test_the_lost_windows_are_measured_and_the_quoted_range_is_theirs(run, table):
+    figures = page.figures(run)
+    for engine in ("postgres", "mariadb"):
+        rows = table[(table["engine"] == engine) & (table["safety"] == "unsafe")]
+        assert figures[f"{engine}_lost_ms_min"] == f"{rows['lost_ms'].min():,.0f}"
+        assert figures[f"{engine}_lost_ms_max"] == f"{rows['lost_ms'].max():,.0f}"
+        lost = rows[rows["acknowledged_lost"] > 0]
+        assert (lost["lost_ms"] > 0).all() and (lost["newest_found"] < lost["acknowledged"]).all()
+    safe = table[table["safety"] == "safe"]
+    assert (safe["lost_ms"] == 0).all()
+
+
+def test_the_speedups_the_page_calls_small_are_small(run):
+    # "only N times as fast": the text explains a gap below 2x; a run with more would need
+    # other words.
+    figures = page.figures(run)
+    for engine in ("postgres", "mariadb"):
+        assert 1.0 <= float(figures[f"{engine}_speedup"]) < 2.0, figures[f"{engine}_speedup"]
+
+
+def test_the_wakeups_solution_says_what_its_numbers_say(run):
+    figures = page.figures(run)
+    wakeups = float(figures["ex_wakeups"])
+    verdict = figures["ex_wakeups_verdict"]
+    assert verdict.startswith("more than one") == (1 < wakeups <= 3)
+    assert (verdict == "no more than one wake-up") == (wakeups <= 1)
 
 
 def test_every_database_recovered_and_answered(table):

@@ -1,6 +1,6 @@
 """Lab: what a power cut loses (`python -m labs run power-loss --host vm1`).
 
-Databases in containers inside a lab VM take numbered single-row commits from a client
+Databases inside a lab VM (from Debian's packages) take numbered single-row commits from a client
 whose every acknowledgement the controller (this machine, outside the VM) writes down.
 Mid-stream the VM's power is cut (its QEMU process killed), the VM boots again on the same
 disks, the databases recover, and the lab counts the acknowledged commits that are missing:

@@ -12,12 +12,17 @@ from __future__ import annotations
 # PostgreSQL, synchronous_commit=off: the WAL writer flushes every wal_writer_delay (200 ms
 # by default); the manual's chapter on asynchronous commit bounds the delay at three times
 # that. InnoDB, innodb_flush_log_at_trx_commit=0: the log is written and flushed about once
-# a second (the manual: a crash can erase the last second of transactions).
+# every innodb_flush_log_at_timeout (1 s by default; the manuals: a crash can erase the last
+# second of transactions, and the once-a-second flush is not guaranteed to the millisecond).
 FLUSH_WINDOW_S = {("postgres", "synchronous_commit", "off"): 3 * 0.200,
                   ("mariadb", "innodb_flush_log_at_trx_commit", "0"): 1.0}
 
 
+def window_s(engine: str, setting: str, value: str) -> float:
+    """How long before a cut a lost commit can have been acknowledged (0 if safe)."""
+    return FLUSH_WINDOW_S.get((engine, setting, value), 0.0)
+
+
 def max_lost(engine: str, setting: str, value: str, acks_per_s: float) -> float:
     """The most acknowledged commits a power cut can take with this setting (0 if safe)."""
-    window_s = FLUSH_WINDOW_S.get((engine, setting, value), 0.0)
-    return acks_per_s * window_s
+    return acks_per_s * window_s(engine, setting, value)

@@ -15,40 +15,50 @@ LABELS = {"postgres": "PostgreSQL", "mariadb": "MariaDB (InnoDB)"}
 
 
 def outcomes(run: RecordedRun) -> pd.DataFrame:
-    """One row per database and power cut: acknowledged, lost, the model's bound."""
+    """One row per database and power cut: acknowledged, lost, the model's bounds."""
     rows = run.results[run.results["workload"] == "power-cut"]
     table = rows.pivot_table(index=["engine", "setting", "safety", "cut"], columns="metric",
                              values="value").reset_index()
     table.columns.name = None
     table["database"] = table["engine"].map(LABELS) + ", " + table["setting"]
-    # The loss as time: how many milliseconds of acknowledged commits the cut took.
-    rate = table["acks_per_second"].where(table["acks_per_second"] > 0)
-    table["lost_ms"] = (1000 * table["acknowledged_lost"] / rate).fillna(0.0)
-    table["bound_ms"] = (1000 * table["model_max_lost"] / rate).fillna(0.0)
-    return table
+    # The model in time: how long before the cut a lost commit can have been acknowledged.
+    table["bound_ms"] = [1000 * model.window_s(engine, *setting.split("=", 1))
+                         for engine, setting in zip(table["engine"], table["setting"],
+                                                    strict=True)]
+    # Measured from the acknowledgements' own times (see run.lost_window_ms).
+    table["lost_ms"] = table["lost_window_ms"]
+    order = {"postgres": 0, "mariadb": 1}
+    return table.sort_values(["engine", "safety", "cut"],
+                             key=lambda c: c.map(order) if c.name == "engine" else c) \
+        .reset_index(drop=True)
 
 
 def summary(run: RecordedRun) -> pd.DataFrame:
-    """Per setting, all cuts together: what a reader should take away."""
+    """Per database and setting, all cuts together; the worst cut beside its own bound."""
     table = outcomes(run)
-    grouped = table.groupby(["database", "safety"], sort=False).agg(
-        acknowledged=("acknowledged", "sum"), lost=("acknowledged_lost", "sum"),
-        most_lost_in_one_cut=("acknowledged_lost", "max"),
-        model_bound=("model_max_lost", "max"), most_lost_ms=("lost_ms", "max"),
-        bound_ms=("bound_ms", "max"), rate=("acks_per_second", "median")).reset_index()
-    return grouped.rename(columns={
-        "database": "Database and setting", "safety": "The book calls it",
-        "acknowledged": "Commits acknowledged", "lost": "Acknowledged, then lost",
-        "most_lost_in_one_cut": "Most lost in one cut",
-        "model_bound": "Model: at most (one cut)", "most_lost_ms": "Most lost (ms of commits)",
-        "bound_ms": "Model bound (ms)", "rate": "Commits/s (median)"})
+    rows = []
+    for database, cuts in table.groupby("database", sort=False):
+        worst = cuts.sort_values(["acknowledged_lost", "cut"]).iloc[-1]
+        longest = cuts.sort_values(["lost_ms", "cut"]).iloc[-1]
+        rows.append({
+            "Database and setting": database, "The book calls it": worst["safety"],
+            "Acknowledged": f"{cuts['acknowledged'].sum():,.0f}",
+            "Lost": f"{cuts['acknowledged_lost'].sum():,.0f}",
+            "Most lost in a cut (model: at most)":
+                f"{worst['acknowledged_lost']:.0f} ({worst['model_max_lost']:.0f}), "
+                f"cut {worst['cut']:.0f}",
+            "Oldest lost commit, before the cut (model: at most)":
+                f"{longest['lost_ms']:,.0f} ms ({longest['bound_ms']:,.0f} ms)",
+            "Commits/s (median)": f"{cuts['acks_per_second'].median():.0f}"})
+    return pd.DataFrame(rows)
 
 
 def summary_table(run: RecordedRun):
-    """The summary as the page shows it: whole numbers, headers that wrap."""
-    wrap = [{"selector": "th", "props": [("white-space", "normal"), ("vertical-align", "bottom")]}]
-    return summary(run).style.hide(axis="index").format(precision=0, thousands=",") \
-        .set_table_styles(wrap)
+    """The summary as the page shows it: headers that wrap, nothing wider than the page."""
+    wrap = [{"selector": "th", "props": [("white-space", "normal"), ("vertical-align", "bottom"),
+                                         ("text-align", "left")]},
+            {"selector": "td", "props": [("padding-right", "0.8em")]}]
+    return summary(run).style.hide(axis="index").set_table_styles(wrap)
 
 
 def figures(run: RecordedRun) -> dict[str, str]:
@@ -59,7 +69,9 @@ def figures(run: RecordedRun) -> dict[str, str]:
 def run_figures(run: RecordedRun) -> dict[str, str]:
     table = outcomes(run)
     safe, unsafe = table[table["safety"] == "safe"], table[table["safety"] == "unsafe"]
-    within = (unsafe["acknowledged_lost"] <= unsafe["model_max_lost"]).all()
+    within_time = (unsafe["lost_ms"] <= unsafe["bound_ms"]).all()
+    within_count = (unsafe["acknowledged_lost"] <= unsafe["model_max_lost"]).all()
+    with_loss, legs = int((unsafe["acknowledged_lost"] > 0).sum()), len(unsafe)
     figures = {
         "cuts": str(int(table["cut"].max())),
         "acked_total": f"{int(table['acknowledged'].sum()):,}",
@@ -67,50 +79,67 @@ def run_figures(run: RecordedRun) -> dict[str, str]:
         "safe_acked": f"{int(safe['acknowledged'].sum()):,}",
         "unsafe_lost": f"{int(unsafe['acknowledged_lost'].sum())}",
         "unsafe_acked": f"{int(unsafe['acknowledged'].sum()):,}",
-        "unsafe_cuts_with_loss": f"{int((unsafe['acknowledged_lost'] > 0).sum())}",
-        "unsafe_legs": f"{len(unsafe)}",
-        "unsafe_within_model": "within" if within else "not always within",
-        "boot_s": f"{table['boot_s'].median():.0f}",
+        "unsafe_loss_pattern": ("both of them lost commits in every cut" if with_loss == legs
+                                else f"a loss in {with_loss} of the {legs} pairs of an unsafe "
+                                     "database and a cut"),
+        "unsafe_time_sentence": (
+            "Every lost commit had been acknowledged within the model's window before the cut."
+            if within_time else "Some lost commits had been acknowledged earlier before the "
+                                "cut than the model's window allows: the bound did not hold."),
+        "unsafe_within_count": "within" if within_count else "not always within",
+        "boot_s": f"{table.drop_duplicates('cut')['boot_s'].median():.0f}",
+        "boot_min_s": f"{table['boot_s'].min():.0f}",
+        "boot_max_s": f"{table['boot_s'].max():.0f}",
         "recovery_max_s": f"{table['recovery_s'].max():.0f}",
         "unacked_found": f"{int(table['unacknowledged_found'].sum())}",
         "unsafe_lost_max": f"{int(unsafe['acknowledged_lost'].max())}",
     }
+    rates = {}
     for (engine, safety), rows in table.groupby(["engine", "safety"]):
-        figures[f"{engine}_{safety}_rate"] = f"{rows['acks_per_second'].median():.0f}"
+        rates[engine, safety] = rows["acks_per_second"].median()
+        figures[f"{engine}_{safety}_rate"] = f"{rates[engine, safety]:.0f}"
+    for engine in ("postgres", "mariadb"):
+        figures[f"{engine}_speedup"] = f"{rates[engine, 'unsafe'] / rates[engine, 'safe']:.1f}"
     for engine, rows in unsafe.groupby("engine"):
-        figures[f"{engine}_lost_ms_min"] = f"{rows['lost_ms'].min():.0f}"
-        figures[f"{engine}_lost_ms_max"] = f"{rows['lost_ms'].max():.0f}"
-        figures[f"{engine}_bound_ms"] = f"{rows['bound_ms'].max():.0f}"
+        figures[f"{engine}_lost_ms_min"] = f"{rows['lost_ms'].min():,.0f}"
+        figures[f"{engine}_lost_ms_max"] = f"{rows['lost_ms'].max():,.0f}"
+        figures[f"{engine}_bound_ms"] = f"{rows['bound_ms'].max():,.0f}"
         figures[f"{engine}_lost_max"] = f"{int(rows['acknowledged_lost'].max())}"
+        short = int((rows["lost_ms"] < rows["bound_ms"] / 2).sum())
+        figures[f"{engine}_short_cuts"] = f"{short} of {len(rows)}"
     return figures
 
 
 def chart(run: RecordedRun) -> alt.LayerChart:
-    """Per database and cut: the commits lost (points) and the model's bound (ticks)."""
+    """Per database: how long before the cut its oldest lost commit had been acknowledged
+    (a point per cut), beside the model's bound (a grey tick, the same for every cut)."""
     table = outcomes(run)
-    order = list(dict.fromkeys(table.sort_values(["engine", "safety"])["database"]))
-    base = alt.Chart(table).encode(
-        # Two-line labels (engine, then setting) keep the chart inside the page's column.
-        y=alt.Y("database:N", sort=order, title=None,
-                axis=alt.Axis(labelLimit=260, labelExpr="split(datum.label, ', ')")))
-    measured = base.mark_point(size=90, filled=True, opacity=0.8).encode(
-        x=alt.X("acknowledged_lost:Q", title="acknowledged commits lost to the power cut"),
+    order = list(dict.fromkeys(table["database"]))
+    y = alt.Y("database:N", sort=order, title=None,
+              # Two-line labels (engine, then setting) keep the chart inside the page's column.
+              axis=alt.Axis(labelLimit=260, labelExpr="split(datum.label, ', ')"))
+    measured = alt.Chart(table).mark_point(size=80, filled=True, opacity=0.85).encode(
+        y=y, yOffset=alt.YOffset("cut:N", title="cut"),
+        x=alt.X("lost_ms:Q", title="the oldest lost commit was acknowledged this many ms "
+                                   "before the cut (0: none lost)"),
         color=alt.Color("safety:N", title="the book calls it",
                         legend=alt.Legend(orient="top"),
                         scale=alt.Scale(domain=["safe", "unsafe"],
                                         range=["#009E73", "#D55E00"])),
+        shape=alt.Shape("cut:N", title="power cut", legend=alt.Legend(orient="top")),
         tooltip=["database:N", "cut:Q", alt.Tooltip("acknowledged:Q", format=",.0f"),
                  alt.Tooltip("acknowledged_lost:Q", title="lost"),
-                 alt.Tooltip("acks_per_second:Q", title="commits/s", format=".0f"),
-                 alt.Tooltip("lost_ms:Q", title="lost (ms of commits)", format=".0f"),
-                 alt.Tooltip("model_max_lost:Q", title="model: at most", format=".0f")])
-    bound = base.mark_tick(thickness=2, size=22, color="#555555").encode(
-        x="model_max_lost:Q",
-        tooltip=["database:N", "cut:Q",
-                 alt.Tooltip("model_max_lost:Q", title="model: at most", format=".0f")])
+                 alt.Tooltip("lost_ms:Q", title="oldest lost, ms before the cut", format=".0f"),
+                 alt.Tooltip("bound_ms:Q", title="model: at most (ms)", format=".0f"),
+                 alt.Tooltip("acks_per_second:Q", title="commits/s", format=".0f")])
+    bounds = table.drop_duplicates("database")
+    bound = alt.Chart(bounds).mark_tick(thickness=2, size=40, color="#555555").encode(
+        y=y, x="bound_ms:Q",
+        tooltip=["database:N", alt.Tooltip("bound_ms:Q", title="model: at most (ms)")])
     return alt.layer(bound, measured).properties(
         width=340, height=alt.Step(48),
-        title="Lost in each power cut (points) and the model's bound for that cut (grey ticks)")
+        title="Lost commits: how long before the cut they were acknowledged "
+              "(points) and the model's bound (grey ticks; 0 for the safe settings)")
 
 
 def exercise_figures(run: RecordedRun) -> dict[str, str]:
@@ -118,34 +147,39 @@ def exercise_figures(run: RecordedRun) -> dict[str, str]:
     rate_per_s = 5000
     table = outcomes(run)
     unsafe = table[(table["engine"] == "postgres") & (table["safety"] == "unsafe")]
-    worst = unsafe.sort_values("lost_ms").iloc[-1]
+    worst = unsafe.sort_values(["lost_ms", "cut"]).iloc[-1]
     pg_bound = model.max_lost("postgres", "synchronous_commit", "off", rate_per_s)
     innodb_bound = model.max_lost("mariadb", "innodb_flush_log_at_trx_commit", "0", rate_per_s)
+    wakeups = worst["lost_ms"] / 200
     return {
         "ex_rate": f"{rate_per_s:,}",
         "ex_pg_bound": f"{pg_bound:,.0f}", "ex_innodb_bound": f"{innodb_bound:,.0f}",
         "ex_cut": f"{int(worst['cut'])}",
         "ex_lost": f"{int(worst['acknowledged_lost'])}",
-        "ex_cut_rate": f"{worst['acks_per_second']:.1f}",
         "ex_lost_ms": f"{worst['lost_ms']:.0f}",
-        "ex_wakeups": f"{worst['lost_ms'] / 200:.1f}",
+        "ex_wakeups": f"{wakeups:.1f}",
+        "ex_wakeups_verdict": ("more than one wake-up, and within the three the manual allows"
+                               if 1 < wakeups <= 3 else
+                               "no more than one wake-up" if wakeups <= 1 else
+                               "more than the three wake-ups the manual allows"),
     }
 
 
 def headline(run: RecordedRun) -> pd.DataFrame:
     """The run's headline measures for labs.book.compare: per database and setting, the most
-    commits one cut took (beside the model's bound) and the commit rate."""
+    commits one cut took and the commit rate. The model here is a bound, not a forecast, so
+    no model column: an 'error' against a bound would mean nothing."""
     from labs.book.compare import headline_table
 
+    table = outcomes(run)
     rows = []
-    for _, row in summary(run).iterrows():
-        name = row["Database and setting"]
+    for database, cuts in table.groupby("database", sort=False):
         rows.append({"measure": "acknowledged commits lost in one power cut (most)",
-                     "config": name, "value": row["Most lost in one cut"], "unit": "count",
-                     "better": "lower", "model": row["Model: at most (one cut)"]})
-        rows.append({"measure": "commits per second before the cut (median)", "config": name,
-                     "value": row["Commits/s (median)"], "unit": "tps", "better": "higher",
-                     "model": None})
+                     "config": database, "value": cuts["acknowledged_lost"].max(),
+                     "unit": "count", "better": "lower", "model": None})
+        rows.append({"measure": "commits per second before the cut (median)",
+                     "config": database, "value": cuts["acks_per_second"].median(),
+                     "unit": "tps", "better": "higher", "model": None})
     return headline_table(rows)
 
 
@@ -166,5 +200,7 @@ def provenance_table(run: RecordedRun):
 
 
 def panel() -> LabPanel:
+    # needs_root: the lab VM runs from root's image cache (`sudo ... vm build` / `vm up`).
     return LabPanel(Parameters, fields=("host", "profile", "cuts", "seed"), chart=chart,
-                    title="Power cuts in a lab VM", defaults={"profile": "quick"})
+                    title="Power cuts in a lab VM", defaults={"profile": "quick"},
+                    needs_root=True)

@@ -171,8 +171,7 @@ def cut_once(params: Parameters, ws: LabWorkspace, rec: RunRecorder, progress: P
     time.sleep(cut_after_s)
     try:
         # The power cut: QEMU dies at once; the guest's memory is gone, its disks stay.
-        power.power_cut(host.name)
-        cut_at = time.monotonic() - started
+        cut_at = power.power_cut(host.name) - started
         for writer in writers:
             writer.thread.join(timeout=60)
     finally:
@@ -198,6 +197,8 @@ def cut_once(params: Parameters, ws: LabWorkspace, rec: RunRecorder, progress: P
         rows_acked, rate = writer.acked, writer.rate()
         table = leg.server.table()
         found = int(leg.sql(ws, f"SELECT count(*) FROM {table} WHERE id <= {rows_acked}"))
+        newest_found = int(leg.sql(ws, f"SELECT coalesce(max(id), 0) FROM {table} "
+                                       f"WHERE id <= {rows_acked}"))
         total = int(leg.sql(ws, f"SELECT count(*) FROM {table}"))
         rec.add_raw(f"cut{cut}/{leg.name}.log",
                     host.sudo(["cat", "--", leg.server.log_file(leg.data)],
@@ -216,6 +217,10 @@ def cut_once(params: Parameters, ws: LabWorkspace, rec: RunRecorder, progress: P
         add("acknowledged", rows_acked, "count")
         add("acknowledged_found", found, "count")
         add("acknowledged_lost", rows_acked - found, "count")
+        add("newest_found", newest_found, "count")  # the highest acknowledged row still there
+        # How long before the cut the oldest lost commit was acknowledged: the stretch of
+        # acknowledged work the cut erased, as the controller's clock saw it (0: none lost).
+        add("lost_window_ms", lost_window_ms(writer.acks, newest_found, cut_at), "ms")
         add("unacknowledged_found", total - found, "count")
         add("acks_per_second", rate, "tps")
         add("model_max_lost", model.max_lost(leg.server.name, leg.setting, leg.value, rate),
@@ -230,3 +235,12 @@ def cut_once(params: Parameters, ws: LabWorkspace, rec: RunRecorder, progress: P
         # Safe: a folder this cut made on the lab's own file system (its log is kept in the
         # run); the next cut's databases need the room.
         host.sudo(["rm", "-rf", "--one-file-system", "--", leg.data], timeout_s=300)
+
+
+def lost_window_ms(acks: list[tuple[int, float]], newest_found: int, cut_at_s: float) -> float:
+    """Milliseconds from the acknowledgement of the first lost row to the power cut.
+
+    Rows are committed in order, so every acknowledged row after the newest one found is
+    lost; 0 when nothing acknowledged was lost."""
+    lost = [at for row, at in acks if row > newest_found]
+    return round(1000 * (cut_at_s - lost[0]), 1) if lost else 0.0

@@ -26,26 +26,32 @@ from labs.infra.vm.machine import (
 )
 
 
-def power_cut(name: str) -> None:
-    """Kill the VM's QEMU at once, as a power cut would stop the machine.
+def power_cut(name: str) -> float:
+    """Kill the VM's QEMU at once, as a power cut would stop the machine; returns the
+    moment of the kill (time.monotonic()).
 
     The VM's folder, overlay and data disks stay (unlike `down`): what the guest had written
     to its virtual disks is there when `power_on` boots it again; what was only in the
-    guest's memory (its page cache, a database's buffers) is gone. QEMU writes each guest
-    write into the disk file before completing it, so the disks hold every write the guest
-    saw complete, flushed or not: this cuts the guest's power, not the disk's.
+    guest's memory (its page cache, a database's buffers) is gone. A write the guest has
+    flushed is in the disk file on this machine. A write completed but not yet flushed may
+    be lost: QEMU keeps part of a qcow2 disk's bookkeeping (which clusters hold what) in
+    its memory until the next flush. Like a disk with a volatile write cache, then; this
+    cuts the guest's power, not this machine's.
     """
     state = read_state(name)
     if state is None:
         raise UsageError(f"{name} is not a lab VM of this install")
+    killed_at = time.monotonic()
     for pid in qemu_pids(state.directory):
         # Safe: this QEMU's command line names the VM folder the lab created.
         os.kill(pid, signal.SIGKILL)
+        killed_at = time.monotonic()
     deadline = time.monotonic() + 30
     while qemu_pids(state.directory) and time.monotonic() < deadline:
         time.sleep(0.1)
     if qemu_pids(state.directory):
         raise VMError(f"{name}: QEMU would not die")
+    return killed_at
 
 
 def power_on(name: str, timeout_s: float = 600, log: Callable[[str], None] = print) -> VMState:
