@@ -64,12 +64,11 @@ def test_the_lost_windows_are_measured_and_the_quoted_range_is_theirs(run, table
     assert (safe["lost_ms"] == 0).all()
 
 
-def test_the_speedups_the_page_calls_small_are_small(run):
-    # "only N times as fast": the text explains a gap below 2x; a run with more would need
-    # other words.
+def test_the_unsafe_settings_committed_faster(run):
+    # "the unsafe settings committed N times as fast as the safe ones"
     figures = page.figures(run)
     for engine in ("postgres", "mariadb"):
-        assert 1.0 <= float(figures[f"{engine}_speedup"]) < 2.0, figures[f"{engine}_speedup"]
+        assert float(figures[f"{engine}_speedup"]) > 1.0, figures[f"{engine}_speedup"]
 
 
 def test_the_wakeups_solution_says_what_its_numbers_say(run):
