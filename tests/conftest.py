@@ -195,6 +195,11 @@ def docker_engine():
 def pytest_configure(config):
     config.addinivalue_line("markers", "last: runs after every other test (it stops what the "
                                        "session shares, such as the lab VMs)")
+    # Started in the background by a script (`make test &`), this process inherits SIGINT
+    # ignored, and so would every lab it starts: the Ctrl-C tests would send a signal nobody
+    # hears. A handler (unlike "ignored") is not inherited: the labs start with the default.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(session, config, items):
