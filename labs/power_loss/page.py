@@ -45,8 +45,8 @@ def summary(run: RecordedRun) -> pd.DataFrame:
             "Acknowledged": f"{cuts['acknowledged'].sum():,.0f}",
             "Lost": f"{cuts['acknowledged_lost'].sum():,.0f}",
             "Most lost in a cut (model: at most)":
-                f"{worst['acknowledged_lost']:.0f} ({worst['model_max_lost']:.0f}), "
-                f"cut {worst['cut']:.0f}",
+                f"{worst['acknowledged_lost']:.0f} ({worst['model_max_lost']:.0f})"
+                + (f", cut {worst['cut']:.0f}" if worst["acknowledged_lost"] else ""),
             "Oldest lost commit, before the cut (model: at most)":
                 f"{longest['lost_ms']:,.0f} ms ({longest['bound_ms']:,.0f} ms)",
             "Commits/s (median)": f"{cuts['acks_per_second'].median():.0f}"})
@@ -106,7 +106,8 @@ def run_figures(run: RecordedRun) -> dict[str, str]:
         figures[f"{engine}_bound_ms"] = f"{rows['bound_ms'].max():,.0f}"
         figures[f"{engine}_lost_max"] = f"{int(rows['acknowledged_lost'].max())}"
         short = int((rows["lost_ms"] < rows["bound_ms"] / 2).sum())
-        figures[f"{engine}_short_cuts"] = f"{short} of {len(rows)}"
+        figures[f"{engine}_short_cuts"] = (f"all {short}" if short == len(rows)
+                                           else f"{short} of its {len(rows)}")
     return figures
 
 
