@@ -41,15 +41,14 @@ def summary(run: RecordedRun) -> pd.DataFrame:
         worst = cuts.sort_values(["acknowledged_lost", "cut"]).iloc[-1]
         longest = cuts.sort_values(["lost_ms", "cut"]).iloc[-1]
         rows.append({
-            "Database and setting": database, "The book calls it": worst["safety"],
+            "Database, setting (what the book calls it)": f"{database} ({worst['safety']})",
             "Acknowledged": f"{cuts['acknowledged'].sum():,.0f}",
             "Lost": f"{cuts['acknowledged_lost'].sum():,.0f}",
-            "Most lost in a cut (model: at most)":
-                f"{worst['acknowledged_lost']:.0f} ({worst['model_max_lost']:.0f})"
+            "Most lost in one cut (model: at most)":
+                f"{worst['acknowledged_lost']:.0f} (≤ {worst['model_max_lost']:.0f})"
                 + (f", cut {worst['cut']:.0f}" if worst["acknowledged_lost"] else ""),
-            "Oldest lost commit, before the cut (model: at most)":
-                f"{longest['lost_ms']:,.0f} ms ({longest['bound_ms']:,.0f} ms)",
-            "Commits/s (median)": f"{cuts['acks_per_second'].median():.0f}"})
+            "Oldest lost commit, ms before the cut (model)":
+                f"{longest['lost_ms']:,.0f} (≤ {longest['bound_ms']:,.0f})"})
     return pd.DataFrame(rows)
 
 
@@ -113,16 +112,17 @@ def run_figures(run: RecordedRun) -> dict[str, str]:
 
 def chart(run: RecordedRun) -> alt.LayerChart:
     """Per database: how long before the cut its oldest lost commit had been acknowledged
-    (a point per cut), beside the model's bound (a grey tick, the same for every cut)."""
+    (a point per cut, its shape the cut), beside the model's bound (a grey tick, the same
+    for every cut)."""
     table = outcomes(run)
     order = list(dict.fromkeys(table["database"]))
     y = alt.Y("database:N", sort=order, title=None,
               # Two-line labels (engine, then setting) keep the chart inside the page's column.
               axis=alt.Axis(labelLimit=260, labelExpr="split(datum.label, ', ')"))
-    measured = alt.Chart(table).mark_point(size=80, filled=True, opacity=0.85).encode(
-        y=y, yOffset=alt.YOffset("cut:N", title="cut"),
-        x=alt.X("lost_ms:Q", title="the oldest lost commit was acknowledged this many ms "
-                                   "before the cut (0: none lost)"),
+    measured = alt.Chart(table).mark_point(size=80, filled=True, opacity=0.8).encode(
+        y=y,
+        x=alt.X("lost_ms:Q", title=["oldest lost commit: acknowledged this many ms before "
+                                    "the cut", "(0: nothing acknowledged was lost)"]),
         color=alt.Color("safety:N", title="the book calls it",
                         legend=alt.Legend(orient="top"),
                         scale=alt.Scale(domain=["safe", "unsafe"],
@@ -134,13 +134,13 @@ def chart(run: RecordedRun) -> alt.LayerChart:
                  alt.Tooltip("bound_ms:Q", title="model: at most (ms)", format=".0f"),
                  alt.Tooltip("acks_per_second:Q", title="commits/s", format=".0f")])
     bounds = table.drop_duplicates("database")
-    bound = alt.Chart(bounds).mark_tick(thickness=2, size=40, color="#555555").encode(
+    bound = alt.Chart(bounds).mark_tick(thickness=2, size=30, color="#555555").encode(
         y=y, x="bound_ms:Q",
         tooltip=["database:N", alt.Tooltip("bound_ms:Q", title="model: at most (ms)")])
     return alt.layer(bound, measured).properties(
-        width=340, height=alt.Step(48),
-        title="Lost commits: how long before the cut they were acknowledged "
-              "(points) and the model's bound (grey ticks; 0 for the safe settings)")
+        width=300, height=alt.Step(44),
+        title=["Lost commits: how long before the cut they were acknowledged",
+               "(points, one per cut) and the model's bound (grey ticks)"])
 
 
 def exercise_figures(run: RecordedRun) -> dict[str, str]:
