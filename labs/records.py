@@ -224,9 +224,11 @@ class RunRecorder:
     def _free_run_id(self) -> str:
         """This run's id, or, if a run of the same lab and host already has it (two short
         runs started within one second), the next second that is free."""
-        stamp, _, host = self.run_id.partition("-")
-        when = dt.datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=dt.UTC)
         run_id = self.run_id
+        if not (self.root / self.lab / run_id).exists():
+            return run_id
+        stamp, _, host = run_id.partition("-")
+        when = dt.datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=dt.UTC)
         while (self.root / self.lab / run_id).exists():
             when += dt.timedelta(seconds=1)
             run_id = new_run_id(host, when) if host else f"{when:%Y%m%dT%H%M%SZ}"
