@@ -86,7 +86,6 @@ def run_figures(run: RecordedRun) -> dict[str, str]:
             if within_time else "Some lost commits had been acknowledged earlier before the "
                                 "cut than the model's window allows: the bound did not hold."),
         "unsafe_within_count": "within" if within_count else "not always within",
-        "boot_s": f"{table.drop_duplicates('cut')['boot_s'].median():.0f}",
         "boot_min_s": f"{table['boot_s'].min():.0f}",
         "boot_max_s": f"{table['boot_s'].max():.0f}",
         "recovery_max_s": f"{table['recovery_s'].max():.0f}",
@@ -103,7 +102,6 @@ def run_figures(run: RecordedRun) -> dict[str, str]:
         figures[f"{engine}_lost_ms_min"] = f"{rows['lost_ms'].min():,.0f}"
         figures[f"{engine}_lost_ms_max"] = f"{rows['lost_ms'].max():,.0f}"
         figures[f"{engine}_bound_ms"] = f"{rows['bound_ms'].max():,.0f}"
-        figures[f"{engine}_lost_max"] = f"{int(rows['acknowledged_lost'].max())}"
         short = int((rows["lost_ms"] < rows["bound_ms"] / 2).sum())
         figures[f"{engine}_short_cuts"] = (f"all {short}" if short == len(rows)
                                            else f"{short} of its {len(rows)}")
