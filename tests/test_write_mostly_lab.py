@@ -47,12 +47,13 @@ HOSTS = {"disks": "vm1", "loop": "vm2"}
 def start_lab(lab_vms, legs: str) -> subprocess.Popen:
     # Output to files, not pipes: a pipe nobody reads while the other run is awaited would
     # fill and stall its lab.
-    out = (lab_vms.base / f"write-mostly-{legs}.out").open("w")
-    err = (lab_vms.base / f"write-mostly-{legs}.err").open("w")
-    return subprocess.Popen([sys.executable, "-m", "labs", "run", "write-mostly", "--host",
-                             HOSTS[legs], "--profile", "ci", "--legs", legs], cwd=ROOT,
-                            env={**os.environ, **lab_vms.env}, stdout=out, stderr=err,
-                            text=True)
+    with (lab_vms.base / f"write-mostly-{legs}.out").open("w") as out, \
+            (lab_vms.base / f"write-mostly-{legs}.err").open("w") as err:
+        # The lab keeps its own copies of the two files; ours close here.
+        return subprocess.Popen([sys.executable, "-m", "labs", "run", "write-mostly",
+                                 "--host", HOSTS[legs], "--profile", "ci", "--legs", legs],
+                                cwd=ROOT, env={**os.environ, **lab_vms.env}, stdout=out,
+                                stderr=err, text=True)
 
 
 def wait_for_both(processes: dict[str, subprocess.Popen], started: float) -> dict[str, float]:
