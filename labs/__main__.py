@@ -20,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "list": "labs.commands.list",
     "run": "labs.commands.run",
     "quorum": "labs.commands.quorum",
+    "disk": "labs.commands.disk",
     "parse": "labs.commands.parse",
     "images": "labs.commands.images",
     "vm": "labs.commands.vm",

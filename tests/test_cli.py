@@ -70,6 +70,22 @@ def test_help_works_on_every_level(path):
     (["run", "quorum", "--profile", "huge"], "unknown profile 'huge'"),
     (["run", "quorum", "--quick", "--profile", "full"], "--quick and --profile disagree"),
     (["run", "no-such-lab"], "invalid choice: 'no-such-lab'"),
+    (["disk", "--drive", "floppy"], "invalid choice: 'floppy'"),
+    (["disk", "--block-kib", "-1"], "--block-kib must be between 0.5 and 65536, got -1"),
+    (["disk", "--drive", "cheetah", "--block-kib", "70000"], "must be between 0.5 and 65536"),
+    (["disk", "--drive", "cheetah", "--queue", "20", "--block-kib", "1.3"],
+     "whole number of 512-byte sectors"),
+    (["disk", "--drive", "cheetah", "--queue", "0"], "--queue takes 1 to 5000 requests, got 0"),
+    (["disk", "--queue", "10"], "--queue needs --drive"),
+    (["disk", "--drive", "cheetah", "--volume", "gp3"], "choose one of --drive, --ssd"),
+    (["disk", "--volume", "sc1", "--size-gib", "10"], "sc1 volumes are 125 to 16,384 GiB"),
+    (["disk", "--volume", "gp3", "--size-gib", "nan"], "size_gib must be a finite number"),
+    (["disk", "--ssd", "--channels", "0"], "channels must be a whole number of at least 1"),
+    (["disk", "--ssd", "--read-latency-us", "0"], "read_latency_us"),
+    (["disk", "-c"], "-c solves a practice problem"),
+    (["disk", "--problem", "schedule", "--drive", "toy"], "--problem prints its own layout"),
+    (["disk", "--problem", "schedule", "--seed", "-1"], "--seed must be 0 or more"),
+    (["disk", "--problem", "raid"], "invalid choice: 'raid'"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, fragment):
     assert_one_line_usage_error(run_labs(*args), fragment)
@@ -123,3 +139,37 @@ def test_run_quorum_records_a_valid_run(runs_dir):
     listing = json.loads(run_labs("list", "--json", env={"LABS_RUNS_DIR": str(runs_dir)}).stdout)
     entry = next(row for row in listing if row["lab"] == "quorum")
     assert len(entry["recorded_runs"]) == 1
+
+
+def test_disk_default_is_ostep_cheetah():
+    result = run_labs("disk")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("Cheetah 15K.5: 15,000 RPM")
+    assert "= 6.03 ms" in result.stdout  # OSTEP: 4 + 2 + 0.03 ms
+
+
+def test_disk_queue_sweep_json_gives_every_policy_at_every_depth():
+    report = json.loads(run_labs("disk", "--drive", "cheetah", "--queue", "100", "--seed", "2",
+                                 "--json").stdout)
+    depths = sorted({row["queue_depth"] for row in report["rows"]})
+    assert depths == [1, 2, 4, 8, 16, 32, 64]
+    by = {(row["queue_depth"], row["policy"]): row["iops"] for row in report["rows"]}
+    assert by[(1, "fifo")] == pytest.approx(by[(1, "sptf")])  # one request: nothing to choose
+    assert by[(64, "sptf")] > by[(64, "sstf")] > by[(64, "fifo")]
+
+
+def test_disk_ssd_and_volume_json():
+    ssd_report = json.loads(run_labs("disk", "--ssd", "--channels", "4", "--json").stdout)
+    assert ssd_report["saturation_queue_depth"] == pytest.approx(4)
+    sc1 = json.loads(run_labs("disk", "--volume", "sc1", "--size-gib", "1024", "--json").stdout)
+    assert [p["iops"] for p in sc1["predictions"]] == pytest.approx([80, 12])  # 1 MiB charged
+    assert "qemu" in sc1
+
+
+def test_disk_problem_is_seeded_and_answered_only_with_c():
+    first = run_labs("disk", "--problem", "littles-law", "--seed", "5")
+    again = run_labs("disk", "--problem", "littles-law", "--seed", "5")
+    solved = run_labs("disk", "--problem", "littles-law", "--seed", "5", "-c")
+    assert first.returncode == solved.returncode == 0
+    assert first.stdout == again.stdout and "Answer:" not in first.stdout
+    assert solved.stdout.startswith(first.stdout) and "Answer:" in solved.stdout
