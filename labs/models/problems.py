@@ -7,8 +7,9 @@ the chapter's model), and calls `make(...)`. Same kind and seed, same problem.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -37,7 +38,25 @@ class Problem:
     solver: Callable[[dict], Solution] = field(repr=False, compare=False, hash=False)
 
     def solve(self) -> Solution:
-        return self.solver(self.params)
+        solution = self.solver(self.params)
+        return replace(solution, text=wrap_long_lines(solution.text))
+
+
+LINE_WIDTH = 78  # a terminal's width, and a book page's code block without a scroll bar
+
+
+def wrap_long_lines(text: str) -> str:
+    """Wrap each line longer than LINE_WIDTH on its own, keeping its indentation; shorter
+    lines (tables, aligned columns) stay exactly as they are."""
+    out = []
+    for line in text.splitlines():
+        if len(line) <= LINE_WIDTH:
+            out.append(line)
+            continue
+        indent = line[:len(line) - len(line.lstrip())]
+        out.append(textwrap.fill(line.strip(), LINE_WIDTH, initial_indent=indent,
+                                 subsequent_indent=indent + "  "))
+    return "\n".join(out)
 
 
 def make(kinds: dict[str, Kind], kind: str, seed: int, again: str) -> Problem:
@@ -52,5 +71,5 @@ def make(kinds: dict[str, Kind], kind: str, seed: int, again: str) -> Problem:
     rng = np.random.default_rng([seed, list(kinds).index(kind)])
     chosen = kinds[kind]
     params = chosen.generate(rng)
-    text = chosen.text(params) + "\n" + again.format(kind=kind, seed=seed)
+    text = wrap_long_lines(chosen.text(params) + "\n" + again.format(kind=kind, seed=seed))
     return Problem(kind, seed, params, text, chosen.solve)
