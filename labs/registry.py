@@ -29,6 +29,7 @@ PACKAGES = (
     "labs.doublewrite",
     "labs.caches",
     "labs.write_mostly",
+    "labs.devices",
     "labs.power_loss",
     "labs.template",
 )

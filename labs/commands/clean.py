@@ -15,6 +15,7 @@ from collections.abc import Callable
 # Every module that owns a kind of resource registers its teardown when imported.
 import labs.infra.containers  # noqa: F401  (container)
 import labs.infra.scratch  # noqa: F401  (scratch-dir)
+import labs.infra.vm.throttle  # noqa: F401  (vm-throttle)
 import labs.infra.workspace  # noqa: F401  (loop, mount, md, dm, drbd, file, work-dir)
 from labs import classes, records
 from labs.errors import UsageError

@@ -1,5 +1,19 @@
-"""The Device speed chapter (book/devices/): disks, SSDs and cloud volumes.
+"""The Device speed chapter (book/devices/) and its lab (`python -m labs run devices --host vm1`).
 
-page.py   the models' tables and the numbers the explanation page quotes
-charts.py the Altair charts drawn from them
+A lab VM's two data disks are throttled by QEMU into a gp3 and an sc1 volume (AWS's published
+limits, labs/models/cloud_volume.py) and measured with fio and sysbench beside the model.
+
+params.py  the parameters and profiles
+run.py     the throttles, fio's sweeps, the sc1 burst, sysbench fileio (touches the VM)
+page.py    what the book pages show: the models' tables and the recorded run
+charts.py  the Altair charts
 """
+
+from labs.devices.params import Parameters
+
+NAME = "devices"
+DESCRIPTION = "disks throttled into cloud volumes (gp3, sc1) and measured with fio and sysbench"
+BOOK_PAGE = None  # the explanation page shows the models; the lab page comes with its run
+NEEDS = "a lab VM (the lab throttles its data disks through QEMU's monitor)"
+
+__all__ = ["BOOK_PAGE", "DESCRIPTION", "NAME", "NEEDS", "Parameters"]

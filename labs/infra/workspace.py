@@ -134,6 +134,11 @@ class LabWorkspace:
         self._journal(kind, resource_id, **details)
         return self._sudo(command, timeout_s=timeout_s).stdout
 
+    def track(self, kind: str, resource_id: str, **details: Any) -> None:
+        """Journal a resource made by a caller (not by a command run here), before making it;
+        its kind's teardown (register_teardown) undoes it at the end or in `clean`."""
+        self._journal(kind, resource_id, **details)
+
     def _journal(self, kind: str, resource_id: str, **details: Any) -> None:
         if self.journal.owns(kind, resource_id):
             # Re-creating it would reuse (and truncate) what an earlier run may still use.

@@ -391,6 +391,31 @@ def qemu_throttle(vol: Gp3 | Sc1, rate_scale: float = 1.0, time_scale: float = 1
                                  f"burst time /{time_scale:g}")
     else:
         raise UsageError(f"not a volume: {vol!r}")
+    return _checked(vol, throttle, iops, bps, rate_scale)
+
+
+def sc1_phase_throttle(vol: Sc1, phase: str = "burst", rate_scale: float = 1.0) -> QemuThrottle:
+    """QEMU throttling for one sc1 phase held still: the burst rate (a bucket that never
+    empties) or the baseline rate (an empty one), each I/O up to 1 MiB charged as 1 MiB.
+
+    A 300 GiB sc1's baseline (3.5 MiB/s) is below QEMU_MIN_IOPS and is refused; its burst
+    (23.4 MiB/s) is not. Refuses (UsageError) limits below the floors, like qemu_throttle.
+    """
+    if not isinstance(vol, Sc1):
+        raise UsageError("sc1_phase_throttle needs an sc1 volume")
+    if phase not in ("burst", "baseline"):
+        raise UsageError(f"sc1 phase must be burst or baseline, got {phase!r}")
+    rate_scale = _number("rate_scale", rate_scale)
+    mib_s = (vol.burst_mib_s if phase == "burst" else vol.baseline_mib_s) * rate_scale
+    throttle = dict(iops_total=round(mib_s), bps_total=round(mib_s * MIB),
+                    iops_size=PUBLISHED[("sc1", "io_unit_kib")] * KIB,
+                    emulates=f"sc1 {vol.size_gib:g} GiB, {phase} ({mib_s:.1f} MiB/s), "
+                             f"rates x{rate_scale:g}")
+    return _checked(vol, throttle, mib_s, mib_s * MIB, rate_scale)
+
+
+def _checked(vol: Gp3 | Sc1, throttle: dict, iops: float, bps: float,
+             rate_scale: float) -> QemuThrottle:
     needed = max(QEMU_MIN_IOPS / iops, QEMU_MIN_BPS / bps)
     if needed > 1:
         raise UsageError(

@@ -160,3 +160,27 @@ def format_rows(rows: list[dict[str, Any]]) -> str:
                      f"{row['iops']:>10.0f} {row['bw_kib_s']:>10.0f} {cells[0]:>9.1f} "
                      f"{cells[1]:>9.1f} {cells[2]:>9.1f}")
     return "\n".join(lines)
+
+
+def parse_log(text: str, source: str = "fio log") -> list[dict[str, Any]]:
+    """A fio bandwidth or IOPS log (`--write_bw_log=P --log_avg_msec=N`, file P_bw.1.log).
+
+    Each line is `time (ms), value, direction (0 read, 1 write, 2 trim), block size,
+    offset[, priority]`; with log_avg_msec the value is the average over that window
+    (KiB/s for a bandwidth log, I/Os per second for an IOPS log)."""
+    rows = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        fields = [part.strip() for part in line.split(",")]
+        try:
+            time_ms, value, direction = int(fields[0]), int(fields[1]), int(fields[2])
+        except (IndexError, ValueError):
+            raise FioError(f"{source}, line {number}: not a fio log line: {line[:80]!r}") from None
+        if direction not in (0, 1, 2):
+            raise FioError(f"{source}, line {number}: unknown direction {direction}")
+        rows.append({"time_ms": time_ms, "value": value,
+                     "op": ("read", "write", "trim")[direction]})
+    if not rows:
+        raise FioError(f"{source}: empty log")
+    return rows

@@ -234,7 +234,10 @@ def qemu_command(name: str, index: int, directory: Path, image: Image, *, accel:
         mine, peer = pair_ports
         command += ["-netdev", f"socket,id=net1,udp=127.0.0.1:{peer},localaddr=127.0.0.1:{mine}",
                     "-device", f"virtio-net-pci,netdev=net1,mac=52:54:00:77:00:0{index}"]
-    command += ["-serial", f"file:{directory}/serial.log", "-pidfile", f"{directory}/qemu.pid",
+    # QEMU's monitor (QMP) on a socket only root can reach: the devices lab changes a data
+    # disk's throttling on the running VM through it (labs/infra/vm/throttle.py).
+    command += ["-qmp", f"unix:{directory}/qmp.sock,server=on,wait=off",
+                "-serial", f"file:{directory}/serial.log", "-pidfile", f"{directory}/qemu.pid",
                 "-daemonize"]
     return command
 

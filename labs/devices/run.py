@@ -1,0 +1,245 @@
+"""Run the devices lab: a lab VM's data disks throttled into cloud volumes, then measured.
+
+QEMU throttles each data disk below the guest kernel, set at run time through QEMU's
+monitor (labs/infra/vm/throttle.py): /dev/vdb as gp3 and /dev/vdc as sc1, both of the
+article's size, each I/O counted the way AWS publishes it (labs/models/cloud_volume.py).
+The throttles are journaled first; the end of the run (or `python -m labs clean`) puts both
+disks back to how the VM was booted.
+
+Steps: the disks' measured region is written once (so reads read data, not holes); fio's
+sweeps on the VM's unthrottled disk, on gp3 and on sc1 held in its burst; a time-scaled sc1
+that bursts and then falls to its baseline; the article's `sysbench fileio` run on an ext4
+file system on each volume.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from labs.devices.params import Parameters
+from labs.errors import LabError, UsageError
+from labs.infra.facts import host_facts
+from labs.infra.hosts import Host
+from labs.infra.vm import machine, throttle
+from labs.infra.workspace import LabWorkspace
+from labs.models import cloud_volume
+from labs.progress import Progress
+from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
+from labs.tools import fio as fio_tool
+from labs.tools import sysbench
+
+REGION_MIB = 256  # the part of each disk fio reads and writes (written once first)
+SWEEP_DEPTH = 16  # the block-size sweep's queue depth
+SEQUENTIAL_DEPTH = 4
+BURST_VOLUME_GIB = 1024  # a 1 TiB sc1: its baseline (12 MiB/s) is above QEMU's floor
+DISKS = {"fast": "/dev/vdb", "slow": "/dev/vdc"}
+
+
+def volumes(params: Parameters) -> list[tuple[str, str, cloud_volume.QemuThrottle | None]]:
+    """(name, VM data disk, QEMU throttle or None) for each volume fio measures."""
+    gp3 = cloud_volume.qemu_throttle(cloud_volume.Gp3(params.size_gib))
+    sc1 = cloud_volume.sc1_phase_throttle(cloud_volume.Sc1(params.size_gib), "burst")
+    return [("unthrottled", "fast", None), ("gp3", "fast", gp3), ("sc1", "slow", sc1)]
+
+
+def burst_throttle(params: Parameters) -> cloud_volume.QemuThrottle:
+    """A 1 TiB sc1 whose bucket is scaled so the burst lasts about params.burst_s."""
+    vol = cloud_volume.Sc1(BURST_VOLUME_GIB)
+    return cloud_volume.qemu_throttle(vol, time_scale=vol.burst_seconds() / params.burst_s)
+
+
+def fio_jobs(params: Parameters, device: str) -> list[tuple[fio_tool.FioJob, dict[str, Any]]]:
+    """The sweeps on one volume: (job, the dimensions its results carry)."""
+    common = {"filename": device, "size": f"{REGION_MIB}M", "runtime_s": params.fio_s,
+              "seed": params.seed, "options": {"ramp_time": 1}}
+    jobs = []
+    for depth in params.depths:
+        jobs.append((fio_tool.FioJob(name=f"randread-16k-qd{depth}", rw="randread", bs="16k",
+                                     iodepth=depth, **common),
+                     {"workload": "depth-sweep", "pattern": "random", "block_kib": 16,
+                      "depth": depth}))
+    for block in params.blocks_kib:
+        jobs.append((fio_tool.FioJob(name=f"randread-{block}k-qd{SWEEP_DEPTH}", rw="randread",
+                                     bs=f"{block}k", iodepth=SWEEP_DEPTH, **common),
+                     {"workload": "block-sweep", "pattern": "random", "block_kib": block,
+                      "depth": SWEEP_DEPTH}))
+    jobs.append((fio_tool.FioJob(name=f"read-1024k-qd{SEQUENTIAL_DEPTH}", rw="read", bs="1m",
+                                 iodepth=SEQUENTIAL_DEPTH, **common),
+                 {"workload": "sequential", "pattern": "sequential", "block_kib": 1024,
+                  "depth": SEQUENTIAL_DEPTH}))
+    jobs.append((fio_tool.FioJob(name=f"randwrite-16k-qd{SWEEP_DEPTH}", rw="randwrite",
+                                 bs="16k", iodepth=SWEEP_DEPTH, **common),
+                 {"workload": "write", "pattern": "random", "block_kib": 16,
+                  "depth": SWEEP_DEPTH}))
+    return jobs
+
+
+def sysbench_options(params: Parameters) -> sysbench.FileioOptions:
+    """The article's run (rndrw, 16 KiB, one thread, fsync every 100 requests, a report a
+    second), with O_DIRECT so the guest's page cache cannot answer for the volume."""
+    return sysbench.FileioOptions(total_size_mib=params.sysbench_mib, test_mode="rndrw",
+                                  direct=True, time_s=params.sysbench_s, report_interval_s=1,
+                                  rand_seed=params.seed)
+
+
+def _record_throttle(rec: RunRecorder, name: str, limit: cloud_volume.QemuThrottle | None,
+                     workload: str) -> None:
+    options = limit.options() if limit else {}
+    for option, unit in (("throttling.iops-total", "iops"), ("throttling.bps-total", "B/s"),
+                         ("throttling.iops-size", "bytes"), ("throttling.iops-total-max", "iops"),
+                         ("throttling.iops-total-max-length", "s"),
+                         ("throttling.bps-total-max", "B/s")):
+        rec.add_result(config=name, workload=workload, metric=option.removeprefix("throttling."),
+                       value=options.get(option, 0), unit=unit, volume=name)
+
+
+class DevicesLab:
+    """The lab's steps on one lab VM; results go to a RunRecorder."""
+
+    def __init__(self, params: Parameters, ws: LabWorkspace, rec: RunRecorder,
+                 progress: Progress):
+        self.params, self.ws, self.rec, self.progress = params, ws, rec, progress
+        self.host = ws.host
+
+    def throttle(self, disk: str, limit: cloud_volume.QemuThrottle | None) -> None:
+        self.rec.add_command(f"[qmp {self.host.name}] block_set_io_throttle {disk} "
+                             + (limit.drive_suffix().lstrip(",") if limit else "(none)"))
+        throttle.throttle_in_workspace(self.ws, disk, limit.options() if limit else {})
+
+    def prefill(self) -> None:
+        self.progress.step(f"writing the first {REGION_MIB} MiB of both data disks once")
+        for disk, device in DISKS.items():
+            self.throttle(disk, None)
+            # Safe: a lab disk of the lab VM (the guard checks it), nothing of the reader's.
+            self.ws.run_guarded(["dd", "if=/dev/urandom", f"of={device}", "bs=1M",
+                                 f"count={REGION_MIB}", "oflag=direct", "status=none"],
+                                [device], timeout_s=600)
+
+    def fio_sweeps(self) -> None:
+        for name, disk, limit in volumes(self.params):
+            device = DISKS[disk]
+            jobs = fio_jobs(self.params, device)
+            self.progress.step(f"fio on {name} ({device}): {len(jobs)} measurements of "
+                               f"{self.params.fio_s} s" + (f", {limit.emulates}" if limit else ""))
+            self.throttle(disk, limit)
+            _record_throttle(self.rec, name, limit, "throttle")
+            argv = fio_tool.fio_command([job for job, _ in jobs], output_format="json")
+            timeout = len(jobs) * (self.params.fio_s + 30) + 120
+            # Safe: fio reads and writes the lab disk's first REGION_MIB only (guarded).
+            out = self.ws.run_guarded(argv, [device], timeout_s=timeout).stdout
+            self.rec.add_raw(f"fio/{name}.json", out)
+            document = fio_tool.load_fio_json(out, f"fio on {name}")
+            errors = fio_tool.job_errors(document)
+            if any(errors.values()):
+                raise LabError(f"fio on {name}: jobs failed: {errors}")
+            dims = {job.name: d for job, d in jobs}
+            for row in fio_tool.fio_rows(document, f"fio on {name}"):
+                d = dims[row["job"]]
+                for metric, value, unit in (
+                        ("iops", row["iops"], "iops"),
+                        ("mib_s", row["bw_kib_s"] / 1024, "MiB/s"),
+                        ("lat_mean_ms", row["lat_mean_us"] / 1000, "ms"),
+                        ("lat_p99_ms", (row["clat_p99_us"] or 0) / 1000, "ms")):
+                    self.rec.add_result(config=name, workload=d["workload"], metric=metric,
+                                        value=round(value, 4), unit=unit, volume=name,
+                                        op=row["op"], pattern=d["pattern"],
+                                        block_kib=d["block_kib"], depth=d["depth"])
+                self.progress.detail(f"{name} {row['job']}: {row['iops']:,.1f} IOPS, "
+                                     f"{row['lat_mean_us'] / 1000:.2f} ms")
+
+    def burst(self) -> None:
+        limit = burst_throttle(self.params)
+        seconds = round(2 * limit.burst_seconds) + 10
+        self.progress.step(f"sc1 {BURST_VOLUME_GIB} GiB, time scaled: {seconds} s of 1 MiB "
+                           f"sequential reads, burst then baseline")
+        device = DISKS["slow"]
+        _record_throttle(self.rec, "sc1-burst", limit, "burst-throttle")
+        self.throttle("slow", limit)
+        prefix = "/tmp/storage-labs-devices-burst"
+        job = fio_tool.FioJob(name="burst", filename=device, rw="read", bs="1m",
+                              iodepth=SEQUENTIAL_DEPTH, size=f"{REGION_MIB}M",
+                              runtime_s=seconds,
+                              options={"write_bw_log": prefix, "log_avg_msec": 1000})
+        argv = fio_tool.fio_command([job], output_format="json")
+        # Safe: reads only, of the lab disk (guarded); the log goes to a /tmp file of its own.
+        self.ws.run_guarded(argv, [device], timeout_s=seconds + 180)
+        log = self.host.sudo(f"cat {prefix}_bw.1.log; rm -f {prefix}_bw.1.log",
+                             timeout_s=60).stdout
+        self.rec.add_raw("fio/sc1-burst_bw.log", log)
+        for row in fio_tool.parse_log(log, "the burst's bandwidth log"):
+            self.rec.add_result(config="sc1-burst", workload="burst", metric="mib_s",
+                                value=round(row["value"] / 1024, 3), unit="MiB/s",
+                                volume="sc1-burst", second=round(row["time_ms"] / 1000, 1))
+        self.rec.add_result(config="sc1-burst", workload="burst", metric="model_burst_s",
+                            value=round(limit.burst_seconds, 2), unit="s", volume="sc1-burst")
+
+    def sysbench_runs(self) -> None:
+        options = sysbench_options(self.params)
+        by_disk = {"fast": ["unthrottled", "gp3"], "slow": ["sc1"]}
+        limits = {name: limit for name, _, limit in volumes(self.params)}
+        for disk, names in by_disk.items():
+            device = DISKS[disk]
+            self.progress.step(f"sysbench fileio: an ext4 file system on {device}, "
+                               f"{options.total_size_mib} MiB of files")
+            self.throttle(disk, None)
+            self.ws.make_filesystem(device, "ext4", label=f"dev-{disk}")
+            point = self.ws.mount(device, f"fileio-{disk}")
+            self.host.sudo(f"cd {shlex.quote(point)} && "
+                           + shlex.join(sysbench.fileio_command("prepare", options))
+                           + " >/dev/null", timeout_s=1800)
+            for name in names:
+                self.progress.step(f"sysbench fileio rndrw on {name}: {options.time_s} s")
+                self.throttle(disk, limits[name])
+                # Nothing of the files stays in the guest's memory from the preparation.
+                self.host.sudo("sync && echo 3 > /proc/sys/vm/drop_caches", timeout_s=300)
+                command = (f"cd {shlex.quote(point)} && "
+                           + shlex.join(sysbench.fileio_command("run", options)))
+                self.rec.add_command(f"[{self.host.name}] {command}")
+                out = self.host.sudo(command, timeout_s=options.time_s + 600).stdout
+                self.rec.add_raw(f"sysbench/{name}.txt", out)
+                result = sysbench.parse_fileio(out, f"sysbench fileio on {name}")
+                for metric, value, unit in (
+                        ("reads_per_s", result.reads_per_s, "iops"),
+                        ("writes_per_s", result.writes_per_s, "iops"),
+                        ("fsyncs_per_s", result.fsyncs_per_s, "iops"),
+                        ("read_mib_s", result.read_mib_per_s, "MiB/s"),
+                        ("written_mib_s", result.written_mib_per_s, "MiB/s"),
+                        ("latency_avg_ms", result.general.latency.avg_ms, "ms")):
+                    self.rec.add_result(config=name, workload="sysbench-rndrw", metric=metric,
+                                        value=value, unit=unit, volume=name)
+                self.progress.detail(f"{name}: {result.reads_per_s:,.1f} reads/s, "
+                                     f"{result.writes_per_s:,.1f} writes/s")
+            self.throttle(disk, None)
+            self.host.sudo(f"cd {shlex.quote(point)} && "
+                           + shlex.join(sysbench.fileio_command("cleanup", options))
+                           + " >/dev/null", timeout_s=600)
+
+
+def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
+    if host.is_local or machine.read_state(host.name) is None:
+        raise UsageError(f"host {host.name}: the devices lab needs a lab VM "
+                         "(`python -m labs vm up`, then --host vm1)")
+    throttle.current_throttle(host.name, "fast")  # the monitor answers, or one clear line
+    missing = host.sudo("for t in fio sysbench mkfs.ext4 dd; do command -v $t >/dev/null "
+                        "|| echo $t; done", timeout_s=60).stdout.split()
+    if missing:
+        raise UsageError(f"host {host.name} lacks {', '.join(missing)}: rebuild the lab VM "
+                         "image (`python -m labs vm build --force`)")
+    volumes(params), burst_throttle(params)  # refuses limits QEMU cannot honour, before anything
+    progress.expect(1 + 3 + 1 + 2 + 3 + 1)
+    run_id = new_run_id(host.name)
+    recorder = RunRecorder(params.LAB, params.as_record(), seed=params.seed, run_id=run_id,
+                           lab_host=host.name, host=host_facts(host))
+    with recorder as rec, LabWorkspace(host, lab=params.LAB, run_id=run_id,
+                                       on_command=rec.add_command) as ws:
+        rec.add_command(params.command_line())
+        for tool, command in (("fio", "fio --version"), ("sysbench", "sysbench --version")):
+            rec.add_tool_version(tool, host.sudo(command, timeout_s=60).stdout.strip())
+        lab = DevicesLab(params, ws, rec, progress)
+        lab.prefill()
+        lab.fio_sweeps()
+        lab.burst()
+        lab.sysbench_runs()
+        progress.step("removing the file systems, the disks' throttles back as booted")
+    return load_run(recorder.final_path)
