@@ -13,7 +13,7 @@ from labs.devices.params import Parameters
 
 NAME = "devices"
 DESCRIPTION = "disks throttled into cloud volumes (gp3, sc1) and measured with fio and sysbench"
-BOOK_PAGE = None  # the explanation page shows the models; the lab page comes with its run
+BOOK_PAGE = "book/devices/lab.md"
 NEEDS = "a lab VM (the lab throttles its data disks through QEMU's monitor)"
 
 __all__ = ["BOOK_PAGE", "DESCRIPTION", "NAME", "NEEDS", "Parameters"]

@@ -45,10 +45,10 @@ def random_read_chart(parts: pd.DataFrame, size_kib: int = 4) -> alt.LayerChart:
         total_ms="sum(ms)", mb_s="max(mb_s)", groupby=["drive"]
     ).transform_calculate(
         label="format(datum.total_ms, '.2f') + ' ms  ->  ' + format(datum.mb_s, '.2f') + ' MB/s'"
-    ).mark_text(align="left", dx=6, fontSize=12).encode(
-        y="drive:N", x="total_ms:Q", text="label:N")
+    ).mark_text(align="left", dx=4, fontSize=12, color="white", fontWeight="bold").encode(
+        y="drive:N", x=alt.datum(0), text="label:N")
     return alt.layer(bars, totals).add_params(size).properties(
-        width=420, height=120, title="Where one random read's time goes")
+        width=460, height=120, title="Where one random read's time goes")
 
 
 def throughput_chart(rates: pd.DataFrame) -> alt.LayerChart:
@@ -136,7 +136,8 @@ def sc1_timeline_chart(timeline: pd.DataFrame, sc1_gib: int = 300) -> alt.LayerC
     rate = base.mark_line(color="#E69F00", interpolate="step-before").encode(
         y=alt.Y("mib_s:Q", title="MiB/s delivered"))
     return rate.add_params(size).properties(
-        width=460, height=240, title="sc1 spends its credit, then crawls at its baseline")
+        width=460, height=240,
+        title="A sustained scan on sc1: burst while its credit lasts, then baseline")
 
 
 def ratio_chart(ratios: pd.DataFrame, article_ratio: float, fit_ms: float) -> alt.LayerChart:

@@ -1,231 +1,296 @@
-"""What the Device speed chapter's explanation page shows: the models' tables and figures.
+"""What the devices lab page shows: emulated volumes measured beside the model.
 
-Pure page code: it calls the models (labs/models/disk.py, ssd.py, cloud_volume.py) and
-returns small tables for the charts and the numbers the text quotes. Nothing here touches
-a host.
+The model for an emulated volume: the lower of what its QEMU throttle allows (by QEMU's own
+accounting: every I/O up to iops-size is one operation, and bytes count as they are) and
+what the VM's unthrottled disk delivered in the same measurement (the throttle can only
+slow a disk down). Pure page code: records and models, never the VM.
 """
 
 from __future__ import annotations
 
-import numpy as np
+import altair as alt
 import pandas as pd
 
-from labs.models import cloud_volume, disk, disk_problems, ssd
+from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
+from labs.book.panel import LabPanel
+from labs.devices.params import Parameters
+from labs.models import cloud_volume
+from labs.records import RecordedRun, run_summary
 
-DRIVES = ("cheetah", "barracuda")
-KIB = 1024
-# Request sizes for the disk charts: 4 KiB to 1 GiB, four per factor of ten.
-REQUEST_BYTES = [int(4 * KIB * 2 ** (k / 2)) // 512 * 512 for k in range(0, 37)]
-BAR_SIZES_KIB = (4, 16, 64, 256, 1024, 4096, 16384, 65536)
-QUEUE_DEPTHS = (1, 2, 4, 8, 16, 32, 64)
-SCHEDULE_REQUESTS = 400   # one seeded workload of random 4 KiB reads
-SCHEDULE_SEED = 7
-SSD_CHANNELS = (1, 2, 4, 8, 16, 32)
-SSD_READ_LATENCIES_US = (25, 50, 100, 200)
-SSD_DEPTHS = tuple(2 ** k for k in range(9))   # 1 .. 256
-SSD_BANDWIDTH_MB_S = 2000.0                     # an illustrative NVMe drive, not a product
-SSD_WRITE_LATENCY_US = 20.0
-SC1_SIZES_GIB = (125, 300, 1024, 4096, 16384)
-VOLUME_BLOCKS_KIB = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
-ARTICLE_SIZE_GIB = 300    # the seed article's two volumes
-ARTICLE_BLOCK_KIB = 16    # sysbench fileio's default block size
-ARTICLE_RATIO = 45        # what the article measured with sysbench fileio rndrw (about)
-ARTICLE_DB_RATIO = 1.6    # its MySQL stored-procedure inserts, 10 sessions (about)
-GP3_LATENCIES_MS = tuple(np.round(np.geomspace(0.1, 10, 41), 4))
+VOLUMES = ("unthrottled", "gp3", "sc1")
+COLOURS = alt.Scale(domain=list(VOLUMES), range=["#999999", "#0072B2", "#E69F00"])
+FIO_WORKLOADS = ("depth-sweep", "block-sweep", "sequential", "write")
+ARTICLE_RATIO = 45
+THROTTLE_FIELDS = {"iops-total": "iops_total", "bps-total": "bps_total",
+                   "iops-size": "iops_size", "iops-total-max": "iops_total_max",
+                   "iops-total-max-length": "iops_total_max_length",
+                   "bps-total-max": "bps_total_max"}
 
 
-def random_read_parts() -> pd.DataFrame:
-    """One random read of each size on each drive, split into seek, rotation and transfer."""
-    rows = []
-    for name in DRIVES:
-        for size_kib in BAR_SIZES_KIB:
-            estimate = disk.random_io(name, size_kib * KIB)
-            for part, ms in (("seek", estimate.seek_ms), ("rotation", estimate.rotation_ms),
-                             ("transfer", estimate.transfer_ms)):
-                rows.append({"drive": disk.get_drive(name).name, "size_kib": size_kib,
-                             "part": part, "ms": round(ms, 4),
-                             "mb_s": round(estimate.throughput_mb_s, 3)})
-    return pd.DataFrame(rows)
+def throttle_of(run: RecordedRun, volume: str) -> cloud_volume.QemuThrottle | None:
+    """The QEMU throttle the run applied to `volume` (None: no limits)."""
+    rows = run.results[(run.results["volume"] == volume)
+                       & run.results["workload"].isin(["throttle", "burst-throttle"])]
+    values = {THROTTLE_FIELDS[m]: int(v) for m, v in zip(rows["metric"], rows["value"],
+                                                         strict=True)}
+    if not any(values.values()):
+        return None
+    values["bps_total_max_length"] = values.get("iops_total_max_length", 0)
+    return cloud_volume.QemuThrottle(**values)
 
 
-def throughput_by_request_size() -> pd.DataFrame:
-    """MB/s of back-to-back requests at random places, by request size, on each drive."""
-    rows = []
-    for name in DRIVES:
-        for size in REQUEST_BYTES:
-            estimate = disk.random_io(name, size)
-            rows.append({"drive": disk.get_drive(name).name, "size_kib": size / KIB,
-                         "mb_s": float(f"{estimate.throughput_mb_s:.4g}"),
-                         "ms": float(f"{estimate.latency_ms:.4g}")})
-    return pd.DataFrame(rows)
-
-
-def scheduler_sweep() -> pd.DataFrame:
-    """IOPS of FIFO, SSTF and SPTF by queue depth, one seeded workload per drive."""
-    frames = []
-    for name in DRIVES:
-        rows = disk.queue_depth_sweep(name, SCHEDULE_REQUESTS, SCHEDULE_SEED, list(QUEUE_DEPTHS))
-        frame = pd.DataFrame(rows)[["queue_depth", "policy", "iops"]]
-        frame["drive"] = disk.get_drive(name).name
-        frames.append(frame)
-    table = pd.concat(frames, ignore_index=True)
-    table["policy"] = table["policy"].str.upper()
-    table["iops"] = table["iops"].round(1)
+def fio_results(run: RecordedRun) -> pd.DataFrame:
+    """One row per volume and fio measurement, measured beside the model."""
+    rows = run.results[run.results["workload"].isin(FIO_WORKLOADS)]
+    table = rows.pivot_table(index=["volume", "workload", "op", "pattern", "block_kib", "depth"],
+                             columns="metric", values="value").reset_index()
+    table.columns.name = None
+    key = ["workload", "op", "pattern", "block_kib", "depth"]
+    reference = table[table["volume"] == "unthrottled"].set_index(key)["iops"]
+    models = []
+    for row in table.itertuples():
+        limit = throttle_of(run, row.volume)
+        if limit is None:
+            models.append(float("nan"))  # the reference itself: nothing to predict it from
+            continue
+        allowed = limit.predicted_iops(int(row.block_kib) * 1024)
+        models.append(min(allowed, reference.get(tuple(getattr(row, k) for k in key),
+                                                 float("inf"))))
+    table["model_iops"] = models
+    table["error_pct"] = 100 * (table["iops"] / table["model_iops"] - 1)
+    table["model_mib_s"] = table["model_iops"] * table["block_kib"] / 1024
     return table
 
 
-def ssd_curves() -> pd.DataFrame:
-    """The SSD model's IOPS and per-request time by queue depth, for a grid of drives."""
-    rows = []
-    for channels in SSD_CHANNELS:
-        for read_us in SSD_READ_LATENCIES_US:
-            drive = ssd.Ssd(read_us, SSD_WRITE_LATENCY_US, channels, SSD_BANDWIDTH_MB_S)
-            for row in ssd.queue_depth_curve(drive, 4096, list(SSD_DEPTHS)):
-                rows.append({"channels": channels, "read_us": read_us,
-                             "queue_depth": row["queue_depth"], "iops": round(row["iops"]),
-                             "latency_ms": round(row["latency_ms"], 4),
-                             "limit": row["limit"]})
-    return pd.DataFrame(rows)
+def burst_results(run: RecordedRun) -> pd.DataFrame:
+    """The time-scaled sc1's MiB/s second by second, beside the model's burst-then-baseline."""
+    rows = run.results[(run.results["workload"] == "burst") & (run.results["metric"] == "mib_s")]
+    limit = throttle_of(run, "sc1-burst")
+    table = rows[["second", "value"]].rename(columns={"value": "mib_s"}).reset_index(drop=True)
+    burst_mib_s = limit.bps_total_max / cloud_volume.MIB
+    base_mib_s = limit.bps_total / cloud_volume.MIB
+    # fio's log gives the average over each second that ends at `second`.
+    starts = table["second"] - 1
+    bursting = (limit.burst_seconds - starts).clip(0, 1)
+    table["model_mib_s"] = bursting * burst_mib_s + (1 - bursting) * base_mib_s
+    return table
 
 
-def volume_rates() -> pd.DataFrame:
-    """gp3 (baseline) and sc1 (each size, burst and baseline): IOPS and MiB/s by block size."""
-    rows = []
-    for size in SC1_SIZES_GIB:
-        curves = [("gp3", cloud_volume.Gp3(ARTICLE_SIZE_GIB), "steady"),
-                  ("sc1 burst", cloud_volume.Sc1(size), "burst"),
-                  ("sc1 baseline", cloud_volume.Sc1(size), "baseline")]
-        for pattern in cloud_volume.PATTERNS:
-            for block_kib in VOLUME_BLOCKS_KIB:
-                for label, vol, phase in curves:
-                    p = cloud_volume.predict(vol, block_kib, pattern, phase)
-                    rows.append({"sc1_gib": size, "pattern": pattern, "volume": label,
-                                 "block_kib": block_kib, "iops": float(f"{p.iops:.4g}"),
-                                 "mib_s": float(f"{p.mib_s:.4g}"), "limit": p.limit})
-    return pd.DataFrame(rows)
+def sysbench_results(run: RecordedRun) -> pd.DataFrame:
+    """sysbench fileio rndrw per volume: reads + writes per second, beside the model."""
+    rows = run.results[run.results["workload"] == "sysbench-rndrw"]
+    table = rows.pivot_table(index="volume", columns="metric", values="value").reindex(
+        list(VOLUMES)).reset_index()
+    table.columns.name = None
+    table["ops_per_s"] = table["reads_per_s"] + table["writes_per_s"]
+    reference = float(table.loc[table["volume"] == "unthrottled", "ops_per_s"].iloc[0])
+    models = []
+    for volume in table["volume"]:
+        limit = throttle_of(run, volume)
+        models.append(float("nan") if limit is None else
+                      min(limit.predicted_iops(16 * 1024), reference))
+    table["model_ops_per_s"] = models
+    table["error_pct"] = 100 * (table["ops_per_s"] / table["model_ops_per_s"] - 1)
+    return table
 
 
-def sc1_timeline(hours: float = 24, step_minutes: float = 15) -> pd.DataFrame:
-    """A sustained 1 MiB sequential scan on each sc1 size, from a full bucket."""
-    frames = []
-    for size in SC1_SIZES_GIB:
-        rows = cloud_volume.sc1_over_time(cloud_volume.Sc1(size), hours * 3600,
-                                          step_minutes * 60)
-        frame = pd.DataFrame({"hours": np.round(np.array(rows["time_s"]) / 3600, 3),
-                              "mib_s": np.round(rows["mib_s"], 2),
-                              "credit_pct": np.round(np.array(rows["credit_fraction"]) * 100, 1)})
-        frame["sc1_gib"] = size
-        frames.append(frame)
-    return pd.concat(frames, ignore_index=True)
+def _fio(run: RecordedRun, volume: str, workload: str, **where) -> pd.Series:
+    table = fio_results(run)
+    rows = table[(table["volume"] == volume) & (table["workload"] == workload)]
+    for column, value in where.items():
+        rows = rows[rows[column] == value]
+    if len(rows) != 1:
+        raise KeyError(f"{volume} {workload} {where}: {len(rows)} rows")
+    return rows.iloc[0]
 
 
-def one_thread_ratio(latency_ms: float) -> float:
-    """gp3/sc1 for 16 KiB random I/O when one thread waits `latency_ms` for each gp3 I/O.
-
-    Only gp3 gets the client bound: at sc1's burst rate of about 23 I/Os a second, one thread
-    keeps up unless each sc1 I/O takes over 40 ms.
-    """
-    gp3 = cloud_volume.predict(cloud_volume.Gp3(ARTICLE_SIZE_GIB), ARTICLE_BLOCK_KIB, "random",
-                               queue_depth=1, latency_ms=latency_ms)
-    sc1 = cloud_volume.predict(cloud_volume.Sc1(ARTICLE_SIZE_GIB), ARTICLE_BLOCK_KIB, "random",
-                               "burst")
-    return gp3.iops / sc1.iops
-
-
-def ratio_by_gp3_latency() -> pd.DataFrame:
-    return pd.DataFrame({"latency_ms": GP3_LATENCIES_MS,
-                         "ratio": [round(one_thread_ratio(ms), 2) for ms in GP3_LATENCIES_MS]})
-
-
-def latency_for_ratio(ratio: float) -> float:
-    """The gp3 latency at which one thread sees `ratio` (where the client bound is the limit)."""
-    sc1 = cloud_volume.predict(cloud_volume.Sc1(ARTICLE_SIZE_GIB), ARTICLE_BLOCK_KIB, "random",
-                               "burst")
-    return 1000.0 / (ratio * sc1.iops)
-
-
-def practice_answer(kind: str, seed: int) -> str:
-    """The worked answer of a generated problem (what `disk --problem ... -c` adds)."""
-    return disk_problems.make_problem(kind, seed).solve().text
-
-
-def _sweep_iops(table: pd.DataFrame, drive: str, depth: int, policy: str) -> float:
-    row = table[(table.drive == drive) & (table.queue_depth == depth) & (table.policy == policy)]
-    return float(row["iops"].iloc[0])
-
-
-def explain_figures() -> dict[str, str]:
-    """Every number the explanation page quotes, computed from the models."""
-    f: dict[str, str] = {}
-    for name in DRIVES:
-        rvs = disk.random_vs_sequential(name, 4096, 100 * disk.MB)
-        key = name
-        f[f"{key}_rnd_ms"] = f"{rvs['random']['latency_ms']:.2f}"
-        f[f"{key}_rnd_mb_s"] = f"{rvs['random']['throughput_mb_s']:.2f}"
-        f[f"{key}_seq_mb_s"] = f"{rvs['sequential']['throughput_mb_s']:.0f}"
-        f[f"{key}_ratio"] = f"{rvs['ratio']:.0f}"
-        f[f"{key}_rot_ms"] = f"{disk.get_drive(name).avg_rotation_ms:.2f}"
-        half = next(size for size in REQUEST_BYTES
-                    if disk.random_io(name, size).throughput_mb_s
-                    >= disk.get_drive(name).transfer_mb_s / 2)
-        f[f"{key}_half_rate_mib"] = f"{half / KIB / KIB:.1f}"
-    sweep = scheduler_sweep()
-    for name in DRIVES:
-        drive = disk.get_drive(name).name
-        fifo = _sweep_iops(sweep, drive, 64, "FIFO")
-        f[f"{name}_sptf64_gain"] = f"{_sweep_iops(sweep, drive, 64, 'SPTF') / fifo:.1f}"
-        f[f"{name}_sptf4_gain"] = f"{_sweep_iops(sweep, drive, 4, 'SPTF') / fifo:.1f}"
-    cheetah = disk.get_drive("cheetah").name  # the text quotes the Cheetah's IOPS
-    f["cheetah_fifo_iops"] = f"{_sweep_iops(sweep, cheetah, 64, 'FIFO'):.0f}"
-    f["cheetah_sstf64_iops"] = f"{_sweep_iops(sweep, cheetah, 64, 'SSTF'):.0f}"
-    f["cheetah_sptf64_iops"] = f"{_sweep_iops(sweep, cheetah, 64, 'SPTF'):.0f}"
-    f["schedule_requests"] = f"{SCHEDULE_REQUESTS}"
-    nvme = ssd.Ssd(100, SSD_WRITE_LATENCY_US, 8, SSD_BANDWIDTH_MB_S)
-    f["ssd_qd1_iops"] = f"{ssd.ssd_iops(nvme, 1).iops:,.0f}"
-    f["ssd_top_iops"] = f"{ssd.ssd_iops(nvme, 8).iops:,.0f}"
-    f["ssd_qd64_latency_ms"] = f"{ssd.ssd_iops(nvme, 64).latency_ms:.1f}"
-    gp3, sc1 = cloud_volume.Gp3(ARTICLE_SIZE_GIB), cloud_volume.Sc1(ARTICLE_SIZE_GIB)
-    f["sc1_baseline_mib_s"] = f"{sc1.baseline_mib_s:.2f}"
-    f["sc1_burst_mib_s"] = f"{sc1.burst_mib_s:.1f}"
-    f["sc1_burst_hours"] = f"{sc1.burst_seconds() / 3600:.1f}"
-    f["sc1_refill_hours"] = f"{sc1.refill_seconds() / 3600:.0f}"
-    burst = cloud_volume.predict(sc1, ARTICLE_BLOCK_KIB, "random", "burst")
-    baseline = cloud_volume.predict(sc1, ARTICLE_BLOCK_KIB, "random", "baseline")
-    gp3_random = cloud_volume.predict(gp3, ARTICLE_BLOCK_KIB, "random")
-    f["sc1_burst_iops"] = f"{burst.iops:.1f}"
-    f["sc1_baseline_iops"] = f"{baseline.iops:.1f}"
-    f["sc1_burst_useful_mib_s"] = f"{burst.mib_s:.2f}"
-    f["gp3_iops"] = f"{gp3_random.iops:,.0f}"
-    f["ratio_burst"] = f"{gp3_random.iops / burst.iops:.0f}"
-    f["ratio_baseline"] = f"{gp3_random.iops / baseline.iops:.0f}"
-    seq_gp3 = cloud_volume.predict(gp3, 1024, "sequential")
-    seq_sc1 = cloud_volume.predict(sc1, 1024, "sequential", "burst")
-    f["seq_ratio"] = f"{seq_gp3.mib_s / seq_sc1.mib_s:.1f}"
-    f["article_ratio"] = f"{ARTICLE_RATIO}"
-    f["article_db_ratio"] = f"{ARTICLE_DB_RATIO:g}"
-    fit_ms = latency_for_ratio(ARTICLE_RATIO)
-    f["fit_latency_ms"] = f"{fit_ms:.2f}"
-    f["fit_gp3_iops"] = f"{1000 / fit_ms:,.0f}"
-    f["one_thread_1ms_ratio"] = f"{one_thread_ratio(1.0):.0f}"
-    f["gp3_qd_for_full_iops_at_1ms"] = f"{ssd.queue_depth_from(gp3.iops, 1.0):.0f}"
-    f.update(exercise_figures())
+def figures(run: RecordedRun) -> dict[str, str]:
+    """Every number the lab page quotes, computed from the run."""
+    params = run.meta["parameters"]
+    deep, shallow = max(params["depths"]), min(params["depths"])
+    fio = fio_results(run)
+    modelled = fio[fio["model_iops"].notna()]
+    f: dict[str, str] = {"deep": str(deep), "shallow": str(shallow),
+                         "fio_s": str(params["fio_s"]), "size_gib": str(params["size_gib"])}
+    for volume in ("gp3", "sc1"):
+        limit = throttle_of(run, volume)
+        f[f"{volume}_limit_iops"] = f"{limit.iops_total:,}"
+        f[f"{volume}_limit_mib_s"] = f"{limit.bps_total / cloud_volume.MIB:.1f}"
+        f[f"{volume}_iops_size_kib"] = f"{limit.iops_size // 1024:,}"
+        d = _fio(run, volume, "depth-sweep", depth=deep)
+        f[f"{volume}_deep_iops"] = f"{d['iops']:,.1f}"
+        f[f"{volume}_deep_error"] = f"{d['error_pct']:+.1f}"
+        s = _fio(run, volume, "depth-sweep", depth=shallow)
+        f[f"{volume}_qd1_iops"] = f"{s['iops']:,.1f}"
+        f[f"{volume}_qd1_model"] = f"{s['model_iops']:,.1f}"
+        f[f"{volume}_qd1_ms"] = f"{s['lat_mean_ms']:.2f}"
+        q = _fio(run, volume, "sequential")
+        f[f"{volume}_seq_mib_s"] = f"{q['mib_s']:.1f}"
+        f[f"{volume}_seq_error"] = f"{q['error_pct']:+.1f}"
+    u = _fio(run, "unthrottled", "depth-sweep", depth=shallow)
+    f["unthrottled_qd1_iops"] = f"{u['iops']:,.0f}"
+    f["unthrottled_qd1_ms"] = f"{u['lat_mean_ms']:.2f}"
+    f["unthrottled_top_iops"] = f"{fio[fio.volume == 'unthrottled']['iops'].max():,.0f}"
+    beyond_qd1 = modelled[~((modelled.workload == "depth-sweep") & (modelled.depth == shallow))]
+    f["worst_error_beyond_qd1"] = f"{beyond_qd1['error_pct'].abs().max():.1f}"
+    f["measurements"] = str(len(modelled))
+    f["within_5pct"] = str(int((modelled["error_pct"].abs() <= 5).sum()))
+    sc1_16k = _fio(run, "sc1", "block-sweep", block_kib=16)
+    sc1_1m = _fio(run, "sc1", "block-sweep", block_kib=1024)
+    f["sc1_16k_iops"] = f"{sc1_16k['iops']:.1f}"
+    f["sc1_1m_iops"] = f"{sc1_1m['iops']:.1f}"
+    f["sc1_16k_mib_s"] = f"{sc1_16k['mib_s']:.2f}"
+    f["sc1_1m_mib_s"] = f"{sc1_1m['mib_s']:.1f}"
+    burst = burst_results(run)
+    limit = throttle_of(run, "sc1-burst")
+    f["burst_model_s"] = f"{limit.burst_seconds:.0f}"
+    f["burst_mib_s"] = f"{limit.bps_total_max / cloud_volume.MIB:.0f}"
+    f["base_mib_s"] = f"{limit.bps_total / cloud_volume.MIB:.0f}"
+    full = burst[burst["second"] <= limit.burst_seconds - 1]
+    after = burst[burst["second"] >= limit.burst_seconds + 2]
+    f["burst_measured_mib_s"] = f"{full['mib_s'].iloc[1:].median():.1f}"
+    f["base_measured_mib_s"] = f"{after['mib_s'].median():.1f}"
+    fallen = burst[burst["mib_s"] < 0.5 * burst["mib_s"].max()]
+    f["burst_ended_s"] = f"{fallen['second'].min():.0f}"
+    sysb = sysbench_results(run).set_index("volume")
+    f["sysbench_s"] = str(params["sysbench_s"])
+    f["sysbench_mib"] = str(params["sysbench_mib"])
+    for volume in VOLUMES:
+        f[f"sb_{volume}_ops"] = f"{sysb.loc[volume, 'ops_per_s']:,.1f}"
+        f[f"sb_{volume}_ms"] = f"{sysb.loc[volume, 'latency_avg_ms']:.2f}"
+    for volume in ("gp3", "sc1"):
+        f[f"sb_{volume}_model"] = f"{sysb.loc[volume, 'model_ops_per_s']:,.1f}"
+        f[f"sb_{volume}_error"] = f"{sysb.loc[volume, 'error_pct']:+.1f}"
+    ratio = sysb.loc["gp3", "ops_per_s"] / sysb.loc["sc1", "ops_per_s"]
+    model_ratio = sysb.loc["gp3", "model_ops_per_s"] / sysb.loc["sc1", "model_ops_per_s"]
+    f["sb_ratio"] = f"{ratio:.0f}"
+    f["sb_model_ratio"] = f"{model_ratio:.0f}"
+    f["sb_fsyncs_per_op"] = f"{sysb.loc['gp3', 'fsyncs_per_s'] / sysb.loc['gp3', 'ops_per_s']:.2f}"
+    f["article_ratio"] = str(ARTICLE_RATIO)
+    gp3_16 = _fio(run, "gp3", "block-sweep", block_kib=16)
+    f["ex_gp3_16"] = f"{gp3_16['iops']:,.0f}"
+    f["ex_sc1_16"] = f"{sc1_16k['iops']:.1f}"
+    f["ex_ratio_16"] = f"{gp3_16['iops'] / sc1_16k['iops']:.0f}"
+    f["ex_sc1_in_flight"] = f"{throttle_of(run, 'sc1').iops_total * u['lat_mean_ms'] / 1000:.3f}"
     return f
 
 
-def exercise_figures() -> dict[str, str]:
-    """The worked answers of the explanation page's exercises."""
-    f: dict[str, str] = {}
-    big = cloud_volume.Sc1(2048)
-    f["ex1_burst_mib_s"] = f"{big.burst_mib_s:.0f}"
-    f["ex1_baseline_mib_s"] = f"{big.baseline_mib_s:.0f}"
-    f["ex1_burst_iops"] = f"{cloud_volume.predict(big, 16, 'random', 'burst').iops:.0f}"
-    f["ex1_baseline_iops"] = f"{cloud_volume.predict(big, 16, 'random', 'baseline').iops:.0f}"
-    largest = cloud_volume.Sc1(cloud_volume.PUBLISHED[("sc1", "max_size_gib")])
-    f["ex1_cap_iops"] = f"{cloud_volume.predict(largest, 16, 'random', 'burst').iops:.0f}"
-    f["ex1_cap_mib_s"] = f"{cloud_volume.PUBLISHED[('sc1', 'max_throughput_mib_s')]:.0f}"
-    in_flight = ssd.queue_depth_from(2000, 1.0)
-    f["ex2_in_flight"] = f"{in_flight:.0f}"
-    disk_iops = disk.random_io("cheetah", 4096).iops
-    f["ex2_disk_iops"] = f"{disk_iops:.0f}"
-    f["ex2_disks"] = f"{int(np.ceil(2000 / disk_iops))}"
-    return f
+# -- charts --------------------------------------------------------------------------------
+
+
+def _measured_and_model(table: pd.DataFrame, x: alt.X, y_field: str, model_field: str,
+                        y_title: str, title: str) -> alt.LayerChart:
+    tooltip = ["volume:N", "block_kib:Q", "depth:Q", alt.Tooltip(f"{y_field}:Q", format=",.1f"),
+               alt.Tooltip(f"{model_field}:Q", title="model", format=",.1f"),
+               alt.Tooltip("error_pct:Q", title="error %", format="+.1f")]
+    colour = alt.Color("volume:N", scale=COLOURS, title=None, legend=alt.Legend(orient="bottom"))
+    y = alt.Y(f"{y_field}:Q", scale=alt.Scale(type="log"), title=y_title)
+    measured = alt.Chart(table).mark_point(filled=True, size=60).encode(
+        x=x, y=y, color=colour, tooltip=tooltip)
+    model = alt.Chart(table[table[model_field].notna()]).mark_line(strokeDash=[5, 3]).encode(
+        x=x, y=alt.Y(f"{model_field}:Q"), color=colour, tooltip=tooltip)
+    return alt.layer(model, measured).properties(
+        width=460, height=280, title={"text": title,
+                                      "subtitle": "points: measured; dashed: the model"})
+
+
+def depth_chart(run: RecordedRun) -> alt.LayerChart:
+    table = fio_results(run)
+    table = table[table["workload"] == "depth-sweep"]
+    x = alt.X("depth:Q", scale=alt.Scale(type="log", base=2), title="queue depth",
+              axis=alt.Axis(values=sorted(table["depth"].unique().tolist())))
+    return _measured_and_model(table, x, "iops", "model_iops", "16 KiB random reads per second",
+                               "Emulated volumes by queue depth")
+
+
+def block_chart(run: RecordedRun) -> alt.LayerChart:
+    table = fio_results(run)
+    table = table[table["workload"] == "block-sweep"]
+    x = alt.X("block_kib:Q", scale=alt.Scale(type="log", base=2), title="read size (KiB)",
+              axis=alt.Axis(values=sorted(table["block_kib"].unique().tolist())))
+    return _measured_and_model(table, x, "mib_s", "model_mib_s", "data read (MiB/s)",
+                               "Emulated volumes by read size, random, queue depth 16")
+
+
+def burst_chart(run: RecordedRun) -> alt.LayerChart:
+    table = burst_results(run)
+    x = alt.X("second:Q", title="seconds of 1 MiB sequential reads")
+    measured = alt.Chart(table).mark_line(point=True, color="#E69F00").encode(
+        x=x, y=alt.Y("mib_s:Q", title="MiB/s"),
+        tooltip=["second:Q", alt.Tooltip("mib_s:Q", format=".1f"),
+                 alt.Tooltip("model_mib_s:Q", title="model", format=".1f")])
+    model = alt.Chart(table).mark_line(strokeDash=[5, 3], color="#000000").encode(
+        x=x, y="model_mib_s:Q")
+    return alt.layer(model, measured).properties(
+        width=460, height=240, title={"text": "A 1 TiB sc1, time scaled: burst, then baseline",
+                                      "subtitle": "orange: measured; dashed: the model"})
+
+
+def sysbench_chart(run: RecordedRun) -> alt.LayerChart:
+    table = sysbench_results(run)
+    long = pd.concat([table.assign(kind="measured", value=table["ops_per_s"]),
+                      table.assign(kind="model", value=table["model_ops_per_s"])])
+    long = long[long["value"].notna()]
+    bars = alt.Chart(long).mark_bar().encode(
+        y=alt.Y("volume:N", sort=list(VOLUMES), title=None),
+        yOffset=alt.YOffset("kind:N", sort=["model", "measured"]),
+        x=alt.X("value:Q", scale=alt.Scale(type="log"),
+                title="reads + writes per second (log scale)"),
+        color=alt.Color("kind:N", scale=alt.Scale(domain=["measured", "model"],
+                                                  range=["#0072B2", "#BBBBBB"]),
+                        title=None, legend=alt.Legend(orient="bottom")),
+        tooltip=["volume:N", "kind:N", alt.Tooltip("value:Q", format=",.1f")])
+    return bars.properties(width=420, height=180,
+                           title="sysbench fileio rndrw, one thread, 16 KiB, O_DIRECT")
+
+
+# -- the lab contract ----------------------------------------------------------------------
+
+
+def chart(run: RecordedRun) -> alt.LayerChart:
+    """The panel's chart: the depth sweep."""
+    return depth_chart(run)
+
+
+def headline(run: RecordedRun) -> pd.DataFrame:
+    """The run's headline measures for labs.book.compare, each beside the model."""
+    from labs.book.compare import headline_table
+
+    params = run.meta["parameters"]
+    deep = max(params["depths"])
+    rows = []
+    for volume in VOLUMES:
+        d = _fio(run, volume, "depth-sweep", depth=deep)
+        rows.append({"measure": f"16 KiB random reads per second, depth {deep}",
+                     "config": volume, "value": d["iops"], "unit": "iops",
+                     "better": "higher", "model": d["model_iops"]})
+        s = _fio(run, volume, "sequential")
+        rows.append({"measure": "1 MiB sequential reads, MiB/s", "config": volume,
+                     "value": s["mib_s"], "unit": "MiB/s", "better": "higher",
+                     "model": s["model_mib_s"]})
+    for row in sysbench_results(run).itertuples():
+        rows.append({"measure": "sysbench fileio rndrw, reads + writes per second",
+                     "config": row.volume, "value": row.ops_per_s, "unit": "iops",
+                     "better": "higher", "model": row.model_ops_per_s})
+    return headline_table(rows)
+
+
+def provenance(run: RecordedRun) -> pd.DataFrame:
+    table = run_summary(run)
+    commands = run.meta["commands"]
+    table.loc[table[""] == "command", "recorded run"] = (
+        f"{commands[0]} (then {len(commands) - 1} commands in the VM and its monitor, "
+        f"listed in run.json)")
+    return table
+
+
+def provenance_table(run: RecordedRun):
+    return provenance(run).style.hide(axis="index").set_properties(
+        **{"white-space": "normal", "word-break": "break-word", "text-align": "left"})
+
+
+def panel() -> LabPanel:
+    # needs_root: the lab VM runs from root's image cache (`sudo ... vm build` / `vm up`).
+    return LabPanel(Parameters, fields=("host", "profile", "size_gib", "seed"), chart=chart,
+                    title="Cloud volumes emulated in a lab VM", defaults={"profile": "quick"},
+                    needs_root=True)

@@ -55,23 +55,26 @@ def fio_jobs(params: Parameters, device: str) -> list[tuple[fio_tool.FioJob, dic
               "seed": params.seed, "options": {"ramp_time": 1}}
     jobs = []
     for depth in params.depths:
-        jobs.append((fio_tool.FioJob(name=f"randread-16k-qd{depth}", rw="randread", bs="16k",
+        jobs.append((fio_tool.FioJob(name=f"depth-randread-16k-qd{depth}", rw="randread", bs="16k",
                                      iodepth=depth, **common),
                      {"workload": "depth-sweep", "pattern": "random", "block_kib": 16,
                       "depth": depth}))
     for block in params.blocks_kib:
-        jobs.append((fio_tool.FioJob(name=f"randread-{block}k-qd{SWEEP_DEPTH}", rw="randread",
+        jobs.append((fio_tool.FioJob(name=f"block-randread-{block}k-qd{SWEEP_DEPTH}", rw="randread",
                                      bs=f"{block}k", iodepth=SWEEP_DEPTH, **common),
                      {"workload": "block-sweep", "pattern": "random", "block_kib": block,
                       "depth": SWEEP_DEPTH}))
-    jobs.append((fio_tool.FioJob(name=f"read-1024k-qd{SEQUENTIAL_DEPTH}", rw="read", bs="1m",
+    jobs.append((fio_tool.FioJob(name=f"sequential-read-1024k-qd{SEQUENTIAL_DEPTH}", rw="read", bs="1m",
                                  iodepth=SEQUENTIAL_DEPTH, **common),
                  {"workload": "sequential", "pattern": "sequential", "block_kib": 1024,
                   "depth": SEQUENTIAL_DEPTH}))
-    jobs.append((fio_tool.FioJob(name=f"randwrite-16k-qd{SWEEP_DEPTH}", rw="randwrite",
+    jobs.append((fio_tool.FioJob(name=f"write-randwrite-16k-qd{SWEEP_DEPTH}", rw="randwrite",
                                  bs="16k", iodepth=SWEEP_DEPTH, **common),
                  {"workload": "write", "pattern": "random", "block_kib": 16,
                   "depth": SWEEP_DEPTH}))
+    # Each job's results are told apart by its name (the depth sweep at 16 and the block
+    # sweep at 16 KiB are the same fio job with different roles).
+    assert len({job.name for job, _ in jobs}) == len(jobs)
     return jobs
 
 

@@ -147,6 +147,20 @@ def _local_runner() -> type:
     return InterruptibleLocal
 
 
+def _remote_runner(host: Host) -> type:
+    from fabric.runners import Remote
+
+    class InterruptibleRemote(Remote):
+        def send_interrupt(self, interrupt: KeyboardInterrupt) -> None:
+            # Without a pty Fabric re-raises the Ctrl-C but first waits for the remote
+            # command to end on its own (minutes for a long fio); stop it first, so the lab
+            # unwinds now and its teardown runs.
+            host.stop_commands()
+            raise interrupt
+
+    return InterruptibleRemote
+
+
 @dataclass
 class Host:
     """Common part of every host; subclasses provide _execute, put and get."""
@@ -192,6 +206,11 @@ class Host:
         are not refused, so it removes what it made. What it cannot remove stays journaled.
         """
         self._interrupt.set()
+        self.stop_commands()
+
+    def stop_commands(self) -> None:
+        """Send SIGINT to the commands this object runs on the host now (over a second
+        connection), so that a command waited for returns at once."""
         pattern = f"[{self.run_tag[0]}]{self.run_tag[1:]}"  # never matches pkill's own line
         twin = self.twin()
         try:
@@ -331,6 +350,7 @@ class SSHHost(Host):
         import paramiko
 
         connection = self._open(command)
+        connection.config.runners.remote = _remote_runner(self)
         try:
             result = connection.run(wrapped, hide=True, warn=True, timeout=timeout_s,
                                     in_stream=False, env=env, pty=False)

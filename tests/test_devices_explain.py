@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from labs.devices import charts, page
-from labs.models import cloud_volume
+from labs.devices import charts
+from labs.devices import explain as page
+from labs.models import cloud_volume, disk
 
 PAGE = Path(__file__).resolve().parents[1] / "book" / "devices" / "explain.md"
 FIGURES = page.explain_figures()
@@ -38,7 +39,9 @@ def test_bigger_requests_only_ever_help_and_half_rate_is_where_text_says():
     for _, curve in rates.groupby("drive"):
         assert curve["mb_s"].is_monotonic_increasing
     for drive in page.DRIVES:  # half the peak: transfer time equals positioning time
-        assert 0.5 <= number(f"{drive}_half_rate_mib") <= 2.0
+        size = number(f"{drive}_half_rate_mb") * disk.MB
+        peak = disk.get_drive(drive).transfer_mb_s
+        assert disk.random_io(drive, size).throughput_mb_s == pytest.approx(peak / 2, rel=0.01)
 
 
 def test_queue_depth_one_makes_every_policy_the_same_and_fifo_never_gains():
@@ -104,7 +107,7 @@ def test_one_thread_explains_the_article_at_about_a_millisecond():
 
 def test_exercise_answers():
     assert (number("ex1_burst_iops"), number("ex1_baseline_iops")) == (160, 24)
-    assert number("ex1_cap_iops") < 3000
+    assert number("ex1_cap_iops") < 3000 and number("ex1_cap_baseline_iops") == 192
     assert number("ex2_in_flight") == 2 and number("ex2_disks") == 13
 
 
@@ -117,3 +120,4 @@ def test_every_chart_builds_small():
                   charts.sc1_timeline_chart(page.sc1_timeline()),
                   charts.ratio_chart(page.ratio_by_gp3_latency(), 45, 0.95)):
         assert len(chart.to_json()) < 200_000
+

@@ -1,0 +1,160 @@
+"""The devices lab on the session's shared vm1 (ci profile): real QEMU throttles, real fio.
+
+Asserted: the emulated gp3 and sc1 keep their contracts where the model says they must
+(deep queues, sequential reads, the burst then the baseline), sc1 charges a 16 KiB read
+like a 1 MiB one, sysbench ran on all three volumes, and afterwards both data disks are
+throttled exactly as the VM was booted and nothing is left in the VM. A run interrupted
+while a volume is throttled puts the disks back. Bad input stops with one line.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import PROJECT_ROOT, interrupt_lab_at, report
+
+from labs.devices import page
+from labs.records import list_runs, load_run
+
+pytestmark = pytest.mark.slow
+
+VM = "vm1"
+
+
+def throttles(lab_vms) -> dict[str, dict]:
+    code = ("from labs.infra.vm import throttle as t; import json; "
+            f"print(json.dumps({{d: t.current_throttle('{VM}', d) for d in ('fast', 'slow')}}))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True,
+                         text=True, timeout=60, env={**os.environ, **lab_vms.env})
+    assert out.returncode == 0, out.stderr
+    import json
+    return json.loads(out.stdout)
+
+
+def leftovers(lab_vms) -> str:
+    out = lab_vms.cli("leftovers", "--host", VM, timeout_s=300)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.splitlines()[0]
+
+
+@pytest.fixture(scope="module")
+def ci_run(lab_vms, request):
+    booted = throttles(lab_vms)
+    before = set(list_runs("devices", lab_vms.base / "runs"))
+    started = time.monotonic()
+    ran = lab_vms.cli("run", "devices", "--host", VM, "--profile", "ci", timeout_s=1800)
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    new = [p for p in list_runs("devices", lab_vms.base / "runs") if p not in before]
+    assert len(new) == 1
+    run = load_run(new[0])
+    f = page.figures(run)
+    report(request.config, f"devices ci run on {VM}: {time.monotonic() - started:.0f} s; gp3 "
+           f"{f['gp3_deep_iops']} IOPS at depth {f['deep']} ({f['gp3_deep_error']} %), sc1 "
+           f"{f['sc1_deep_iops']} ({f['sc1_deep_error']} %), sc1 at depth 1 {f['sc1_qd1_iops']}; "
+           f"burst {f['burst_measured_mib_s']} then {f['base_measured_mib_s']} MiB/s; sysbench "
+           f"gp3/sc1 {f['sb_ratio']}x (model {f['sb_model_ratio']}x)")
+    return {"run": run, "booted": booted}
+
+
+def test_gp3_keeps_its_contract_with_requests_in_flight(ci_run):
+    table = page.fio_results(ci_run["run"])
+    gp3 = table[(table["volume"] == "gp3") & (table["depth"] > 1)]
+    assert len(gp3) >= 4
+    assert (gp3["error_pct"].abs() < 10).all(), gp3[["workload", "block_kib", "iops",
+                                                     "model_iops"]].to_dict("records")
+
+
+def test_sc1_charges_a_16k_read_like_a_1m_read_and_stays_under_its_budget(ci_run):
+    table = page.fio_results(ci_run["run"])
+    sc1 = table[table["volume"] == "sc1"]
+    small = sc1[(sc1["workload"] == "block-sweep") & (sc1["block_kib"] == 16)]["iops"].iloc[0]
+    large = sc1[(sc1["workload"] == "block-sweep") & (sc1["block_kib"] == 1024)]["iops"].iloc[0]
+    assert small == pytest.approx(large, rel=0.15)
+    assert (sc1["iops"] <= sc1["model_iops"] * 1.05).all()
+    sequential = sc1[sc1["workload"] == "sequential"]["error_pct"].iloc[0]
+    assert abs(sequential) < 10
+
+
+def test_the_unthrottled_disk_is_far_above_both_contracts(ci_run):
+    table = page.fio_results(ci_run["run"])
+    reference = table[(table["volume"] == "unthrottled") & (table["workload"] == "depth-sweep")]
+    assert (reference["iops"] > 3000).all()
+
+
+def test_the_scaled_sc1_bursts_then_falls_to_its_baseline(ci_run):
+    burst = page.burst_results(ci_run["run"])
+    f = page.figures(ci_run["run"])
+    assert float(f["burst_measured_mib_s"]) == pytest.approx(float(f["burst_mib_s"]), rel=0.05)
+    assert float(f["base_measured_mib_s"]) == pytest.approx(float(f["base_mib_s"]), rel=0.05)
+    assert abs(float(f["burst_ended_s"]) - float(f["burst_model_s"])) <= 2
+    assert len(burst) >= 2 * float(f["burst_model_s"])
+
+
+def test_sysbench_ran_on_every_volume_and_sc1_is_held_to_its_budget(ci_run):
+    table = page.sysbench_results(ci_run["run"]).set_index("volume")
+    assert (table["ops_per_s"] > 0).all()
+    assert table.loc["sc1", "ops_per_s"] <= table.loc["sc1", "model_ops_per_s"] * 1.05
+    assert table.loc["gp3", "ops_per_s"] > 10 * table.loc["sc1", "ops_per_s"]
+    raw = ci_run["run"].path / "raw" / "sysbench"
+    assert sorted(p.name for p in raw.iterdir()) == ["gp3.txt", "sc1.txt", "unthrottled.txt"]
+
+
+def test_the_disks_are_throttled_as_booted_and_nothing_is_left(ci_run, lab_vms):
+    assert throttles(lab_vms) == ci_run["booted"]
+    assert ci_run["booted"]["slow"] == {"throttling.iops-total": 200}  # VM_PAIR_ARGS
+    left = leftovers(lab_vms)
+    assert all(word.endswith("=0") for word in left.split()), left
+
+
+def test_ctrl_c_while_a_volume_is_throttled_puts_the_disks_back(ci_run, lab_vms, figures):
+    code, rest = interrupt_lab_at(["run", "devices", "--host", VM, "--profile", "ci"],
+                                  {**os.environ, **lab_vms.env}, "fio on gp3")
+    assert code == 130, rest
+    assert throttles(lab_vms) == ci_run["booted"]
+    left = leftovers(lab_vms)
+    assert all(word.endswith("=0") for word in left.split()), left
+    figures(f"devices Ctrl-C during fio on gp3: exit {code}, throttles as booted, {left}")
+
+
+def test_a_killed_run_is_put_back_by_clean(ci_run, lab_vms):
+    process = subprocess.Popen([sys.executable, "-m", "labs", "run", "devices", "--host", VM,
+                                "--profile", "ci"], cwd=PROJECT_ROOT,
+                               env={**os.environ, **lab_vms.env, "PYTHONUNBUFFERED": "1"},
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen = []
+    for line in process.stdout:
+        seen.append(line)
+        if "fio on sc1" in line:
+            break
+    time.sleep(2)
+    process.send_signal(signal.SIGKILL)  # no cleanup of its own: only the journal is left
+    process.wait(timeout=60)
+    assert any("fio on sc1" in line for line in seen), "".join(seen)
+    assert throttles(lab_vms)["slow"] != ci_run["booted"]["slow"]  # still sc1's limits
+    cleaned = lab_vms.cli("clean", "--keep-vms", timeout_s=900)
+    assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
+    assert throttles(lab_vms) == ci_run["booted"]
+    subprocess.run(["pkill", "-f", "fio --output-format=json"], check=False)  # none on host
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--host", "local"], "throttles a lab VM's disks"),
+    (["--depths", "0"], "--depths"),
+    (["--depths", "4,4"], "each value once"),
+    (["--blocks-kib", "3"], "--blocks-kib"),
+    (["--blocks-kib", "48"], "not a power of two"),
+    (["--sysbench-mib", "2000"], "--sysbench-mib"),
+    (["--burst-s", "1"], "--burst-s"),
+])
+def test_bad_input_is_one_line_and_makes_nothing(args, words):
+    result = subprocess.run([sys.executable, "-m", "labs", "run", "devices", *args],
+                            cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0], result.stderr
+    assert "Traceback" not in result.stderr

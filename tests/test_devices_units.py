@@ -1,0 +1,60 @@
+"""The devices lab's pure parts: fio jobs, QMP arguments, the throttles it refuses, fio logs."""
+
+from __future__ import annotations
+
+import pytest
+
+from labs.devices.params import Parameters
+from labs.devices.run import burst_throttle, fio_jobs, volumes
+from labs.errors import UsageError
+from labs.infra.vm.throttle import qmp_arguments
+from labs.models import cloud_volume
+from labs.tools.fio import FioError, parse_log
+
+
+def test_every_fio_job_of_every_profile_has_its_own_name():
+    for profile in Parameters.PROFILES:
+        jobs = fio_jobs(Parameters.for_profile(profile), "/dev/vdb")
+        assert len({job.name for job, _ in jobs}) == len(jobs)
+        assert all(job.filename == "/dev/vdb" and job.size == "256M" for job, _ in jobs)
+
+
+def test_the_volumes_are_the_articles_and_sc1_charges_a_mib_per_io():
+    by_name = {name: (disk, limit) for name, disk, limit in volumes(Parameters())}
+    assert by_name["unthrottled"] == ("fast", None)
+    gp3 = by_name["gp3"][1]
+    assert (gp3.iops_total, gp3.iops_size) == (3000, 256 * 1024)
+    sc1 = by_name["sc1"][1]
+    assert by_name["sc1"][0] == "slow" and sc1.iops_size == 1024 * 1024
+    assert sc1.predicted_iops(16 * 1024) == sc1.predicted_iops(1024 * 1024) == 23
+    assert burst_throttle(Parameters()).burst_seconds == pytest.approx(30, rel=0.1)
+
+
+def test_sc1_baseline_of_300_gib_is_refused_as_too_small_for_qemu():
+    with pytest.raises(UsageError, match="below the floor"):
+        cloud_volume.sc1_phase_throttle(cloud_volume.Sc1(300), "baseline")
+
+
+def test_qmp_arguments_fill_every_required_limit_and_refuse_nonsense():
+    args = qmp_arguments("slow", {"throttling.iops-total": 23, "throttling.iops-size": 1 << 20})
+    assert args == {"device": "slow", "bps": 0, "bps_rd": 0, "bps_wr": 0, "iops": 23,
+                    "iops_rd": 0, "iops_wr": 0, "iops_size": 1 << 20}
+    assert qmp_arguments("fast", {})["iops"] == 0  # no limits at all
+    with pytest.raises(UsageError, match="data disks are fast, slow"):
+        qmp_arguments("root", {})
+    with pytest.raises(UsageError, match="not a throttling option"):
+        qmp_arguments("fast", {"throttling.bogus": 1})
+    with pytest.raises(UsageError, match="whole number"):
+        qmp_arguments("fast", {"throttling.iops-total": -1})
+
+
+def test_fio_bandwidth_log_parses_and_refuses_garbage():
+    rows = parse_log("1001, 90021, 0, 0, 0\n2001, 12288, 1, 4096, 0, 0\n")
+    assert rows == [{"time_ms": 1001, "value": 90021, "op": "read"},
+                    {"time_ms": 2001, "value": 12288, "op": "write"}]
+    with pytest.raises(FioError, match="not a fio log line"):
+        parse_log("time, bw\n")
+    with pytest.raises(FioError, match="empty log"):
+        parse_log("\n")
+    with pytest.raises(FioError, match="unknown direction"):
+        parse_log("1000, 5, 7, 0, 0\n")
