@@ -14,6 +14,7 @@ file system on each volume.
 
 from __future__ import annotations
 
+import math
 import shlex
 from typing import Any
 
@@ -49,27 +50,38 @@ def burst_throttle(params: Parameters) -> cloud_volume.QemuThrottle:
     return cloud_volume.qemu_throttle(vol, time_scale=vol.burst_seconds() / params.burst_s)
 
 
-def fio_jobs(params: Parameters, device: str) -> list[tuple[fio_tool.FioJob, dict[str, Any]]]:
+def fio_jobs(params: Parameters, device: str,
+             limit: cloud_volume.QemuThrottle | None = None
+             ) -> list[tuple[fio_tool.FioJob, dict[str, Any]]]:
     """The sweeps on one volume: (job, the dimensions its results carry)."""
-    common = {"filename": device, "size": f"{REGION_MIB}M", "runtime_s": params.fio_s,
-              "seed": params.seed, "options": {"ramp_time": 1}}
+
+    def common(block_kib: int, depth: int) -> dict[str, Any]:
+        # fio leaves out what completes during its ramp; a throttled queue of `depth`
+        # requests needs depth / rate seconds to turn over once, so the ramp covers that
+        # (else the first requests' wait is counted against the measured window).
+        turnover_s = depth / limit.predicted_iops(block_kib * 1024) if limit else 0.0
+        return {"filename": device, "size": f"{REGION_MIB}M", "runtime_s": params.fio_s,
+                "seed": params.seed, "options": {"ramp_time": math.ceil(1 + turnover_s)}}
+
     jobs = []
     for depth in params.depths:
         jobs.append((fio_tool.FioJob(name=f"depth-randread-16k-qd{depth}", rw="randread", bs="16k",
-                                     iodepth=depth, **common),
+                                     iodepth=depth, **common(16, depth)),
                      {"workload": "depth-sweep", "pattern": "random", "block_kib": 16,
                       "depth": depth}))
     for block in params.blocks_kib:
         jobs.append((fio_tool.FioJob(name=f"block-randread-{block}k-qd{SWEEP_DEPTH}", rw="randread",
-                                     bs=f"{block}k", iodepth=SWEEP_DEPTH, **common),
+                                     bs=f"{block}k", iodepth=SWEEP_DEPTH,
+                                     **common(block, SWEEP_DEPTH)),
                      {"workload": "block-sweep", "pattern": "random", "block_kib": block,
                       "depth": SWEEP_DEPTH}))
-    jobs.append((fio_tool.FioJob(name=f"sequential-read-1024k-qd{SEQUENTIAL_DEPTH}", rw="read", bs="1m",
-                                 iodepth=SEQUENTIAL_DEPTH, **common),
+    jobs.append((fio_tool.FioJob(name=f"sequential-read-1024k-qd{SEQUENTIAL_DEPTH}", rw="read",
+                                 bs="1m", iodepth=SEQUENTIAL_DEPTH,
+                                 **common(1024, SEQUENTIAL_DEPTH)),
                  {"workload": "sequential", "pattern": "sequential", "block_kib": 1024,
                   "depth": SEQUENTIAL_DEPTH}))
     jobs.append((fio_tool.FioJob(name=f"write-randwrite-16k-qd{SWEEP_DEPTH}", rw="randwrite",
-                                 bs="16k", iodepth=SWEEP_DEPTH, **common),
+                                 bs="16k", iodepth=SWEEP_DEPTH, **common(16, SWEEP_DEPTH)),
                  {"workload": "write", "pattern": "random", "block_kib": 16,
                   "depth": SWEEP_DEPTH}))
     # Each job's results are told apart by its name (the depth sweep at 16 and the block
@@ -122,34 +134,34 @@ class DevicesLab:
     def fio_sweeps(self) -> None:
         for name, disk, limit in volumes(self.params):
             device = DISKS[disk]
-            jobs = fio_jobs(self.params, device)
+            jobs = fio_jobs(self.params, device, limit)
             self.progress.step(f"fio on {name} ({device}): {len(jobs)} measurements of "
                                f"{self.params.fio_s} s" + (f", {limit.emulates}" if limit else ""))
             self.throttle(disk, limit)
             _record_throttle(self.rec, name, limit, "throttle")
-            argv = fio_tool.fio_command([job for job, _ in jobs], output_format="json")
-            timeout = len(jobs) * (self.params.fio_s + 30) + 120
-            # Safe: fio reads and writes the lab disk's first REGION_MIB only (guarded).
-            out = self.ws.run_guarded(argv, [device], timeout_s=timeout).stdout
-            self.rec.add_raw(f"fio/{name}.json", out)
-            document = fio_tool.load_fio_json(out, f"fio on {name}")
-            errors = fio_tool.job_errors(document)
-            if any(errors.values()):
-                raise LabError(f"fio on {name}: jobs failed: {errors}")
-            dims = {job.name: d for job, d in jobs}
-            for row in fio_tool.fio_rows(document, f"fio on {name}"):
-                d = dims[row["job"]]
-                for metric, value, unit in (
-                        ("iops", row["iops"], "iops"),
-                        ("mib_s", row["bw_kib_s"] / 1024, "MiB/s"),
-                        ("lat_mean_ms", row["lat_mean_us"] / 1000, "ms"),
-                        ("lat_p99_ms", (row["clat_p99_us"] or 0) / 1000, "ms")):
-                    self.rec.add_result(config=name, workload=d["workload"], metric=metric,
-                                        value=round(value, 4), unit=unit, volume=name,
-                                        op=row["op"], pattern=d["pattern"],
-                                        block_kib=d["block_kib"], depth=d["depth"])
-                self.progress.detail(f"{name} {row['job']}: {row['iops']:,.1f} IOPS, "
-                                     f"{row['lat_mean_us'] / 1000:.2f} ms")
+            for job, dims in jobs:
+                # One fio process per measurement: jobs of one process set up side by side,
+                # and the first measurement on sc1 ran slow among them.
+                argv = fio_tool.fio_command([job], output_format="json")
+                # Safe: fio reads and writes the lab disk's first REGION_MIB only (guarded).
+                out = self.ws.run_guarded(argv, [device], timeout_s=self.params.fio_s + 300).stdout
+                self.rec.add_raw(f"fio/{name}/{job.name}.json", out)
+                document = fio_tool.load_fio_json(out, f"fio {job.name} on {name}")
+                errors = fio_tool.job_errors(document)
+                if any(errors.values()):
+                    raise LabError(f"fio {job.name} on {name} failed: {errors}")
+                for row in fio_tool.fio_rows(document, f"fio {job.name} on {name}"):
+                    for metric, value, unit in (
+                            ("iops", row["iops"], "iops"),
+                            ("mib_s", row["bw_kib_s"] / 1024, "MiB/s"),
+                            ("lat_mean_ms", row["lat_mean_us"] / 1000, "ms"),
+                            ("lat_p99_ms", (row["clat_p99_us"] or 0) / 1000, "ms")):
+                        self.rec.add_result(config=name, workload=dims["workload"],
+                                            metric=metric, value=round(value, 4), unit=unit,
+                                            volume=name, op=row["op"], pattern=dims["pattern"],
+                                            block_kib=dims["block_kib"], depth=dims["depth"])
+                    self.progress.detail(f"{name} {job.name}: {row['iops']:,.1f} IOPS, "
+                                         f"{row['lat_mean_us'] / 1000:.2f} ms")
 
     def burst(self) -> None:
         limit = burst_throttle(self.params)
