@@ -34,6 +34,16 @@ def run_labs(*args: str, env: dict | None = None, timeout: float = 120):
                           env={**os.environ, **(env or {})})
 
 
+def assert_one_line_usage_error(result, fragment: str):
+    """Bad input: exit code 2, nothing on stdout, one line on stderr naming the problem."""
+    assert result.returncode == 2, result
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert fragment in lines[0], lines[0]
+
+
 def run_cli(args, env, timeout=1200):
     """`python -m labs ARGS` with exactly `env` (a lab test's private state and runs)."""
     return subprocess.run([sys.executable, "-m", "labs", *args], cwd=PROJECT_ROOT, env=env,

@@ -3,18 +3,9 @@
 import json
 
 import pytest
-from conftest import run_labs
+from conftest import assert_one_line_usage_error, run_labs
 
 from labs.__main__ import COMMANDS, build_parser
-
-
-def assert_one_line_usage_error(result, fragment: str):
-    assert result.returncode == 2, result
-    assert result.stdout == ""
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert "Traceback" not in result.stderr
-    assert fragment in lines[0], lines[0]
 
 
 def test_help_on_the_top_level_names_every_command():

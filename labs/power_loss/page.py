@@ -7,6 +7,7 @@ import pandas as pd
 
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.panel import LabPanel
+from labs.book.tables import wrapping_table
 from labs.power_loss import model
 from labs.power_loss.params import Parameters
 from labs.records import RecordedRun, run_summary
@@ -194,8 +195,7 @@ def provenance(run: RecordedRun) -> pd.DataFrame:
 
 def provenance_table(run: RecordedRun):
     """The provenance table styled so long values wrap instead of running off the page."""
-    return provenance(run).style.hide(axis="index").set_properties(
-        **{"white-space": "normal", "word-break": "break-word", "text-align": "left"})
+    return wrapping_table(provenance(run))
 
 
 def panel() -> LabPanel:

@@ -14,6 +14,7 @@ import pandas as pd
 
 from labs import PROJECT_ROOT
 from labs.book.panel import LabPanel
+from labs.book.tables import wrapping_table
 from labs.records import RecordedRun, run_summary
 from labs.torn_pages import charts, model, tables
 from labs.torn_pages.params import Parameters
@@ -331,8 +332,7 @@ def provenance(run: RecordedRun) -> pd.DataFrame:
 
 def provenance_table(run: RecordedRun):
     """The provenance table styled so long values wrap instead of running off the page."""
-    return provenance(run).style.hide(axis="index").set_properties(
-        **{"white-space": "normal", "word-break": "break-word", "text-align": "left"})
+    return wrapping_table(provenance(run))
 
 
 def panel() -> LabPanel:

@@ -1,0 +1,69 @@
+"""The devices lab page's claims, checked against the shipped run (data/runs/devices/SHIPPED).
+
+Every sentence of book/devices/lab.md about the run's shape (holds its limit, the same
+for 16 KiB and 1 MiB, bursts then falls, the throttle never bit, smaller than ours) is
+asserted here, so a new shipped run that says otherwise fails until the text is changed.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from labs import records
+from labs.devices import page
+
+RUN = records.shipped_run("devices")
+FIO = page.fio_results(RUN)
+F = page.figures(RUN)
+
+
+def volume(name: str, workload: str):
+    return FIO[(FIO["volume"] == name) & (FIO["workload"] == workload)]
+
+
+def test_the_unthrottled_disk_is_far_above_both_contracts():
+    assert (volume("unthrottled", "depth-sweep")["iops"] > 3000).all()
+
+
+def test_gp3_holds_its_limit_at_every_depth_even_at_depth_one():
+    gp3 = volume("gp3", "depth-sweep")
+    assert (gp3["error_pct"].abs() < 3).all(), gp3[["depth", "iops", "model_iops"]]
+
+
+def test_sc1_follows_the_model_with_the_window_term_at_every_depth():
+    sc1 = volume("sc1", "depth-sweep")
+    assert (sc1["error_pct"].abs() < 10).all(), sc1[["depth", "iops", "model_iops"]]
+    deep = sc1[sc1["depth"] == sc1["depth"].max()]["iops"].iloc[0]
+    shallow = sc1[sc1["depth"] == 2]["iops"].iloc[0]
+    assert deep < shallow  # the bend the text describes
+
+
+def test_sc1_charges_every_read_size_the_same_and_gp3_climbs_to_125_mib_s():
+    sc1 = volume("sc1", "block-sweep")["iops"]
+    assert sc1.max() / sc1.min() < 1.05
+    gp3 = volume("gp3", "block-sweep").sort_values("block_kib")
+    assert gp3["mib_s"].is_monotonic_increasing
+    assert gp3["mib_s"].iloc[-1] == pytest.approx(125, rel=0.05)
+
+
+def test_the_error_summary_matches_the_table():
+    modelled = FIO[FIO["model_iops"].notna()]
+    assert int(F["within_5pct"]) == int((modelled["error_pct"].abs() <= 5).sum())
+    assert float(F["worst_error"]) < 10
+
+
+def test_the_burst_holds_then_falls_to_the_baseline_and_starts_above_it():
+    burst = page.burst_results(RUN)
+    assert float(F["burst_measured_mib_s"]) == pytest.approx(float(F["burst_mib_s"]), rel=0.05)
+    assert float(F["base_measured_mib_s"]) == pytest.approx(float(F["base_mib_s"]), rel=0.05)
+    assert abs(float(F["burst_ended_s"]) - float(F["burst_model_s"])) <= 2
+    assert burst["mib_s"].iloc[0] > float(F["burst_mib_s"])  # "the first second is above"
+
+
+def test_sysbench_one_thread_never_reaches_gp3s_limit_and_sc1_is_held_below_its_budget():
+    table = page.sysbench_results(RUN).set_index("volume")
+    assert table.loc["gp3", "ops_per_s"] < 0.8 * 3000  # "the throttle never bit"
+    assert abs(table.loc["gp3", "error_pct"]) < 15  # gp3 near the unthrottled figure
+    assert table.loc["sc1", "ops_per_s"] < table.loc["sc1", "model_ops_per_s"]
+    assert float(F["sb_fsyncs_per_op"]) > 1  # 128 fsyncs per 100 requests
+    assert int(F["sb_ratio"]) > page.ARTICLE_RATIO  # "the article's ratio is smaller"
