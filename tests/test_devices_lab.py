@@ -81,9 +81,10 @@ def test_sc1_charges_a_16k_read_like_a_1m_read_and_stays_under_its_budget(ci_run
     small = sc1[(sc1["workload"] == "block-sweep") & (sc1["block_kib"] == 16)]["iops"].iloc[0]
     large = sc1[(sc1["workload"] == "block-sweep") & (sc1["block_kib"] == 1024)]["iops"].iloc[0]
     assert small == pytest.approx(large, rel=0.15)
-    assert (sc1["iops"] <= sc1["model_iops"] * 1.05).all()
-    sequential = sc1[sc1["workload"] == "sequential"]["error_pct"].iloc[0]
-    assert abs(sequential) < 10
+    budget = page.throttle_of(ci_run["run"], "sc1").iops_total
+    assert (sc1["iops"] <= budget * 1.02).all()  # never more than the contract
+    reads = sc1[sc1["op"] == "read"]  # writes run below the model; the page says so
+    assert (reads["iops"] >= reads["model_iops"] * 0.85).all(), reads[["workload", "iops"]]
 
 
 def test_the_unthrottled_disk_is_far_above_both_contracts(ci_run):

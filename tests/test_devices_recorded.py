@@ -30,26 +30,35 @@ def test_gp3_holds_its_limit_at_every_depth_even_at_depth_one():
     assert (gp3["error_pct"].abs() < 3).all(), gp3[["depth", "iops", "model_iops"]]
 
 
-def test_sc1_follows_the_model_with_the_window_term_at_every_depth():
-    sc1 = volume("sc1", "depth-sweep")
-    assert (sc1["error_pct"].abs() < 10).all(), sc1[["depth", "iops", "model_iops"]]
-    deep = sc1[sc1["depth"] == sc1["depth"].max()]["iops"].iloc[0]
-    shallow = sc1[sc1["depth"] == 2]["iops"].iloc[0]
-    assert deep < shallow  # the bend the text describes
+def test_sc1_falls_between_the_window_bound_and_its_budget_at_every_depth():
+    sc1 = volume("sc1", "depth-sweep").sort_values("depth")
+    limit = page.throttle_of(RUN, "sc1").iops_total
+    assert (sc1["iops"] >= sc1["model_iops"] * 0.99).all(), sc1[["depth", "iops", "model_iops"]]
+    assert (sc1["iops"] <= limit * 1.01).all()
+    assert sc1["iops"].is_monotonic_decreasing  # the bend the text describes
+    deepest = sc1.iloc[-1]
+    assert deepest["error_pct"] > 5  # "fio lost less than all of them"
+    assert (sc1.iloc[:-1]["error_pct"].abs() < 5).all()
 
 
 def test_sc1_charges_every_read_size_the_same_and_gp3_climbs_to_125_mib_s():
     sc1 = volume("sc1", "block-sweep")["iops"]
     assert sc1.max() / sc1.min() < 1.05
     gp3 = volume("gp3", "block-sweep").sort_values("block_kib")
-    assert gp3["mib_s"].is_monotonic_increasing
+    rates = gp3["mib_s"].tolist()
+    assert all(b >= a * 0.99 for a, b in zip(rates, rates[1:], strict=False))  # climbs, then flat
     assert gp3["mib_s"].iloc[-1] == pytest.approx(125, rel=0.05)
 
 
-def test_the_error_summary_matches_the_table():
+def test_the_error_summary_matches_the_table_and_names_every_outlier():
     modelled = FIO[FIO["model_iops"].notna()]
     assert int(F["within_5pct"]) == int((modelled["error_pct"].abs() <= 5).sum())
-    assert float(F["worst_error"]) < 10
+    outliers = modelled[modelled["error_pct"].abs() > 5]
+    deep = int(F["deep"])
+    named = {("sc1", "depth-sweep", deep), ("sc1", "sequential", 4), ("sc1", "write", 16)}
+    assert {(r.volume, r.workload, r.depth) for r in outliers.itertuples()} <= named
+    below = outliers[outliers["workload"].isin(["sequential", "write"])]
+    assert (below["error_pct"] < 0).all()  # "below the model"
 
 
 def test_the_burst_holds_then_falls_to_the_baseline_and_starts_above_it():
