@@ -30,15 +30,12 @@ def test_gp3_holds_its_limit_at_every_depth_even_at_depth_one():
     assert (gp3["error_pct"].abs() < 3).all(), gp3[["depth", "iops", "model_iops"]]
 
 
-def test_sc1_falls_between_the_window_bound_and_its_budget_at_every_depth():
+def test_sc1_serves_its_budget_at_every_depth_and_fio_s_own_figure_reads_lower():
     sc1 = volume("sc1", "depth-sweep").sort_values("depth")
-    limit = page.throttle_of(RUN, "sc1").iops_total
-    assert (sc1["iops"] >= sc1["model_iops"] * 0.99).all(), sc1[["depth", "iops", "model_iops"]]
-    assert (sc1["iops"] <= limit * 1.01).all()
-    assert sc1["iops"].is_monotonic_decreasing  # the bend the text describes
+    assert (sc1["error_pct"].abs() < 2).all(), sc1[["depth", "iops", "model_iops"]]
+    assert (sc1["lat_mean_ms"].diff().dropna() > 0).all()  # "waiting longer in the queue"
     deepest = sc1.iloc[-1]
-    assert deepest["error_pct"] > 5  # "fio lost less than all of them"
-    assert (sc1.iloc[:-1]["error_pct"].abs() < 5).all()
+    assert deepest["fio_iops"] < 0.9 * deepest["iops"]  # the parenthesis on fio's figure
 
 
 def test_sc1_charges_every_read_size_the_same_and_gp3_climbs_to_125_mib_s():
@@ -54,11 +51,10 @@ def test_the_error_summary_matches_the_table_and_names_every_outlier():
     modelled = FIO[FIO["model_iops"].notna()]
     assert int(F["within_5pct"]) == int((modelled["error_pct"].abs() <= 5).sum())
     outliers = modelled[modelled["error_pct"].abs() > 5]
-    deep = int(F["deep"])
-    named = {("sc1", "depth-sweep", deep), ("sc1", "sequential", 4), ("sc1", "write", 16)}
-    assert {(r.volume, r.workload, r.depth) for r in outliers.itertuples()} <= named
-    below = outliers[outliers["workload"].isin(["sequential", "write"])]
-    assert (below["error_pct"] < 0).all()  # "below the model"
+    named = {("sc1", "sequential"), ("sc1", "write")}
+    assert {(r.volume, r.workload) for r in outliers.itertuples()} == named
+    assert (outliers["error_pct"] < 0).all()  # "below the model"
+    assert abs(float(F["sc1_1m_error"])) < 5  # "came within"
 
 
 def test_the_burst_holds_then_falls_to_the_baseline_and_starts_above_it():
@@ -76,3 +72,5 @@ def test_sysbench_one_thread_never_reaches_gp3s_limit_and_sc1_is_held_below_its_
     assert table.loc["sc1", "ops_per_s"] < table.loc["sc1", "model_ops_per_s"]
     assert float(F["sb_fsyncs_per_op"]) > 1  # 128 fsyncs per 100 requests
     assert int(F["sb_ratio"]) > page.ARTICLE_RATIO  # "the article's ratio is smaller"
+    gp3 = volume("gp3", "block-sweep").set_index("block_kib")["mib_s"]
+    assert gp3[64] == pytest.approx(125, rel=0.02)  # flat already above 42.7 KiB
