@@ -75,7 +75,8 @@ def test_help_works_on_every_level(path):
     (["disk", "--ssd", "--read-latency-us", "0"], "read_latency_us"),
     (["disk", "-c"], "-c solves a practice problem"),
     (["disk", "--problem", "schedule", "--drive", "toy"], "--problem prints its own layout"),
-    (["disk", "--problem", "schedule", "--seed", "-1"], "--seed must be 0 or more"),
+    (["disk", "--problem", "schedule", "--seed", "-1"],
+     "--seed must be a whole number >= 0, got -1"),
     (["disk", "--problem", "raid"], "invalid choice: 'raid'"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, fragment):

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import asdict
 
+from labs.commands import add_practice_arguments, print_practice, refuse_lone_compute
 from labs.errors import UsageError
 from labs.models import cloud_volume, disk, disk_problems, ssd
 
@@ -48,13 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pattern", choices=cloud_volume.PATTERNS, default="random",
                         help="--volume: random or sequential I/O (default random)")
     parser.add_argument("--json", action="store_true", help="print one JSON value")
-    parser.add_argument("--problem", choices=disk_problems.KINDS, metavar="KIND",
-                        help="print a practice problem of this kind ("
-                        + ", ".join(disk_problems.KINDS) + ")")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="which problem or workload (default 0); the same seed, the same one")
-    parser.add_argument("-c", "--compute", action="store_true",
-                        help="with --problem: print the worked answer too")
+    add_practice_arguments(parser, disk_problems.KINDS,
+                           "which problem or workload (default 0); the same seed, the same one")
 
 
 def _queue_report(drive: str, requests: int, seed: int, block_kib: float) -> dict:
@@ -85,9 +82,7 @@ def _format_queue(report: dict) -> str:
 def _ssd_report(args: argparse.Namespace, block_kib: float) -> dict:
     drive = ssd.Ssd(args.read_latency_us, args.write_latency_us, args.channels,
                     args.bandwidth_mb_s)
-    return {"ssd": {"read_latency_us": drive.read_latency_us,
-                    "write_latency_us": drive.write_latency_us, "channels": drive.channels,
-                    "bandwidth_mb_s": drive.bandwidth_mb_s},
+    return {"ssd": {k: v for k, v in asdict(drive).items() if k != "name"},
             "block_kib": block_kib,
             "saturation_queue_depth": ssd.saturation_queue_depth(drive, block_kib * 1024),
             "rows": ssd.queue_depth_curve(drive, block_kib * 1024, list(QUEUE_DEPTHS))}
@@ -117,15 +112,8 @@ def main(args: argparse.Namespace) -> int:
         if args.drive or args.ssd or args.volume or args.queue is not None:
             raise UsageError("--problem prints its own layout: drop --drive, --ssd, "
                              "--volume and --queue")
-        if args.seed < 0:
-            raise UsageError(f"--seed must be 0 or more, got {args.seed}")
-        problem = disk_problems.make_problem(args.problem, args.seed)
-        print(problem.text)
-        if args.compute:
-            print("\nAnswer:\n" + problem.solve().text)
-        return 0
-    if args.compute:
-        raise UsageError("-c solves a practice problem: give --problem KIND too")
+        return print_practice(args, disk_problems.make_problem)
+    refuse_lone_compute(args)
     if sum(bool(x) for x in (args.drive, args.ssd, args.volume)) > 1:
         raise UsageError("choose one of --drive, --ssd and --volume")
     if args.queue is not None and not args.drive:

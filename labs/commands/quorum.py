@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from labs.commands import add_practice_arguments, print_practice, refuse_lone_compute
 from labs.errors import UsageError
 from labs.models import quorum as model
 from labs.models import quorum_problems
@@ -31,13 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print the smallest valid (N, R, W) for N = 1..--max-nodes")
     parser.add_argument("--max-nodes", type=int, default=7, help="rows of --table (default 7)")
     parser.add_argument("--json", action="store_true", help="print one JSON value")
-    parser.add_argument("--problem", choices=quorum_problems.KINDS, metavar="KIND",
-                        help="print a practice problem of this kind ("
-                        + ", ".join(quorum_problems.KINDS) + ")")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="which problem (default 0); the same seed gives the same problem")
-    parser.add_argument("-c", "--compute", action="store_true",
-                        help="with --problem: print the worked answer too")
+    add_practice_arguments(parser, quorum_problems.KINDS,
+                           "which problem (default 0); the same seed gives the same problem")
 
 
 def quorum_report(nodes: int, write: int | None, read: int | None, azs: int | None = None,
@@ -94,13 +90,8 @@ def main(args: argparse.Namespace) -> int:
     if args.problem:
         if args.nodes is not None or args.table:
             raise UsageError("--problem prints its own layout: drop --nodes and --table")
-        problem = quorum_problems.make_problem(args.problem, args.seed)
-        print(problem.text)
-        if args.compute:
-            print("\nAnswer:\n" + problem.solve().text)
-        return 0
-    if args.compute:
-        raise UsageError("-c solves a practice problem: give --problem KIND too")
+        return print_practice(args, quorum_problems.make_problem)
+    refuse_lone_compute(args)
     if args.table:
         if args.nodes is not None or args.write is not None or args.read is not None:
             raise UsageError("--table prints every N: drop --nodes, --write and --read")
