@@ -56,9 +56,10 @@ def fio_results(run: RecordedRun) -> pd.DataFrame:
     table["iops"] = table["mib_s"] * 1024 / table["block_kib"]  # from the bytes moved
     key = ["workload", "op", "pattern", "block_kib", "depth"]
     reference = table[table["volume"] == "unthrottled"].set_index(key)["iops"]
+    limits = {volume: throttle_of(run, volume) for volume in table["volume"].unique()}
     models = []
     for row in table.itertuples():
-        limit = throttle_of(run, row.volume)
+        limit = limits[row.volume]
         if limit is None:
             models.append(float("nan"))  # the reference itself: nothing to predict it from
             continue
@@ -109,8 +110,8 @@ def _pct(value: float) -> str:
     return "0.0" if text in ("+0.0", "-0.0") else text
 
 
-def _fio(run: RecordedRun, volume: str, workload: str, **where) -> pd.Series:
-    table = fio_results(run)
+def _fio(table: pd.DataFrame, volume: str, workload: str, **where) -> pd.Series:
+    """The one row of fio_results(run) for this volume, workload and (e.g.) depth."""
     rows = table[(table["volume"] == volume) & (table["workload"] == workload)]
     for column, value in where.items():
         rows = rows[rows[column] == value]
@@ -132,28 +133,28 @@ def figures(run: RecordedRun) -> dict[str, str]:
         f[f"{volume}_limit_iops"] = f"{limit.iops_total:,}"
         f[f"{volume}_limit_mib_s"] = f"{limit.bps_total / cloud_volume.MIB:.1f}"
         f[f"{volume}_iops_size_kib"] = f"{limit.iops_size // 1024:,}"
-        d = _fio(run, volume, "depth-sweep", depth=deep)
+        d = _fio(fio, volume, "depth-sweep", depth=deep)
         f[f"{volume}_deep_iops"] = f"{d['iops']:,.1f}"
         f[f"{volume}_deep_error"] = _pct(d['error_pct'])
-        s = _fio(run, volume, "depth-sweep", depth=shallow)
+        s = _fio(fio, volume, "depth-sweep", depth=shallow)
         f[f"{volume}_qd1_iops"] = f"{s['iops']:,.1f}"
         f[f"{volume}_qd1_model"] = f"{s['model_iops']:,.1f}"
         f[f"{volume}_qd1_ms"] = f"{s['lat_mean_ms']:.2f}"
-        q = _fio(run, volume, "sequential")
+        q = _fio(fio, volume, "sequential")
         f[f"{volume}_seq_mib_s"] = f"{q['mib_s']:.1f}"
         f[f"{volume}_seq_error"] = _pct(q['error_pct'])
-    u = _fio(run, "unthrottled", "depth-sweep", depth=shallow)
+    u = _fio(fio, "unthrottled", "depth-sweep", depth=shallow)
     f["unthrottled_qd1_iops"] = f"{u['iops']:,.0f}"
     f["unthrottled_qd1_ms"] = f"{u['lat_mean_ms']:.2f}"
     f["unthrottled_top_iops"] = f"{fio[fio.volume == 'unthrottled']['iops'].max():,.0f}"
-    fio_deep = _fio(run, "sc1", "depth-sweep", depth=deep)
+    fio_deep = _fio(fio, "sc1", "depth-sweep", depth=deep)
     f["sc1_deep_fio_iops"] = f"{fio_deep['fio_iops']:.1f}"
     f["sc1_deep_wait_s"] = f"{deep / throttle_of(run, 'sc1').iops_total:.1f}"
     f["measurements"] = str(len(modelled))
     f["within_5pct"] = str(int((modelled["error_pct"].abs() <= 5).sum()))
-    f["sc1_write_error"] = _pct(_fio(run, 'sc1', 'write')['error_pct'])
-    sc1_16k = _fio(run, "sc1", "block-sweep", block_kib=16)
-    sc1_1m = _fio(run, "sc1", "block-sweep", block_kib=1024)
+    f["sc1_write_error"] = _pct(_fio(fio, 'sc1', 'write')['error_pct'])
+    sc1_16k = _fio(fio, "sc1", "block-sweep", block_kib=16)
+    sc1_1m = _fio(fio, "sc1", "block-sweep", block_kib=1024)
     f["sc1_16k_iops"] = f"{sc1_16k['iops']:.1f}"
     f["sc1_1m_iops"] = f"{sc1_1m['iops']:.1f}"
     f["sc1_16k_mib_s"] = f"{sc1_16k['mib_s']:.2f}"
@@ -185,7 +186,7 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f["sb_unthrottled_ms_per_op"] = f"{1000 / sysb.loc['unthrottled', 'ops_per_s']:.2f}"
     f["sb_fsyncs_per_op"] = f"{sysb.loc['gp3', 'fsyncs_per_s'] / sysb.loc['gp3', 'ops_per_s']:.2f}"
     f["article_ratio"] = str(ARTICLE_RATIO)
-    gp3_16 = _fio(run, "gp3", "block-sweep", block_kib=16)
+    gp3_16 = _fio(fio, "gp3", "block-sweep", block_kib=16)
     f["ex_gp3_16"] = f"{gp3_16['iops']:,.0f}"
     f["ex_sc1_16"] = f"{sc1_16k['iops']:.1f}"
     f["ex_ratio_16"] = f"{gp3_16['iops'] / sc1_16k['iops']:.0f}"
@@ -279,13 +280,14 @@ def headline(run: RecordedRun) -> pd.DataFrame:
 
     params = run.meta["parameters"]
     deep = max(params["depths"])
+    fio = fio_results(run)
     rows = []
     for volume in VOLUMES:
-        d = _fio(run, volume, "depth-sweep", depth=deep)
+        d = _fio(fio, volume, "depth-sweep", depth=deep)
         rows.append({"measure": f"16 KiB random reads per second, depth {deep}",
                      "config": volume, "value": d["iops"], "unit": "iops",
                      "better": "higher", "model": d["model_iops"]})
-        s = _fio(run, volume, "sequential")
+        s = _fio(fio, volume, "sequential")
         rows.append({"measure": "1 MiB sequential reads, MiB/s", "config": volume,
                      "value": s["mib_s"], "unit": "MiB/s", "better": "higher",
                      "model": s["model_mib_s"]})

@@ -19,7 +19,7 @@ import shlex
 from typing import Any
 
 from labs.devices.params import Parameters
-from labs.errors import LabError, UsageError
+from labs.errors import LabError
 from labs.infra.facts import host_facts
 from labs.infra.hosts import Host
 from labs.infra.vm import machine, throttle
@@ -232,15 +232,8 @@ class DevicesLab:
 
 
 def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
-    if host.is_local or machine.read_state(host.name) is None:
-        raise UsageError(f"host {host.name}: the devices lab needs a lab VM "
-                         "(`python -m labs vm up`, then --host vm1)")
+    machine.require_lab_vm(host, params.LAB, ("fio", "sysbench", "mkfs.ext4", "dd"))
     throttle.current_throttle(host.name, "fast")  # the monitor answers, or one clear line
-    missing = host.sudo("for t in fio sysbench mkfs.ext4 dd; do command -v $t >/dev/null "
-                        "|| echo $t; done", timeout_s=60).stdout.split()
-    if missing:
-        raise UsageError(f"host {host.name} lacks {', '.join(missing)}: rebuild the lab VM "
-                         "image (`python -m labs vm build --force`)")
     volumes(params), burst_throttle(params)  # refuses limits QEMU cannot honour, before anything
     progress.expect(1 + 3 + 1 + 2 + 3 + 1)
     run_id = new_run_id(host.name)

@@ -325,6 +325,7 @@ class SSHHost(Host):
             known_hosts = os.path.expanduser(self.known_hosts or "~/.ssh/known_hosts")
             if os.path.exists(known_hosts):
                 connection.client.load_host_keys(known_hosts)
+            connection.config.runners.remote = _remote_runner(self)  # Ctrl-C stops the command
             self._connection = connection
         return self._connection
 
@@ -350,7 +351,6 @@ class SSHHost(Host):
         import paramiko
 
         connection = self._open(command)
-        connection.config.runners.remote = _remote_runner(self)
         try:
             result = connection.run(wrapped, hide=True, warn=True, timeout=timeout_s,
                                     in_stream=False, env=env, pty=False)

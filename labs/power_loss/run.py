@@ -96,19 +96,12 @@ class Writer:
 
 
 def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
-    if host.is_local or machine.read_state(host.name) is None:
-        raise UsageError(f"host {host.name}: the power-loss lab needs a lab VM "
-                         "(`python -m labs vm up`, then --host vm1)")
+    machine.require_lab_vm(host, params.LAB,
+                           ("mariadbd", "mariadb-install-db", "psql", "runuser", "setsid"),
+                           "ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1 || echo initdb")
     disk = params.data_disk or (host.lab_devices[0] if host.lab_devices else None)
     if not disk:
         raise UsageError(f"host {host.name} has no lab disk for the data")
-    missing = host.sudo("for t in mariadbd mariadb-install-db psql runuser setsid; do "
-                        "command -v $t >/dev/null || echo $t; done; "
-                        "ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1 || echo initdb",
-                        timeout_s=60).stdout.split()
-    if missing:
-        raise UsageError(f"host {host.name} lacks {', '.join(missing)}: rebuild the lab VM "
-                         "image (`python -m labs vm build --force`)")
     progress.expect(2 + 4 * params.cuts)
     rng = random.Random(params.seed)
     run_id = new_run_id(host.name)

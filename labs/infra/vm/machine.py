@@ -106,6 +106,20 @@ def qemu_pids(directory: str | Path) -> list[int]:
     return pids
 
 
+def require_lab_vm(host: Any, lab: str, commands: tuple[str, ...], extra_check: str = "") -> None:
+    """Refuse, in one line, a host that is not a lab VM of this install or whose image lacks
+    one of `commands`; `extra_check` is shell that prints the name of anything else missing."""
+    if host.is_local or read_state(host.name) is None:
+        raise UsageError(f"host {host.name}: the {lab} lab needs a lab VM "
+                         "(`python -m labs vm up`, then --host vm1)")
+    probe = (f"for t in {' '.join(commands)}; do command -v $t >/dev/null || echo $t; done"
+             + (f"; {extra_check}" if extra_check else ""))
+    missing = host.sudo(probe, timeout_s=60).stdout.split()
+    if missing:
+        raise UsageError(f"host {host.name} lacks {', '.join(missing)}: rebuild the lab VM "
+                         "image (`python -m labs vm build --force`)")
+
+
 def is_running(name: str) -> bool:
     state = read_state(name)
     return bool(state and state.pid in qemu_pids(state.directory))

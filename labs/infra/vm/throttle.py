@@ -127,7 +127,7 @@ def restore_throttle(name: str) -> None:
 def throttle_in_workspace(ws, disk: str, limits: dict[str, int]) -> None:
     """`set_throttle` on the workspace's VM, journaled first: the workspace's end (or
     `python -m labs clean`) puts the disk back to how the VM was booted."""
-    if f"vm-throttle:{disk}" not in {f"{kind}:{rid}" for kind, rid in ws.created}:
+    if ("vm-throttle", disk) not in ws.created:
         ws.track("vm-throttle", _check_disk(disk), vm=ws.host.name)
     set_throttle(ws.host.name, disk, limits)
 
