@@ -234,6 +234,16 @@ def test_sc1_mapping_keeps_the_burst_shape_scaled_in_time():
     assert throttle.drive_suffix().startswith(",throttling.iops-total=14,")
 
 
+def test_a_slower_workload_fills_the_burst_bucket_later():
+    throttle = cv.qemu_throttle(cv.Sc1(1024), time_scale=3600)
+    burst, base = throttle.bps_total_max, throttle.bps_total
+    assert throttle.burst_seconds_at(burst) == throttle.burst_seconds
+    assert throttle.burst_seconds_at(2 * burst) == throttle.burst_seconds  # held to the max
+    halfway = (burst + base) / 2  # fills at half the speed: lasts twice as long
+    assert throttle.burst_seconds_at(halfway) == pytest.approx(2 * throttle.burst_seconds)
+    assert throttle.burst_seconds_at(base) == math.inf  # never fills
+
+
 def test_gp3_mapping_counts_in_256_kib():
     vol = cv.Gp3(300)
     throttle = cv.qemu_throttle(vol)

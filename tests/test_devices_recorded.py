@@ -62,6 +62,7 @@ def test_the_burst_holds_then_falls_to_the_baseline_and_starts_above_it():
     assert float(F["burst_measured_mib_s"]) == pytest.approx(float(F["burst_mib_s"]), rel=0.05)
     assert float(F["base_measured_mib_s"]) == pytest.approx(float(F["base_mib_s"]), rel=0.05)
     assert abs(float(F["burst_ended_s"]) - float(F["burst_model_s"])) <= 2
+    assert abs(float(F["burst_ended_s"]) - float(F["burst_at_measured_s"])) <= 2
     assert burst["mib_s"].iloc[0] > float(F["burst_mib_s"])  # "the first second is above"
 
 

@@ -340,10 +340,15 @@ class QemuThrottle:
     def burst_seconds(self) -> float:
         """How long a saturating workload bursts, from an empty QEMU bucket (docs/throttle.txt:
         the bucket holds max x max-length and leaks at the base rate even while bursting)."""
-        if not self.bps_total_max:
-            return 0.0
-        return (self.bps_total_max * self.bps_total_max_length
-                / (self.bps_total_max - self.bps_total))
+        return self.burst_seconds_at(self.bps_total_max)
+
+    def burst_seconds_at(self, bytes_per_s: float) -> float:
+        """How long the burst lasts for a workload that moves `bytes_per_s` while bursting
+        (at most bps-total-max): the bucket fills at that rate less the base rate."""
+        if not self.bps_total_max or bytes_per_s <= self.bps_total:
+            return 0.0 if not self.bps_total_max else math.inf
+        rate = min(bytes_per_s, self.bps_total_max)
+        return self.bps_total_max * self.bps_total_max_length / (rate - self.bps_total)
 
     def predicted_iops(self, block_bytes: int, burst: bool = False) -> float:
         """IOPS QEMU allows a saturating workload of `block_bytes` I/Os, by its accounting:
