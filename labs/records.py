@@ -39,7 +39,7 @@ FORMAT_VERSION = 1
 RESULT_COLUMNS = ["lab", "run_id", "config", "workload", "metric", "value", "unit"]
 KNOWN_UNITS = {
     "us", "ms", "s", "ns", "iops", "MiB/s", "KiB/s", "tps", "bytes", "count", "ratio",
-    "percent", "probability", "trials/s", "bytes/tx", "bytes/row", "pages/row", "B/s",
+    "percent", "probability", "trials/s", "bytes/tx", "bytes/row", "pages/row", "B/s", "MiB",
 }
 # name -> (type(s) the value must have, description used in error messages)
 RUN_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {

@@ -2,9 +2,10 @@
 
 Asserted: the emulated gp3 and sc1 keep their contracts where the model says they must
 (deep queues, sequential reads, the burst then the baseline), sc1 charges a 16 KiB read
-like a 1 MiB one, sysbench ran on all three volumes, and afterwards both data disks are
-throttled exactly as the VM was booted and nothing is left in the VM. A run interrupted
-while a volume is throttled puts the disks back. Bad input stops with one line.
+like a 1 MiB one, sysbench and the MariaDB inserts ran on all three volumes, and afterwards
+both data disks are throttled exactly as the VM was booted and nothing is left in the VM (no
+server either). A run interrupted while a volume is throttled puts the disks back. Bad input
+stops with one line.
 """
 
 from __future__ import annotations
@@ -63,7 +64,9 @@ def ci_run(lab_vms, request):
            f"{f['gp3_deep_iops']} IOPS at depth {f['deep']} ({f['gp3_deep_error']} %), sc1 "
            f"{f['sc1_deep_iops']} ({f['sc1_deep_error']} %), sc1 at depth 1 {f['sc1_qd1_iops']}; "
            f"burst {f['burst_measured_mib_s']} then {f['base_measured_mib_s']} MiB/s; sysbench "
-           f"gp3/sc1 {f['sb_ratio']}x (model {f['sb_model_ratio']}x)")
+           f"gp3/sc1 {f['sb_ratio']}x (model {f['sb_model_ratio']}x); MariaDB inserts sc1/gp3 "
+           f"{f['mdb_ratio_min']} to {f['mdb_ratio_max']}x (model {f['mdb_model_ratio_max']}x), "
+           f"{f['mdb_written_most_mib']} of {f['mdb_tables_most_mib']} MiB reached sc1")
     return {"run": run, "booted": booted}
 
 
@@ -115,6 +118,25 @@ def test_sysbench_ran_on_every_volume_and_sc1_is_held_to_its_budget(ci_run):
     assert sorted(p.name for p in raw.iterdir()) == ["gp3.txt", "sc1.txt", "unthrottled.txt"]
 
 
+def test_mariadb_ran_every_session_count_on_every_volume_with_its_tmpdir_there(ci_run):
+    run = ci_run["run"]
+    params = run.meta["parameters"]
+    table = page.mariadb_results(run)
+    assert sorted(table["volume"].unique()) == ["gp3", "sc1", "unthrottled"]
+    for volume in ("unthrottled", "gp3", "sc1"):
+        assert table[table["volume"] == volume]["sessions"].tolist() == params["sessions"]
+    sessions = run.results[(run.results["workload"] == "mariadb-inserts")
+                           & (run.results["metric"] == "session_s")]
+    counts = sessions.groupby(["volume", "sessions"]).size()
+    assert (counts.index.get_level_values("sessions") == counts.values).all()  # each answered
+    # The tables were made in the volume's folder, and each session waited for its rows.
+    assert (table["tables_max_mib"] > 0).all()
+    assert (sessions["value"] <= sessions.merge(table, on=["volume", "sessions"])["wall_s"]
+            .values + 0.5).all()
+    raw = run.path / "raw" / "mariadb"
+    assert len(list(raw.iterdir())) == 3 * len(params["sessions"])
+
+
 def test_the_disks_are_throttled_as_booted_and_nothing_is_left(ci_run, lab_vms):
     assert throttles(lab_vms) == ci_run["booted"]
     assert ci_run["booted"]["slow"] == {"throttling.iops-total": 200}  # VM_PAIR_ARGS
@@ -162,6 +184,9 @@ def test_a_killed_run_is_put_back_by_clean(ci_run, lab_vms):
     (["--blocks-kib", "48"], "not a power of two"),
     (["--sysbench-mib", "2000"], "--sysbench-mib"),
     (["--burst-s", "1"], "--burst-s"),
+    (["--sessions", "0"], "--sessions"),
+    (["--sessions", "2,2"], "each value once"),
+    (["--rows", "1000000"], "would take about"),
 ])
 def test_bad_input_is_one_line_and_makes_nothing(args, words):
     assert_one_line_usage_error(run_labs("run", "devices", *args), words)

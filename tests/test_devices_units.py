@@ -1,12 +1,15 @@
-"""The devices lab's pure parts: fio jobs, QMP arguments, the throttles it refuses, fio logs."""
+"""The devices lab's pure parts: fio jobs, QMP arguments, the throttles it refuses, fio logs,
+the MariaDB sessions' script and its output."""
 
 from __future__ import annotations
+
+import subprocess
 
 import pytest
 
 from labs.devices.params import Parameters
-from labs.devices.run import burst_throttle, fio_jobs, volumes
-from labs.errors import UsageError
+from labs.devices.run import burst_throttle, fio_jobs, parse_sessions, sessions_script, volumes
+from labs.errors import LabError, UsageError
 from labs.infra.vm.throttle import qmp_arguments
 from labs.models import cloud_volume
 from labs.tools.fio import FioError, parse_log
@@ -58,3 +61,30 @@ def test_fio_bandwidth_log_parses_and_refuses_garbage():
         parse_log("\n")
     with pytest.raises(FioError, match="unknown direction"):
         parse_log("1000, 5, 7, 0, 0\n")
+
+
+def test_the_sessions_script_is_valid_shell_and_its_output_parses(tmp_path):
+    script = sessions_script("/x/server.sock", "/mnt/x/tmp", "/dev/vdc", 3, 500, "/tmp/s")
+    assert subprocess.run(["sh", "-n", "-c", script], check=False).returncode == 0
+    assert "CALL lab.insert_rows(500)" in script and "/sys/block/vdc/stat" in script
+    out = ("disk-before 10 2048\ndisk-after 14 4096\nwall 2.5\nsession 1 2.41\n"
+           "session 2 2.38\nsession 3 2.47\ntables-max-bytes 123456\n")
+    assert parse_sessions(out, "test") == {
+        "session_s": [2.41, 2.38, 2.47], "wall_s": 2.5, "write_requests": 4,
+        "written_bytes": 2048 * 512, "tables_max_bytes": 123456}
+
+
+@pytest.mark.parametrize("out", [
+    "", "disk-before 1 2\ndisk-after 1 2\nwall 1\ntables-max-bytes 9\n",  # no session
+    "disk-before 1 2\nwall 1\nsession 1 1\ntables-max-bytes 9\n",  # no disk-after
+    "disk-before 1 2\ndisk-after x 2\nwall 1\nsession 1 1\ntables-max-bytes 9\n",
+    "ERROR 1305 (42000): PROCEDURE lab.insert_rows does not exist\n"])
+def test_unexpected_sessions_output_is_one_clear_error(out):
+    with pytest.raises(LabError, match="^inserts: "):
+        parse_sessions(out, "inserts")
+
+
+def test_rows_that_would_not_fit_the_data_disk_are_refused():
+    with pytest.raises(UsageError, match="more than the 768 MiB"):
+        Parameters(sessions=(1, 16), rows=1_000_000).check()
+    Parameters(sessions=(1, 10), rows=300_000).check()  # about 229 MiB: fits

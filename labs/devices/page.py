@@ -28,6 +28,8 @@ VOLUMES = ("unthrottled", "gp3", "sc1")
 COLOURS = alt.Scale(domain=list(VOLUMES), range=["#999999", "#0072B2", "#E69F00"])
 FIO_WORKLOADS = ("depth-sweep", "block-sweep", "sequential", "write")
 ARTICLE_RATIO = 45
+ARTICLE_INSERT_RATIO = "1.6"  # the stored procedure in 10 sessions, sc1 against gp3
+ARTICLE_ROWS = 10_000_000  # each session's inserts in the article
 THROTTLE_FIELDS = {"iops-total": "iops_total", "bps-total": "bps_total",
                    "iops-size": "iops_size", "iops-total-max": "iops_total_max",
                    "iops-total-max-length": "iops_total_max_length",
@@ -102,6 +104,37 @@ def sysbench_results(run: RecordedRun) -> pd.DataFrame:
     table["model_ops_per_s"] = models
     table["error_pct"] = 100 * (table["ops_per_s"] / table["model_ops_per_s"] - 1)
     return table
+
+
+def volume_busy_s(limit: cloud_volume.QemuThrottle | None, requests: float,
+                  written_bytes: float) -> float:
+    """Seconds a volume needs, at its limits, for `requests` writes moving `written_bytes`
+    (QEMU's accounting: a request counts once up to iops-size, a larger one as several)."""
+    if limit is None:
+        return 0.0
+    units = max(requests, written_bytes / limit.iops_size) if limit.iops_size else requests
+    return max(units / limit.iops_total, written_bytes / limit.bps_total)
+
+
+def mariadb_results(run: RecordedRun) -> pd.DataFrame:
+    """One row per volume and session count: the time until every session finished, what
+    reached the volume, and the model: the unthrottled disk's time (what the CPUs need), or
+    the time the volume needs for the writes that reached it, whichever is longer."""
+    rows = run.results[(run.results["workload"] == "mariadb-inserts")
+                       & (run.results["metric"] != "session_s")]
+    table = rows.pivot_table(index=["volume", "sessions"], columns="metric",
+                             values="value").reset_index()
+    table.columns.name = None
+    table["sessions"] = table["sessions"].astype(int)
+    cpu_s = table[table["volume"] == "unthrottled"].set_index("sessions")["wall_s"]
+    table["model_s"] = [
+        max(cpu_s[row.sessions], volume_busy_s(throttle_of(run, row.volume),
+                                               row.write_requests, row.written_mib * 2**20))
+        if row.volume != "unthrottled" else float("nan") for row in table.itertuples()]
+    table["error_pct"] = 100 * (table["wall_s"] / table["model_s"] - 1)
+    order = {v: i for i, v in enumerate(VOLUMES)}
+    return table.sort_values(["volume", "sessions"], key=lambda c: c.map(order)
+                             if c.name == "volume" else c).reset_index(drop=True)
 
 
 def _pct(value: float) -> str:
@@ -189,11 +222,46 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f["sb_unthrottled_ms_per_op"] = f"{1000 / sysb.loc['unthrottled', 'ops_per_s']:.2f}"
     f["sb_fsyncs_per_op"] = f"{sysb.loc['gp3', 'fsyncs_per_s'] / sysb.loc['gp3', 'ops_per_s']:.2f}"
     f["article_ratio"] = str(ARTICLE_RATIO)
+    f.update(mariadb_figures(run))
     gp3_16 = _fio(fio, "gp3", "block-sweep", block_kib=16)
     f["ex_gp3_16"] = f"{gp3_16['iops']:,.0f}"
     f["ex_sc1_16"] = f"{sc1_16k['iops']:.1f}"
     f["ex_ratio_16"] = f"{gp3_16['iops'] / sc1_16k['iops']:.0f}"
     f["ex_sc1_in_flight"] = f"{throttle_of(run, 'sc1').iops_total * u['lat_mean_ms'] / 1000:.3f}"
+    return f
+
+
+def mariadb_figures(run: RecordedRun) -> dict[str, str]:
+    """The numbers the page quotes about the MariaDB inserts."""
+    params = run.meta["parameters"]
+    table = mariadb_results(run).set_index(["volume", "sessions"])
+    most, fewest = max(params["sessions"]), min(params["sessions"])
+    ratios = [table.loc[("sc1", n), "wall_s"] / table.loc[("gp3", n), "wall_s"]
+              for n in params["sessions"]]
+    model_ratios = [table.loc[("sc1", n), "model_s"] / table.loc[("gp3", n), "model_s"]
+                    for n in params["sessions"]]
+    modelled = table[table["model_s"].notna()]
+    sc1_most = table.loc[("sc1", most)]
+    cpu_one = table.loc[("unthrottled", fewest)]
+    cpu_most = table.loc[("unthrottled", most)]
+    sc1_limit = throttle_of(run, "sc1")
+    made_mib_s = sc1_most["tables_max_mib"] / sc1_most["wall_s"]
+    f = {"mdb_rows": f"{params['rows']:,}", "mdb_most": str(most),
+         "mdb_sessions": ", ".join(map(str, params["sessions"])),
+         "mdb_ratio_min": f"{min(ratios):.2f}", "mdb_ratio_max": f"{max(ratios):.2f}",
+         "mdb_ratio_most": f"{ratios[-1]:.2f}",
+         "mdb_model_ratio_max": f"{max(model_ratios):.2f}",
+         "mdb_error_max": f"{modelled['error_pct'].abs().max():.1f}",
+         "mdb_rows_per_s_one": f"{params['rows'] * fewest / cpu_one['wall_s']:,.0f}",
+         "mdb_rows_per_s_most": f"{params['rows'] * most / cpu_most['wall_s']:,.0f}",
+         "mdb_tables_most_mib": f"{sc1_most['tables_max_mib']:.1f}",
+         "mdb_written_most_mib": f"{sc1_most['written_mib']:.2f}",
+         "mdb_written_most_requests": f"{sc1_most['write_requests']:.0f}",
+         "mdb_made_mib_s": f"{made_mib_s:.2f}",
+         "mdb_sc1_mib_s": f"{sc1_limit.bps_total / cloud_volume.MIB:.1f}",
+         "mdb_headroom": f"{sc1_limit.bps_total / cloud_volume.MIB / made_mib_s:.0f}",
+         "mdb_scale": f"{ARTICLE_ROWS / params['rows']:,.0f}",
+         "article_mdb_ratio": ARTICLE_INSERT_RATIO}
     return f
 
 
@@ -267,6 +335,45 @@ def sysbench_chart(run: RecordedRun) -> alt.LayerChart:
         tooltip=["volume:N", "kind:N", alt.Tooltip("value:Q", format=",.1f")])
     return dots.properties(width=420, height=150,
                            title="sysbench fileio rndrw, one thread, 16 KiB, O_DIRECT")
+
+
+def mariadb_chart(run: RecordedRun) -> alt.LayerChart:
+    """Time until every session finished, by session count, per volume, beside the model."""
+    table = mariadb_results(run)
+    x = alt.X("sessions:Q", title="sessions inserting at once",
+              axis=alt.Axis(values=sorted(table["sessions"].unique().tolist())))
+    tooltip = ["volume:N", "sessions:Q", alt.Tooltip("wall_s:Q", title="seconds", format=".2f"),
+               alt.Tooltip("model_s:Q", title="model", format=".2f"),
+               alt.Tooltip("error_pct:Q", title="error %", format="+.1f"),
+               alt.Tooltip("written_mib:Q", title="MiB written to the volume", format=",.2f")]
+    colour = alt.Color("volume:N", scale=COLOURS, title=None, legend=alt.Legend(orient="bottom"))
+    measured = alt.Chart(table).mark_point(filled=True, size=70, opacity=0.8).encode(
+        x=x, y=alt.Y("wall_s:Q", title="seconds until every session finished"),
+        color=colour, shape=alt.Shape("volume:N", legend=None), tooltip=tooltip)
+    model = alt.Chart(table[table["model_s"].notna()]).mark_line(strokeDash=[5, 3]).encode(
+        x=x, y="model_s:Q", color=colour, detail="volume:N", tooltip=tooltip)
+    rows = int(run.meta["parameters"]["rows"])
+    return alt.layer(model, measured).properties(
+        width=460, height=260,
+        title={"text": f"MariaDB: {rows:,} single-row inserts a session, MyISAM temporary table",
+               "subtitle": "points: measured; dashed: the model"})
+
+
+def mariadb_bytes_chart(run: RecordedRun) -> alt.Chart:
+    """How large the temporary tables grew, against what reached the volume."""
+    table = mariadb_results(run)
+    table = table[table["volume"] == "sc1"]
+    long = pd.concat([
+        table.assign(kind="the tables at their largest", mib=table["tables_max_mib"]),
+        table.assign(kind="written to the volume during the run", mib=table["written_mib"])])
+    return alt.Chart(long).mark_bar().encode(
+        x=alt.X("mib:Q", title="MiB"),
+        y=alt.Y("kind:N", title=None, axis=alt.Axis(labels=False, ticks=False)),
+        row=alt.Row("sessions:O", title="sessions", header=alt.Header(labelAngle=0)),
+        color=alt.Color("kind:N", scale=alt.Scale(range=["#E69F00", "#555555"]), title=None,
+                        legend=alt.Legend(orient="bottom", direction="vertical")),
+        tooltip=["sessions:O", "kind:N", alt.Tooltip("mib:Q", format=",.2f")],
+    ).properties(width=380, height=22, title="sc1: what the inserts made, what the volume saw")
 
 
 # -- the lab contract ----------------------------------------------------------------------

@@ -9,7 +9,9 @@ disks back to how the VM was booted.
 Steps: the disks' measured region is written once (so reads read data, not holes); fio's
 sweeps on the VM's unthrottled disk, on gp3 and on sc1 held in its burst; a time-scaled sc1
 that bursts and then falls to its baseline; the article's `sysbench fileio` run on an ext4
-file system on each volume.
+file system on each volume; the article's second experiment, a MariaDB stored procedure that
+inserts rows one at a time into a MyISAM temporary table, in 1 to 10 sessions at once, with
+the server's temporary folder on each volume.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from labs.errors import LabError
 from labs.infra.facts import host_facts
 from labs.infra.hosts import Host
 from labs.infra.vm import machine, throttle
+from labs.infra.vm.servers import SERVERS
 from labs.infra.workspace import LabWorkspace
 from labs.models import cloud_volume
 from labs.progress import Progress
@@ -35,6 +38,77 @@ SWEEP_DEPTH = 16  # the block-size sweep's queue depth
 SEQUENTIAL_DEPTH = 4
 BURST_VOLUME_GIB = 1024  # a 1 TiB sc1: its baseline (12 MiB/s) is above QEMU's floor
 DISKS = {"fast": "/dev/vdb", "slow": "/dev/vdc"}
+
+# The article's procedure, in this lab's words: a MyISAM temporary table with an
+# auto-increment key and two more indexes, filled one INSERT (one statement) at a time.
+# MyISAM, because an InnoDB temporary table would live in InnoDB's own temporary
+# tablespace in the data folder, not in the server's tmpdir on the volume.
+INSERT_PROCEDURE = """CREATE DATABASE lab;
+CREATE PROCEDURE lab.insert_rows(IN row_count INT)
+BEGIN
+  DECLARE inserted INT DEFAULT 0;
+  DECLARE started DATETIME(6);
+  CREATE TEMPORARY TABLE scratch (
+    id INT AUTO_INCREMENT PRIMARY KEY, day DATE, a INT, b INT,
+    INDEX by_day (day), INDEX by_a (a)) ENGINE=MyISAM;
+  SET started = NOW(6);
+  WHILE inserted < row_count DO
+    INSERT INTO scratch (day, a, b) VALUES (CURRENT_DATE - INTERVAL FLOOR(RAND() * 14) DAY,
+                                            FLOOR(RAND() * 100), FLOOR(RAND() * 100));
+    SET inserted = inserted + 1;
+  END WHILE;
+  SELECT TIMESTAMPDIFF(MICROSECOND, started, NOW(6)) / 1000000;
+  DROP TEMPORARY TABLE scratch;
+END"""
+
+
+def sessions_script(socket: str, tmpdir: str, device: str, sessions: int, rows: int,
+                    scratch: str) -> str:
+    """Shell that runs `sessions` clients at once, each calling the procedure once, and
+    prints what parse_sessions reads: each session's seconds, the wall time, the disk's
+    writes before and after (/sys/block/<dev>/stat: requests, sectors) and the largest size
+    the tmpdir reached (sampled every half second)."""
+    stat = f"/sys/block/{device.removeprefix('/dev/')}/stat"
+    call = shlex.join(["mariadb", f"--socket={socket}", "-N", "-B",
+                       "-e", f"CALL lab.insert_rows({int(rows)})"])
+    q = shlex.quote
+    return (f"set -u; out={q(scratch)}; rm -f \"$out\".*; "
+            f"echo disk-before $(awk '{{print $5, $7}}' {stat}); "
+            f"( while :; do du -sb {q(tmpdir)} | cut -f1 >> \"$out\".size; sleep 0.5; done ) & "
+            "monitor=$!; start=$(date +%s.%N); pids=''; "
+            f"for i in $(seq {int(sessions)}); do {call} > \"$out\".$i & pids=\"$pids $!\"; done; "
+            "failed=0; for pid in $pids; do wait $pid || failed=1; done; "
+            "end=$(date +%s.%N); kill $monitor; wait $monitor 2>/dev/null; "
+            f"echo disk-after $(awk '{{print $5, $7}}' {stat}); "
+            "echo wall $(awk \"BEGIN {{print $end - $start}}\"); "
+            f"for i in $(seq {int(sessions)}); do echo session $i $(cat \"$out\".$i); done; "
+            "echo tables-max-bytes $(sort -n \"$out\".size | tail -n 1); "
+            "rm -f \"$out\".*; exit $failed")
+
+
+def parse_sessions(text: str, what: str) -> dict[str, Any]:
+    """Read sessions_script's output: {'session_s': [..], 'wall_s', 'write_requests',
+    'written_bytes', 'tables_max_bytes'}; LabError naming `what` if anything is missing."""
+    lines: dict[str, list[str]] = {}
+    session_s = []
+    for line in text.splitlines():
+        words = line.split()
+        if words and words[0] == "session" and len(words) == 3:
+            session_s.append(float(words[2]))
+        elif words:
+            lines[words[0]] = words[1:]
+    try:
+        before = [int(v) for v in lines["disk-before"]]
+        after = [int(v) for v in lines["disk-after"]]
+        result = {"session_s": session_s, "wall_s": float(lines["wall"][0]),
+                  "write_requests": after[0] - before[0],
+                  "written_bytes": (after[1] - before[1]) * 512,
+                  "tables_max_bytes": int(lines["tables-max-bytes"][0])}
+    except (KeyError, IndexError, ValueError) as e:
+        raise LabError(f"{what}: unexpected output ({e}): {text.strip()[-200:]!r}") from None
+    if not session_s:
+        raise LabError(f"{what}: no session reported its time: {text.strip()[-200:]!r}")
+    return result
 
 
 def volumes(params: Parameters) -> list[tuple[str, str, cloud_volume.QemuThrottle | None]]:
@@ -229,20 +303,71 @@ class DevicesLab:
             self.host.sudo(f"cd {shlex.quote(point)} && "
                            + shlex.join(sysbench.fileio_command("cleanup", options))
                            + " >/dev/null", timeout_s=600)
+            self.mariadb_inserts(disk, point, [(name, limits[name]) for name in names])
+
+    def mariadb_inserts(self, disk: str, point: str,
+                        legs: list[tuple[str, cloud_volume.QemuThrottle | None]]) -> None:
+        """The article's stored procedure, its temporary tables on `point` (the volume)."""
+        server = SERVERS["mariadb"]
+        device = DISKS[disk]
+        data = f"{self.ws.work_dir}/mariadb-{disk}"  # on the VM's own disk, not the volume
+        tmpdir = f"{point}/mariadb-tmp"
+        socket = f"{data}/server.sock"
+        self.progress.step(f"MariaDB in {self.host.name}, its temporary folder on {device}")
+        self.host.sudo(f"install -d -o mysql -g mysql {shlex.quote(tmpdir)} && "
+                       + server.init_command(data), timeout_s=900)
+        self.ws.start_server(data, server.start_command(data, "tmpdir", tmpdir),
+                             stop=server.stop_command(data), pid_file=server.pid_file(data))
+        self.host.sudo(f"mariadb --socket={shlex.quote(socket)} --delimiter='$$' <<'SQL'\n"
+                       f"{INSERT_PROCEDURE}\nSQL", timeout_s=300)
+        for name, limit in legs:
+            self.progress.step(f"MariaDB inserts on {name}: {self.params.rows:,} rows a "
+                               f"session, {', '.join(map(str, self.params.sessions))} sessions")
+            self.throttle(disk, limit)
+            for sessions in self.params.sessions:
+                self.host.sudo("sync && echo 3 > /proc/sys/vm/drop_caches", timeout_s=300)
+                script = sessions_script(socket, tmpdir, device, sessions, self.params.rows,
+                                         f"{self.ws.work_dir}/sessions")
+                self.rec.add_command(f"[{self.host.name}] {sessions} x mariadb -e "
+                                     f"'CALL lab.insert_rows({self.params.rows})' at once")
+                out = self.host.sudo(script, timeout_s=3600).stdout
+                self.rec.add_raw(f"mariadb/{name}-{sessions}-sessions.txt", out)
+                result = parse_sessions(out, f"MariaDB inserts on {name}, {sessions} sessions")
+                dims = {"volume": name, "sessions": sessions, "rows": self.params.rows}
+                for i, seconds in enumerate(result["session_s"], start=1):
+                    self.rec.add_result(config=name, workload="mariadb-inserts",
+                                        metric="session_s", value=seconds, unit="s",
+                                        session=i, **dims)
+                for metric, value, unit in (
+                        ("wall_s", result["wall_s"], "s"),
+                        ("write_requests", result["write_requests"], "count"),
+                        ("written_mib", round(result["written_bytes"] / 2**20, 3), "MiB"),
+                        ("tables_max_mib", round(result["tables_max_bytes"] / 2**20, 3),
+                         "MiB")):
+                    self.rec.add_result(config=name, workload="mariadb-inserts",
+                                        metric=metric, value=value, unit=unit, **dims)
+                plural = "s" if sessions > 1 else ""
+                self.progress.detail(f"{name}, {sessions} session{plural}: "
+                                     f"{result['wall_s']:.1f} s, "
+                                     f"{result['written_bytes'] / 2**20:.1f} MiB written")
+        self.throttle(disk, None)
+        self.ws.remove("server", data)
 
 
 def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
-    machine.require_lab_vm(host, params.LAB, ("fio", "sysbench", "mkfs.ext4", "dd"))
+    machine.require_lab_vm(host, params.LAB, ("fio", "sysbench", "mkfs.ext4", "dd", "mariadbd",
+                                              "mariadb-install-db", "setsid", "du"))
     throttle.current_throttle(host.name, "fast")  # the monitor answers, or one clear line
     volumes(params), burst_throttle(params)  # refuses limits QEMU cannot honour, before anything
-    progress.expect(1 + 3 + 1 + 2 + 3 + 1)
+    progress.expect(1 + 3 + 1 + 2 + 3 + 2 + 3 + 1)
     run_id = new_run_id(host.name)
     recorder = RunRecorder(params.LAB, params.as_record(), seed=params.seed, run_id=run_id,
                            lab_host=host.name, host=host_facts(host))
     with recorder as rec, LabWorkspace(host, lab=params.LAB, run_id=run_id,
                                        on_command=rec.add_command) as ws:
         rec.add_command(params.command_line())
-        for tool, command in (("fio", "fio --version"), ("sysbench", "sysbench --version")):
+        for tool, command in (("fio", "fio --version"), ("sysbench", "sysbench --version"),
+                              ("mariadb", "mariadbd --version")):
             rec.add_tool_version(tool, host.sudo(command, timeout_s=60).stdout.strip())
         lab = DevicesLab(params, ws, rec, progress)
         lab.prefill()

@@ -1,6 +1,6 @@
 """Run the power-loss lab: databases in a lab VM, a power cut, a reboot, recovery, a count.
 
-Each database server runs in the VM from Debian's packages (labs/power_loss/engines.py says
+Each database server runs in the VM from Debian's packages (labs/infra/vm/servers.py says
 why not in a container). A client loop in the VM commits rows 1, 2, 3, ... and prints
 `ack N` after each commit returned; the controller (this machine) reads those lines over
 the VM's SSH connection and writes each one down before the power is cut. What the
@@ -19,9 +19,9 @@ from labs.errors import LabError, UsageError
 from labs.infra.facts import host_facts
 from labs.infra.hosts import Host
 from labs.infra.vm import machine, power
+from labs.infra.vm.servers import SERVERS, Server
 from labs.infra.workspace import LabWorkspace
 from labs.power_loss import model
-from labs.power_loss.engines import SERVERS, Server
 from labs.power_loss.params import SETTINGS, Parameters
 from labs.progress import Progress
 from labs.records import RecordedRun, RunRecorder, load_run, new_run_id

@@ -1,4 +1,4 @@
-"""The two database servers of the power-loss lab, as shell commands for the lab VM (pure).
+"""Database servers run inside a lab VM from its own Debian packages, as shell commands (pure).
 
 Each server runs from Debian's own packages inside the VM, not in a container: copying a
 container image into a VM under software emulation takes minutes per image, while the VM
