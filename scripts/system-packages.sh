@@ -26,6 +26,7 @@ test_packages=(
   "qemu-utils:qemu-img makes the copy-on-write overlays and data disks of lab VMs"
   "openssh-client:ssh-keygen makes the per-install key that logs into lab VMs"
   "fio:labs on --host local and benchmarks/harness_overhead.py measure loop devices with fio"
+  "sysbench:the devices lab on --host local runs sysbench fileio on a loop device"
   "maven:python -m labs images build cassandra fetches the server jars from Maven Central (mvn)"
 )
 

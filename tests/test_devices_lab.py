@@ -177,7 +177,7 @@ def test_a_killed_run_is_put_back_by_clean(ci_run, lab_vms):
 
 
 @pytest.mark.parametrize("args, words", [
-    (["--host", "local"], "throttles a lab VM's disks"),
+    (["--host", "db1"], "or measures this machine's own disk (local)"),
     (["--depths", "0"], "--depths"),
     (["--depths", "4,4"], "each value once"),
     (["--blocks-kib", "3"], "--blocks-kib"),

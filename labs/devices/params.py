@@ -39,7 +39,9 @@ class Parameters(LabParameters):
         "full": {},
     }
 
-    host: str = option("vm1", "a lab VM (the lab throttles its data disks): vm1 or vm2")
+    host: str = option("vm1", "a lab VM (the lab throttles its data disks into gp3 and sc1): "
+                              "vm1 or vm2; or local: this machine's own disk, through a loop "
+                              "device over a file of the lab's (nothing emulated)")
     size_gib: int = option(300, "size of both emulated volumes, GiB (the article's: 300)",
                            minimum=125, maximum=16384)
     depths: tuple[int, ...] = option((1, 2, 4, 8, 16, 32, 64),
@@ -66,9 +68,10 @@ class Parameters(LabParameters):
                        maximum=2**31 - 1)
 
     def check(self) -> None:
-        if not (self.host.startswith("vm") and self.host[2:].isdigit()):
+        if self.host != "local" and not (self.host.startswith("vm") and self.host[2:].isdigit()):
             raise UsageError(f"--host {self.host}: the devices lab throttles a lab VM's disks "
-                             "through QEMU; use vm1 (start it with `python -m labs vm up`)")
+                             "through QEMU (vm1, started with `python -m labs vm up`), or "
+                             "measures this machine's own disk (local)")
         _whole_list("depths", tuple(self.depths), *DEPTH_RANGE)
         _whole_list("blocks_kib", tuple(self.blocks_kib), *BLOCK_KIB_RANGE)
         _whole_list("sessions", tuple(self.sessions), *SESSIONS_RANGE)

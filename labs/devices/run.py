@@ -6,6 +6,11 @@ article's size, each I/O counted the way AWS publishes it (labs/models/cloud_vol
 The throttles are journaled first; the end of the run (or `python -m labs clean`) puts both
 disks back to how the VM was booted.
 
+On `--host local` nothing is emulated: the lab measures the reader's own disk through a loop
+device over a new file in the lab's work folder (direct I/O; fio, dd and sysbench touch that
+device only), with the same fio sweeps and sysbench run, and without the burst and MariaDB
+steps (they need QEMU's throttle and the VM's packages).
+
 Steps: the disks' measured region is written once (so reads read data, not holes); fio's
 sweeps on the VM's unthrottled disk, on gp3 and on sc1 held in its burst; a time-scaled sc1
 that bursts and then falls to its baseline; the article's `sysbench fileio` run on an ext4
@@ -18,10 +23,11 @@ from __future__ import annotations
 
 import math
 import shlex
+from dataclasses import dataclass
 from typing import Any
 
 from labs.devices.params import Parameters
-from labs.errors import LabError
+from labs.errors import LabError, UsageError
 from labs.infra.facts import host_facts
 from labs.infra.hosts import Host
 from labs.infra.vm import machine, throttle
@@ -38,6 +44,8 @@ SWEEP_DEPTH = 16  # the block-size sweep's queue depth
 SEQUENTIAL_DEPTH = 4
 BURST_VOLUME_GIB = 1024  # a 1 TiB sc1: its baseline (12 MiB/s) is above QEMU's floor
 DISKS = {"fast": "/dev/vdb", "slow": "/dev/vdc"}
+LOCAL_FILE_MIB = 1024  # the loop device's file on the reader's disk (sparse; holds the fio
+#                        region, then sysbench's files on ext4)
 
 # The article's procedure, in this lab's words: a MyISAM temporary table with an
 # auto-increment key and two more indexes, filled one INSERT (one statement) at a time.
@@ -109,6 +117,23 @@ def parse_sessions(text: str, what: str) -> dict[str, Any]:
     if not session_s:
         raise LabError(f"{what}: no session reported its time: {text.strip()[-200:]!r}")
     return result
+
+
+@dataclass
+class Target:
+    """Where the lab measures: `disks` (fast/slow -> device), and each volume as (name, disk,
+    QEMU throttle or None). `emulated`: a lab VM whose disks QEMU throttles."""
+    disks: dict[str, str]
+    volumes: list[tuple[str, str, cloud_volume.QemuThrottle | None]]
+    emulated: bool
+
+
+def vm_target(params: Parameters) -> Target:
+    return Target(dict(DISKS), volumes(params), emulated=True)
+
+
+def local_target(loop_device: str) -> Target:
+    return Target({"fast": loop_device}, [("local", "fast", None)], emulated=False)
 
 
 def volumes(params: Parameters) -> list[tuple[str, str, cloud_volume.QemuThrottle | None]]:
@@ -187,18 +212,21 @@ class DevicesLab:
     """The lab's steps on one lab VM; results go to a RunRecorder."""
 
     def __init__(self, params: Parameters, ws: LabWorkspace, rec: RunRecorder,
-                 progress: Progress):
+                 progress: Progress, target: Target):
         self.params, self.ws, self.rec, self.progress = params, ws, rec, progress
-        self.host = ws.host
+        self.host, self.target = ws.host, target
 
     def throttle(self, disk: str, limit: cloud_volume.QemuThrottle | None) -> None:
+        if not self.target.emulated:
+            assert limit is None  # nothing to throttle on the reader's own disk
+            return
         self.rec.add_command(f"[qmp {self.host.name}] block_set_io_throttle {disk} "
                              + (limit.drive_suffix().lstrip(",") if limit else "(none)"))
         throttle.throttle_in_workspace(self.ws, disk, limit.options() if limit else {})
 
     def prefill(self) -> None:
-        self.progress.step(f"writing the first {REGION_MIB} MiB of both data disks once")
-        for disk, device in DISKS.items():
+        self.progress.step(f"writing the first {REGION_MIB} MiB of each disk once")
+        for disk, device in self.target.disks.items():
             self.throttle(disk, None)
             # Safe: a lab disk of the lab VM (the guard checks it), nothing of the reader's.
             self.ws.run_guarded(["dd", "if=/dev/urandom", f"of={device}", "bs=1M",
@@ -206,8 +234,8 @@ class DevicesLab:
                                 [device], timeout_s=600)
 
     def fio_sweeps(self) -> None:
-        for name, disk, limit in volumes(self.params):
-            device = DISKS[disk]
+        for name, disk, limit in self.target.volumes:
+            device = self.target.disks[disk]
             jobs = fio_jobs(self.params, device, limit)
             self.progress.step(f"fio on {name} ({device}): {len(jobs)} measurements of "
                                f"{self.params.fio_s} s" + (f", {limit.emulates}" if limit else ""))
@@ -265,10 +293,12 @@ class DevicesLab:
 
     def sysbench_runs(self) -> None:
         options = sysbench_options(self.params)
-        by_disk = {"fast": ["unthrottled", "gp3"], "slow": ["sc1"]}
-        limits = {name: limit for name, _, limit in volumes(self.params)}
+        by_disk: dict[str, list[str]] = {}
+        for name, disk, _ in self.target.volumes:
+            by_disk.setdefault(disk, []).append(name)
+        limits = {name: limit for name, _, limit in self.target.volumes}
         for disk, names in by_disk.items():
-            device = DISKS[disk]
+            device = self.target.disks[disk]
             self.progress.step(f"sysbench fileio: an ext4 file system on {device}, "
                                f"{options.total_size_mib} MiB of files")
             self.throttle(disk, None)
@@ -303,7 +333,8 @@ class DevicesLab:
             self.host.sudo(f"cd {shlex.quote(point)} && "
                            + shlex.join(sysbench.fileio_command("cleanup", options))
                            + " >/dev/null", timeout_s=600)
-            self.mariadb_inserts(disk, point, [(name, limits[name]) for name in names])
+            if self.target.emulated:  # the server comes from the lab VM's packages
+                self.mariadb_inserts(disk, point, [(name, limits[name]) for name in names])
 
     def mariadb_inserts(self, disk: str, point: str,
                         legs: list[tuple[str, cloud_volume.QemuThrottle | None]]) -> None:
@@ -354,25 +385,54 @@ class DevicesLab:
         self.ws.remove("server", data)
 
 
+LOCAL_TOOLS = ("fio", "sysbench", "mkfs.ext4", "dd", "losetup")
+VM_TOOLS = ("fio", "sysbench", "mkfs.ext4", "dd", "mariadbd", "mariadb-install-db", "setsid", "du")
+
+
+def check_local_host(host: Host) -> None:
+    """Refuse, in one line, a local host without root or without the lab's tools."""
+    if not host.sudo("true", check=False, timeout_s=60).ok:
+        raise UsageError(f"host {host.name}: the devices lab needs root there (a loop device "
+                         "over a file of its own): run it with sudo")
+    probe = f"for t in {' '.join(LOCAL_TOOLS)}; do command -v $t >/dev/null || echo $t; done"
+    missing = host.sudo(probe, timeout_s=60).stdout.split()
+    if missing:
+        raise UsageError(f"host {host.name} lacks {', '.join(missing)}: install them "
+                         "(Debian: apt-get install fio sysbench e2fsprogs util-linux)")
+
+
 def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
-    machine.require_lab_vm(host, params.LAB, ("fio", "sysbench", "mkfs.ext4", "dd", "mariadbd",
-                                              "mariadb-install-db", "setsid", "du"))
-    throttle.current_throttle(host.name, "fast")  # the monitor answers, or one clear line
-    volumes(params), burst_throttle(params)  # refuses limits QEMU cannot honour, before anything
-    progress.expect(1 + 3 + 1 + 2 + 3 + 2 + 3 + 1)
+    if host.is_local:
+        check_local_host(host)
+        progress.expect(1 + 1 + 1 + 1 + 1 + 1)
+    else:
+        machine.require_lab_vm(host, params.LAB, VM_TOOLS)
+        throttle.current_throttle(host.name, "fast")  # the monitor answers, or one clear line
+        volumes(params), burst_throttle(params)  # refuses limits QEMU cannot honour, first
+        progress.expect(1 + 3 + 1 + 2 + 3 + 2 + 3 + 1)
     run_id = new_run_id(host.name)
     recorder = RunRecorder(params.LAB, params.as_record(), seed=params.seed, run_id=run_id,
                            lab_host=host.name, host=host_facts(host))
     with recorder as rec, LabWorkspace(host, lab=params.LAB, run_id=run_id,
                                        on_command=rec.add_command) as ws:
         rec.add_command(params.command_line())
-        for tool, command in (("fio", "fio --version"), ("sysbench", "sysbench --version"),
-                              ("mariadb", "mariadbd --version")):
+        tools = [("fio", "fio --version"), ("sysbench", "sysbench --version")]
+        if host.is_local:
+            progress.step(f"a loop device over a new {LOCAL_FILE_MIB} MiB file in "
+                          f"{ws.work_dir} (direct I/O)")
+            target = local_target(ws.make_loop_device("disk", LOCAL_FILE_MIB, direct_io=True))
+        else:
+            target = vm_target(params)
+            tools.append(("mariadb", "mariadbd --version"))
+        for tool, command in tools:
             rec.add_tool_version(tool, host.sudo(command, timeout_s=60).stdout.strip())
-        lab = DevicesLab(params, ws, rec, progress)
+        lab = DevicesLab(params, ws, rec, progress, target)
         lab.prefill()
         lab.fio_sweeps()
-        lab.burst()
+        if target.emulated:
+            lab.burst()
         lab.sysbench_runs()
-        progress.step("removing the file systems, the disks' throttles back as booted")
+        progress.step("removing the file systems" + (", the disks' throttles back as booted"
+                                                     if target.emulated else
+                                                     " and the loop device with its file"))
     return load_run(recorder.final_path)

@@ -1,0 +1,112 @@
+"""The devices lab on --host local (ci profile): this machine's own disk, as root, through a
+loop device over a file of the lab's. Nothing is emulated there.
+
+Asserted: every fio measurement and the sysbench run were made on that loop device and on
+nothing else, the steps that need a lab VM (the burst, MariaDB) did not run, the run's
+headline has no model to stand beside (there is no contract to predict from), and nothing is
+left: no loop device, no file, no journal entry. A killed run leaves nothing after `clean`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from conftest import loops_over, run_cli
+
+from labs import PROJECT_ROOT
+from labs.devices import page
+from labs.infra.journal import Journal
+from labs.records import list_runs, load_run
+
+pytestmark = pytest.mark.slow
+
+
+def lab_env(base: Path) -> dict:
+    return {**os.environ, "LABS_STATE_DIR": str(base / "state"),
+            "LABS_RUNS_DIR": str(base / "runs"), "LABS_WORK_DIR": str(base / "work"),
+            "PYTHONUNBUFFERED": "1"}
+
+
+def leftovers(base: Path) -> list[str]:
+    """Live journal entries, loop devices and files of this test's folders."""
+    found = [f"journal {e.kind} {e.id}" for e in
+             Journal("local", base / "state" / "journal-local.jsonl").live_entries()]
+    found += loops_over(base)
+    work = base / "work"
+    found += [f"file {p}" for p in work.rglob("*") if p.is_file()] if work.exists() else []
+    return found
+
+
+@pytest.fixture(scope="module")
+def local_run():
+    base = Path(tempfile.mkdtemp(prefix="storage-labs-test-devices-", dir="/var/tmp"))
+    result = run_cli(["run", "devices", "--host", "local", "--profile", "ci"], lab_env(base),
+                     timeout=900)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    runs = list_runs("devices", base / "runs")
+    assert len(runs) == 1
+    yield {"run": load_run(runs[0]), "stderr": result.stderr, "base": base}
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def test_every_measurement_is_of_the_loop_device_and_nothing_else(local_run):
+    run = local_run["run"]
+    device = re.search(r"fio on local \((/dev/loop\d+)\)", local_run["stderr"]).group(1)
+    raw = run.path / "raw" / "fio" / "local"
+    jobs = sorted(raw.iterdir())
+    assert len(jobs) == len(page.fio_results(run)) > 0
+    for path in jobs:
+        options = json.loads(path.read_text())["jobs"][0]["job options"]
+        assert options["filename"] == device, path.name
+    assert (page.fio_results(run)["iops"] > 0).all()
+    assert sorted(p.name for p in (run.path / "raw" / "sysbench").iterdir()) == ["local.txt"]
+
+
+def test_only_the_steps_a_local_disk_allows_ran(local_run):
+    results = local_run["run"].results
+    assert set(results["volume"].dropna()) == {"local"}
+    assert not results["workload"].isin(["burst", "mariadb-inserts"]).any()
+    steps = re.findall(r"step (\d+)/(\d+):", local_run["stderr"])
+    assert steps[-1][0] == steps[-1][1]  # the progress knew its length
+
+
+def test_the_headline_stands_alone_without_a_contract(local_run):
+    table = page.headline(local_run["run"])
+    assert list(table["config"].unique()) == ["local"]
+    assert len(table) == 3 and table["model"].isna().all()
+
+
+def test_nothing_is_left_behind(local_run):
+    assert leftovers(local_run["base"]) == []
+
+
+def test_a_killed_local_run_leaves_nothing_after_clean():
+    base = Path(tempfile.mkdtemp(prefix="storage-labs-test-devices-kill-", dir="/var/tmp"))
+    env = lab_env(base)
+    lab = subprocess.Popen([sys.executable, "-m", "labs", "run", "devices", "--host", "local",
+                            "--profile", "ci"], cwd=PROJECT_ROOT, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in lab.stderr:
+            if "sysbench fileio rndrw on local" in line:  # a loop device, ext4 mounted, files
+                break
+        lab.send_signal(signal.SIGKILL)
+        lab.wait(timeout=60)
+    finally:
+        if lab.poll() is None:
+            lab.kill()
+    assert leftovers(base) != []  # a SIGKILL cleans nothing by itself
+    cleaned = run_cli(["clean"], env, timeout=600)
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert leftovers(base) == []
+    assert list_runs("devices", base / "runs") == []
+    shutil.rmtree(base, ignore_errors=True)
