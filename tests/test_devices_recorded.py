@@ -75,3 +75,49 @@ def test_sysbench_one_thread_never_reaches_gp3s_limit_and_sc1_is_held_below_its_
     assert int(F["sb_ratio"]) > page.ARTICLE_RATIO  # "the article's ratio is smaller"
     gp3 = volume("gp3", "block-sweep").set_index("block_kib")["mib_s"]
     assert gp3[64] == pytest.approx(125, rel=0.02)  # flat already above 42.7 KiB
+
+
+INSERTS = page.mariadb_results(RUN)
+
+
+def _ratios(column: str) -> list[float]:
+    by = INSERTS.set_index(["volume", "sessions"])[column]
+    return [by[("sc1", n)] / by[("gp3", n)] for n in sorted(INSERTS["sessions"].unique())]
+
+
+def test_the_inserts_ratio_is_far_from_the_articles_and_does_not_grow_with_sessions():
+    measured = _ratios("wall_s")
+    assert max(measured) < 0.8 * float(page.ARTICLE_INSERT_RATIO)  # "does not reproduce"
+    assert F["mdb_ratio_min"] == f"{min(measured):.2f}"
+    assert F["mdb_ratio_max"] == f"{max(measured):.2f}"
+    # "the model says 1.00 at every session count": the CPUs' time, never the volume's
+    assert all(r == pytest.approx(1.0) for r in _ratios("model_s"))
+    assert F["mdb_model_ratio_max"] == "1.00"
+
+
+def test_what_the_inserts_wrote_kept_the_volumes_busy_a_small_part_of_each_run():
+    for row in INSERTS[INSERTS["volume"] != "unthrottled"].itertuples():
+        busy = page.volume_busy_s(page.throttle_of(RUN, row.volume), row.write_requests,
+                                  row.written_mib * 2**20)
+        assert busy < 0.05 * row.wall_s, row  # "nothing reached them to do it with"
+    assert float(F["mdb_busy_max_pct"]) < 5
+    most = INSERTS[(INSERTS["volume"] == "sc1")
+                   & (INSERTS["sessions"] == INSERTS["sessions"].max())].iloc[0]
+    # "a run long enough for that" (30 s dirty: Linux's dirty_expire_centisecs, 3000)
+    assert most["wall_s"] > 30 and most["written_mib"] > 0
+    assert float(F["mdb_headroom"]) > 10  # "times less than sc1 can take"
+
+
+def test_more_sessions_insert_more_rows_a_second_but_two_processors_cap_them():
+    assert min(RUN.meta["parameters"]["sessions"]) == 1  # "on its own"
+    alone = float(F["mdb_rows_per_s_one"].replace(",", ""))
+    together = float(F["mdb_rows_per_s_most"].replace(",", ""))
+    assert alone < together < 2.2 * alone  # "(the VM has two processors)"
+    assert RUN.meta["host"]["cpu_count"] == 2
+
+
+def test_the_headline_carries_the_inserts_beside_the_model():
+    table = page.headline(RUN)
+    inserts = table[table["measure"].str.startswith("MariaDB inserts")]
+    assert sorted(inserts["config"]) == ["gp3", "sc1", "unthrottled"]
+    assert inserts[inserts["config"] != "unthrottled"]["model"].notna().all()

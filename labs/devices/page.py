@@ -96,8 +96,17 @@ def sysbench_results(run: RecordedRun) -> pd.DataFrame:
     table = table.reindex([v for v in (*VOLUMES, LOCAL) if v in table.index]).reset_index()
     table.columns.name = None
     table["ops_per_s"] = table["reads_per_s"] + table["writes_per_s"]
-    unthrottled = table.loc[table["volume"] == "unthrottled", "ops_per_s"]
-    reference = float(unthrottled.iloc[0]) if len(unthrottled) else float("nan")
+    # The unthrottled disk ran before and after gp3 (the same disk): the model's reference
+    # is the mean of the two, and the table keeps both.
+    again = run.results[(run.results["workload"] == "sysbench-rndrw-repeat")
+                        & run.results["metric"].isin(["reads_per_s", "writes_per_s"])]
+    table["again_ops_per_s"] = float("nan")
+    if len(again):
+        table.loc[table["volume"] == "unthrottled", "again_ops_per_s"] = again["value"].sum()
+    unthrottled = table[table["volume"] == "unthrottled"]
+    reference = (float(unthrottled[["ops_per_s", "again_ops_per_s"]].mean(axis=1).iloc[0])
+                 if len(unthrottled) else float("nan"))
+    table["reference_ops_per_s"] = reference
     models = []
     for volume in table["volume"]:
         limit = throttle_of(run, volume)
@@ -221,7 +230,13 @@ def figures(run: RecordedRun) -> dict[str, str]:
     model_ratio = sysb.loc["gp3", "model_ops_per_s"] / sysb.loc["sc1", "model_ops_per_s"]
     f["sb_ratio"] = f"{ratio:.0f}"
     f["sb_model_ratio"] = f"{model_ratio:.0f}"
-    f["sb_unthrottled_ms_per_op"] = f"{1000 / sysb.loc['unthrottled', 'ops_per_s']:.2f}"
+    first = sysb.loc["unthrottled", "ops_per_s"]
+    again = sysb.loc["unthrottled", "again_ops_per_s"]
+    reference = sysb.loc["unthrottled", "reference_ops_per_s"]
+    f["sb_unthrottled_again_ops"] = f"{again:,.1f}"
+    f["sb_unthrottled_reference_ops"] = f"{reference:,.1f}"
+    f["sb_unthrottled_apart_pct"] = f"{100 * abs(again - first) / min(again, first):.1f}"
+    f["sb_unthrottled_ms_per_op"] = f"{1000 / reference:.2f}"
     f["sb_fsyncs_per_op"] = f"{sysb.loc['gp3', 'fsyncs_per_s'] / sysb.loc['gp3', 'ops_per_s']:.2f}"
     f["article_ratio"] = str(ARTICLE_RATIO)
     f.update(mariadb_figures(run))
@@ -231,6 +246,14 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f["ex_ratio_16"] = f"{gp3_16['iops'] / sc1_16k['iops']:.0f}"
     f["ex_sc1_in_flight"] = f"{throttle_of(run, 'sc1').iops_total * u['lat_mean_ms'] / 1000:.3f}"
     return f
+
+
+def session_spread_pct(run: RecordedRun, volume: str, sessions: int) -> float:
+    """How far apart the sessions of one run finished: (slowest - fastest) / fastest, %."""
+    r = run.results
+    times = r[(r["workload"] == "mariadb-inserts") & (r["metric"] == "session_s")
+              & (r["volume"] == volume) & (r["sessions"] == sessions)]["value"]
+    return 100 * (times.max() / times.min() - 1)
 
 
 def mariadb_figures(run: RecordedRun) -> dict[str, str]:
@@ -248,13 +271,17 @@ def mariadb_figures(run: RecordedRun) -> dict[str, str]:
     cpu_most = table.loc[("unthrottled", most)]
     sc1_limit = throttle_of(run, "sc1")
     made_mib_s = sc1_most["tables_max_mib"] / sc1_most["wall_s"]
+    alone_rows_per_s = params["rows"] * fewest / cpu_one["wall_s"]
+    busy = {key: volume_busy_s(throttle_of(run, key[0]), row["write_requests"],
+                               row["written_mib"] * 2**20)
+            for key, row in modelled.iterrows()}  # seconds each run's writes cost its volume
     f = {"mdb_rows": f"{params['rows']:,}", "mdb_most": str(most),
          "mdb_sessions": ", ".join(map(str, params["sessions"])),
          "mdb_ratio_min": f"{min(ratios):.2f}", "mdb_ratio_max": f"{max(ratios):.2f}",
          "mdb_ratio_most": f"{ratios[params['sessions'].index(most)]:.2f}",
          "mdb_model_ratio_max": f"{max(model_ratios):.2f}",
          "mdb_error_max": f"{modelled['error_pct'].abs().max():.1f}",
-         "mdb_rows_per_s_one": f"{params['rows'] * fewest / cpu_one['wall_s']:,.0f}",
+         "mdb_rows_per_s_one": f"{alone_rows_per_s:,.0f}",
          "mdb_rows_per_s_most": f"{params['rows'] * most / cpu_most['wall_s']:,.0f}",
          "mdb_tables_most_mib": f"{sc1_most['tables_max_mib']:.1f}",
          "mdb_written_most_mib": f"{sc1_most['written_mib']:.2f}",
@@ -263,6 +290,11 @@ def mariadb_figures(run: RecordedRun) -> dict[str, str]:
          "mdb_sc1_mib_s": f"{sc1_limit.bps_total / cloud_volume.MIB:.1f}",
          "mdb_headroom": f"{sc1_limit.bps_total / cloud_volume.MIB / made_mib_s:.0f}",
          "mdb_scale": f"{ARTICLE_ROWS / params['rows']:,.0f}",
+         "mdb_article_hours": f"{ARTICLE_ROWS / alone_rows_per_s / 3600:.1f}",
+         "mdb_busy_max_pct": f"{100 * max(busy[k] / table.loc[k, 'wall_s'] for k in busy):.1f}",
+         "mdb_sc1_busy_most_s": f"{busy[('sc1', most)]:.1f}",
+         "mdb_sc1_wall_most_s": f"{sc1_most['wall_s']:.1f}",
+         "mdb_spread_pct": f"{session_spread_pct(run, 'unthrottled', most):.0f}",
          "article_mdb_ratio": ARTICLE_INSERT_RATIO}
     return f
 
@@ -322,6 +354,7 @@ def burst_chart(run: RecordedRun) -> alt.LayerChart:
 def sysbench_chart(run: RecordedRun) -> alt.LayerChart:
     table = sysbench_results(run)
     long = pd.concat([table.assign(kind="measured", value=table["ops_per_s"]),
+                      table.assign(kind="measured", value=table["again_ops_per_s"]),
                       table.assign(kind="model", value=table["model_ops_per_s"])])
     long = long[long["value"].notna()]
     # Points, not bars: a bar on a log scale has no zero to start from.
@@ -358,7 +391,8 @@ def mariadb_chart(run: RecordedRun) -> alt.LayerChart:
     return alt.layer(model, measured).properties(
         width=460, height=260,
         title={"text": f"MariaDB: {rows:,} single-row inserts a session, MyISAM temporary table",
-               "subtitle": "points: measured; dashed: the model"})
+               "subtitle": "points: measured; dashed: the model (gp3's and sc1's lie on top of "
+                           "each other where neither volume is the bottleneck)"})
 
 
 def mariadb_bytes_chart(run: RecordedRun) -> alt.Chart:

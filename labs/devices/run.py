@@ -291,24 +291,42 @@ class DevicesLab:
         self.rec.add_result(config="sc1-burst", workload="burst", metric="model_burst_s",
                             value=round(limit.burst_seconds, 2), unit="s", volume="sc1-burst")
 
-    def sysbench_runs(self) -> None:
-        options = sysbench_options(self.params)
-        by_disk: dict[str, list[str]] = {}
-        for name, disk, _ in self.target.volumes:
-            by_disk.setdefault(disk, []).append(name)
-        limits = {name: limit for name, _, limit in self.target.volumes}
-        for disk, names in by_disk.items():
-            device = self.target.disks[disk]
-            self.progress.step(f"sysbench fileio: an ext4 file system on {device}, "
-                               f"{options.total_size_mib} MiB of files")
+    def file_systems(self) -> dict[str, str]:
+        """An ext4 file system on each disk, mounted for the rest of the run: disk -> folder."""
+        points = {}
+        for disk, device in self.target.disks.items():
+            self.progress.step(f"an ext4 file system on {device}")
             self.throttle(disk, None)
             self.ws.make_filesystem(device, "ext4", label=f"dev-{disk}")
-            point = self.ws.mount(device, f"fileio-{disk}")
+            points[disk] = self.ws.mount(device, f"fileio-{disk}")
+        return points
+
+    def sysbench_plan(self) -> list[tuple[str, str, bool]]:
+        """(volume, disk, repeat) in the order sysbench runs them: on a disk with the
+        unthrottled reference and a throttled volume, the reference runs again after it, so
+        the page can show how much two runs of the same disk differ."""
+        plan = []
+        for disk in self.target.disks:
+            names = [name for name, d, _ in self.target.volumes if d == disk]
+            plan += [(name, disk, False) for name in names]
+            if "unthrottled" in names and len(names) > 1:
+                plan.append(("unthrottled", disk, True))
+        return plan
+
+    def sysbench_runs(self, points: dict[str, str]) -> None:
+        options = sysbench_options(self.params)
+        limits = {name: limit for name, _, limit in self.target.volumes}
+        plan = self.sysbench_plan()
+        for disk, point in points.items():
+            self.progress.detail(f"sysbench fileio prepare: {options.total_size_mib} MiB of "
+                                 f"files on {self.target.disks[disk]}")
             self.host.sudo(f"cd {shlex.quote(point)} && "
                            + shlex.join(sysbench.fileio_command("prepare", options))
                            + " >/dev/null", timeout_s=1800)
-            for name in names:
-                self.progress.step(f"sysbench fileio rndrw on {name}: {options.time_s} s")
+            for name, _, repeat in [step for step in plan if step[1] == disk]:
+                label = f"{name}-again" if repeat else name
+                self.progress.step(f"sysbench fileio rndrw on {name}"
+                                   + (" again" if repeat else "") + f": {options.time_s} s")
                 self.throttle(disk, limits[name])
                 # Nothing of the files stays in the guest's memory from the preparation.
                 self.host.sudo("sync && echo 3 > /proc/sys/vm/drop_caches", timeout_s=300)
@@ -316,8 +334,8 @@ class DevicesLab:
                            + shlex.join(sysbench.fileio_command("run", options)))
                 self.rec.add_command(f"[{self.host.name}] {command}")
                 out = self.host.sudo(command, timeout_s=options.time_s + 600).stdout
-                self.rec.add_raw(f"sysbench/{name}.txt", out)
-                result = sysbench.parse_fileio(out, f"sysbench fileio on {name}")
+                self.rec.add_raw(f"sysbench/{label}.txt", out)
+                result = sysbench.parse_fileio(out, f"sysbench fileio on {label}")
                 for metric, value, unit in (
                         ("reads_per_s", result.reads_per_s, "iops"),
                         ("writes_per_s", result.writes_per_s, "iops"),
@@ -325,39 +343,43 @@ class DevicesLab:
                         ("read_mib_s", result.read_mib_per_s, "MiB/s"),
                         ("written_mib_s", result.written_mib_per_s, "MiB/s"),
                         ("latency_avg_ms", result.general.latency.avg_ms, "ms")):
-                    self.rec.add_result(config=name, workload="sysbench-rndrw", metric=metric,
-                                        value=value, unit=unit, volume=name)
-                self.progress.detail(f"{name}: {result.reads_per_s:,.1f} reads/s, "
+                    self.rec.add_result(config=name, workload=("sysbench-rndrw-repeat" if repeat
+                                                               else "sysbench-rndrw"),
+                                        metric=metric, value=value, unit=unit, volume=name)
+                self.progress.detail(f"{label}: {result.reads_per_s:,.1f} reads/s, "
                                      f"{result.writes_per_s:,.1f} writes/s")
             self.throttle(disk, None)
             self.host.sudo(f"cd {shlex.quote(point)} && "
                            + shlex.join(sysbench.fileio_command("cleanup", options))
                            + " >/dev/null", timeout_s=600)
-            if self.target.emulated:  # the server comes from the lab VM's packages
-                self.mariadb_inserts(disk, point, [(name, limits[name]) for name in names])
 
-    def mariadb_inserts(self, disk: str, point: str,
-                        legs: list[tuple[str, cloud_volume.QemuThrottle | None]]) -> None:
-        """The article's stored procedure, its temporary tables on `point` (the volume)."""
+    def mariadb_inserts(self, points: dict[str, str]) -> None:
+        """The article's stored procedure: one server per disk, its temporary tables on that
+        disk's file system; the volumes take turns at each session count, so a slow spell of
+        the emulated processors does not fall on one volume alone."""
         server = SERVERS["mariadb"]
-        device = DISKS[disk]
-        data = f"{self.ws.work_dir}/mariadb-{disk}"  # on the VM's own disk, not the volume
-        tmpdir = f"{point}/mariadb-tmp"
-        socket = f"{data}/server.sock"
-        self.progress.step(f"MariaDB in {self.host.name}, its temporary folder on {device}")
-        self.host.sudo(f"install -d -o mysql -g mysql {shlex.quote(tmpdir)} && "
-                       + server.init_command(data), timeout_s=900)
-        self.ws.start_server(data, server.start_command(data, "tmpdir", tmpdir),
-                             stop=server.stop_command(data), pid_file=server.pid_file(data))
-        self.host.sudo(f"mariadb --socket={shlex.quote(socket)} --delimiter='$$' <<'SQL'\n"
-                       f"{INSERT_PROCEDURE}\nSQL", timeout_s=300)
-        for name, limit in legs:
-            self.progress.step(f"MariaDB inserts on {name}: {self.params.rows:,} rows a "
-                               f"session, {', '.join(map(str, self.params.sessions))} sessions")
-            self.throttle(disk, limit)
-            for sessions in self.params.sessions:
+        sockets, tmpdirs = {}, {}
+        self.progress.step(f"MariaDB in {self.host.name}: one server per disk, its temporary "
+                           "folder on the disk")
+        for disk, point in points.items():
+            data = f"{self.ws.work_dir}/mariadb-{disk}"  # on the VM's own disk, not the volume
+            tmpdirs[disk], sockets[disk] = f"{point}/mariadb-tmp", f"{data}/server.sock"
+            # One after the other: two bootstraps side by side once crashed in 1 GiB.
+            self.host.sudo(f"install -d -o mysql -g mysql {shlex.quote(tmpdirs[disk])} && "
+                           + server.init_command(data), timeout_s=900)
+            self.ws.start_server(data, server.start_command(data, "tmpdir", tmpdirs[disk]),
+                                 stop=server.stop_command(data), pid_file=server.pid_file(data))
+            self.host.sudo(f"mariadb --socket={shlex.quote(sockets[disk])} --delimiter='$$' "
+                           f"<<'SQL'\n{INSERT_PROCEDURE}\nSQL", timeout_s=300)
+        for sessions in self.params.sessions:
+            plural = "s" if sessions > 1 else ""
+            self.progress.step(f"MariaDB inserts, {sessions} session{plural} of "
+                               f"{self.params.rows:,} rows, on each volume in turn")
+            for name, disk, limit in self.target.volumes:
+                self.throttle(disk, limit)
                 self.host.sudo("sync && echo 3 > /proc/sys/vm/drop_caches", timeout_s=300)
-                script = sessions_script(socket, tmpdir, device, sessions, self.params.rows,
+                script = sessions_script(sockets[disk], tmpdirs[disk], self.target.disks[disk],
+                                         sessions, self.params.rows,
                                          f"{self.ws.work_dir}/sessions")
                 self.rec.add_command(f"[{self.host.name}] {sessions} x mariadb -e "
                                      f"'CALL lab.insert_rows({self.params.rows})' at once")
@@ -377,12 +399,11 @@ class DevicesLab:
                          "MiB")):
                     self.rec.add_result(config=name, workload="mariadb-inserts",
                                         metric=metric, value=value, unit=unit, **dims)
-                plural = "s" if sessions > 1 else ""
-                self.progress.detail(f"{name}, {sessions} session{plural}: "
-                                     f"{result['wall_s']:.1f} s, "
+                self.progress.detail(f"{name}: {result['wall_s']:.1f} s, "
                                      f"{result['written_bytes'] / 2**20:.1f} MiB written")
-        self.throttle(disk, None)
-        self.ws.remove("server", data)
+        for disk in points:
+            self.throttle(disk, None)
+            self.ws.remove("server", f"{self.ws.work_dir}/mariadb-{disk}")
 
 
 LOCAL_TOOLS = ("fio", "sysbench", "mkfs.ext4", "dd", "losetup")
@@ -404,12 +425,14 @@ def check_local_host(host: Host) -> None:
 def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     if host.is_local:
         check_local_host(host)
+        # loop device, prefill, fio, file system, sysbench, the end
         progress.expect(1 + 1 + 1 + 1 + 1 + 1)
     else:
         machine.require_lab_vm(host, params.LAB, VM_TOOLS)
         throttle.current_throttle(host.name, "fast")  # the monitor answers, or one clear line
         volumes(params), burst_throttle(params)  # refuses limits QEMU cannot honour, first
-        progress.expect(1 + 3 + 1 + 2 + 3 + 2 + 3 + 1)
+        # prefill, fio x3, burst, file systems x2, sysbench x4, servers, sessions, the end
+        progress.expect(1 + 3 + 1 + 2 + 4 + 1 + len(params.sessions) + 1)
     run_id = new_run_id(host.name)
     recorder = RunRecorder(params.LAB, params.as_record(), seed=params.seed, run_id=run_id,
                            lab_host=host.name, host=host_facts(host))
@@ -431,7 +454,10 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
         lab.fio_sweeps()
         if target.emulated:
             lab.burst()
-        lab.sysbench_runs()
+        points = lab.file_systems()
+        lab.sysbench_runs(points)
+        if target.emulated:  # the server comes from the lab VM's packages
+            lab.mariadb_inserts(points)
         progress.step("removing the file systems" + (", the disks' throttles back as booted"
                                                      if target.emulated else
                                                      " and the loop device with its file"))
