@@ -70,6 +70,9 @@ def test_sysbench_one_thread_never_reaches_gp3s_limit_and_sc1_is_held_below_its_
     table = page.sysbench_results(RUN).set_index("volume")
     assert table.loc["gp3", "ops_per_s"] < 0.8 * 3000  # "the throttle never bit"
     assert abs(table.loc["gp3", "error_pct"]) < 15  # gp3 near the unthrottled figure
+    # "gp3 came out above the same disk without a throttle, by more than the two
+    # unthrottled runs differ"
+    assert table.loc["gp3", "error_pct"] > float(F["sb_unthrottled_apart_pct"]) > 0
     assert table.loc["sc1", "ops_per_s"] < table.loc["sc1", "model_ops_per_s"]
     assert float(F["sb_fsyncs_per_op"]) > 1  # 128 fsyncs per 100 requests
     assert int(F["sb_ratio"]) > page.ARTICLE_RATIO  # "the article's ratio is smaller"
@@ -93,6 +96,9 @@ def test_the_inserts_ratio_is_far_from_the_articles_and_does_not_grow_with_sessi
     # "the model says 1.00 at every session count": the CPUs' time, never the volume's
     assert all(r == pytest.approx(1.0) for r in _ratios("model_s"))
     assert F["mdb_model_ratio_max"] == "1.00"
+    errors = INSERTS["error_pct"].dropna()
+    assert errors.min() < 0 < errors.max()  # "in both directions"
+    assert int(F["mdb_gp3_faster"]) >= 1  # "which no throttle can cause"
 
 
 def test_what_the_inserts_wrote_kept_the_volumes_busy_a_small_part_of_each_run():
