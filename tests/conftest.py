@@ -81,6 +81,33 @@ def interrupt_lab_at(args: list[str], env: dict, step_line: str) -> tuple[int, s
     return lab.returncode, stderr
 
 
+def local_lab_env(base: Path) -> dict:
+    """The environment of a local lab run whose state, runs and work files live in `base`."""
+    return {**os.environ, "LABS_STATE_DIR": str(base / "state"),
+            "LABS_RUNS_DIR": str(base / "runs"), "LABS_WORK_DIR": str(base / "work"),
+            "PYTHONUNBUFFERED": "1"}
+
+
+def kill_at_step_then_clean(args: list[str], env: dict, step_line: str, leftovers) -> None:
+    """Start `python -m labs ARGS`, SIGKILL it once its progress on stderr shows
+    `step_line`, and check that `leftovers()` lists something that `clean` then removes."""
+    lab = subprocess.Popen([sys.executable, "-m", "labs", *args], cwd=PROJECT_ROOT, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in lab.stderr:
+            if step_line in line:
+                break
+        lab.send_signal(signal.SIGKILL)
+        lab.wait(timeout=60)
+    finally:
+        if lab.poll() is None:
+            lab.kill()
+    assert leftovers() != []  # a SIGKILL cleans nothing by itself
+    cleaned = run_cli(["clean"], env, timeout=600)
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert leftovers() == []
+
+
 def loops_over(folder: Path) -> list[str]:
     """`losetup -a` lines of loop devices over files in `folder`."""
     out = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout

@@ -5,32 +5,21 @@ then the claims the chapter makes, as shapes, never as measured numbers. Bad inp
 with one line and creates nothing; a killed run leaves nothing after `python -m labs clean`.
 """
 
-import os
 import re
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import docker
 import pytest
-from conftest import loops_over, owner_label, run_cli
+from conftest import kill_at_step_then_clean, local_lab_env, loops_over, owner_label, run_cli
 
-from labs import PROJECT_ROOT
 from labs.caches import tables
 from labs.infra.containers import OWNER_LABEL
 from labs.infra.journal import Journal
 from labs.records import list_runs, load_run
 
 pytestmark = pytest.mark.slow
-
-
-def lab_env(base: Path) -> dict:
-    return {**os.environ, "LABS_STATE_DIR": str(base / "state"),
-            "LABS_RUNS_DIR": str(base / "runs"), "LABS_WORK_DIR": str(base / "work"),
-            "PYTHONUNBUFFERED": "1"}
 
 
 def leftovers(base: Path) -> list[str]:
@@ -48,7 +37,7 @@ def leftovers(base: Path) -> list[str]:
 def ci_run(docker_engine):
     # Not under pytest's basetemp: the lab's mount point must not move while it runs.
     base = Path(tempfile.mkdtemp(prefix="storage-labs-test-caches-", dir="/var/tmp"))
-    result = run_cli(["run", "caches", "--host", "local", "--profile", "ci"], lab_env(base),
+    result = run_cli(["run", "caches", "--host", "local", "--profile", "ci"], local_lab_env(base),
                      timeout=1800)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     runs = list_runs("caches", base / "runs")
@@ -149,7 +138,7 @@ def test_nothing_left_behind(ci_run):
     (["--cold-reads", "5000", "--cql-rows", "1000"], "at most half"),
 ])
 def test_bad_input_is_one_line_and_creates_nothing(docker_engine, tmp_path, args, message):
-    env = lab_env(tmp_path)
+    env = local_lab_env(tmp_path)
     result = run_cli(["run", "caches", "--profile", "ci", *args], env, timeout=120)
     assert result.returncode == 2, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
@@ -160,22 +149,8 @@ def test_bad_input_is_one_line_and_creates_nothing(docker_engine, tmp_path, args
 
 def test_a_killed_run_leaves_nothing_after_clean(docker_engine):
     base = Path(tempfile.mkdtemp(prefix="storage-labs-test-caches-kill-", dir="/var/tmp"))
-    env = lab_env(base)
-    lab = subprocess.Popen([sys.executable, "-m", "labs", "run", "caches", "--host", "local",
-                            "--profile", "ci"], cwd=PROJECT_ROOT, env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        for line in lab.stderr:
-            if "RocksDB engine" in line:  # containers, a loop device, a mount, readahead set
-                break
-        lab.send_signal(signal.SIGKILL)
-        lab.wait(timeout=60)
-    finally:
-        if lab.poll() is None:
-            lab.kill()
-    assert leftovers(base) != []  # a SIGKILL cleans nothing by itself
-    cleaned = run_cli(["clean"], env, timeout=600)
-    assert cleaned.returncode == 0, cleaned.stderr
-    assert leftovers(base) == []
+    # At "RocksDB engine": containers, a loop device, a mount, readahead set.
+    kill_at_step_then_clean(["run", "caches", "--host", "local", "--profile", "ci"],
+                            local_lab_env(base), "RocksDB engine", lambda: leftovers(base))
     assert list_runs("caches", base / "runs") == []
     shutil.rmtree(base, ignore_errors=True)

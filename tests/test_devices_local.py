@@ -10,30 +10,19 @@ left: no loop device, no file, no journal entry. A killed run leaves nothing aft
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import loops_over, run_cli
+from conftest import kill_at_step_then_clean, local_lab_env, loops_over, run_cli
 
-from labs import PROJECT_ROOT
 from labs.devices import page
 from labs.infra.journal import Journal
 from labs.records import list_runs, load_run
 
 pytestmark = pytest.mark.slow
-
-
-def lab_env(base: Path) -> dict:
-    return {**os.environ, "LABS_STATE_DIR": str(base / "state"),
-            "LABS_RUNS_DIR": str(base / "runs"), "LABS_WORK_DIR": str(base / "work"),
-            "PYTHONUNBUFFERED": "1"}
 
 
 def leftovers(base: Path) -> list[str]:
@@ -49,7 +38,7 @@ def leftovers(base: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def local_run():
     base = Path(tempfile.mkdtemp(prefix="storage-labs-test-devices-", dir="/var/tmp"))
-    result = run_cli(["run", "devices", "--host", "local", "--profile", "ci"], lab_env(base),
+    result = run_cli(["run", "devices", "--host", "local", "--profile", "ci"], local_lab_env(base),
                      timeout=900)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     runs = list_runs("devices", base / "runs")
@@ -91,22 +80,9 @@ def test_nothing_is_left_behind(local_run):
 
 def test_a_killed_local_run_leaves_nothing_after_clean():
     base = Path(tempfile.mkdtemp(prefix="storage-labs-test-devices-kill-", dir="/var/tmp"))
-    env = lab_env(base)
-    lab = subprocess.Popen([sys.executable, "-m", "labs", "run", "devices", "--host", "local",
-                            "--profile", "ci"], cwd=PROJECT_ROOT, env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        for line in lab.stderr:
-            if "sysbench fileio rndrw on local" in line:  # a loop device, ext4 mounted, files
-                break
-        lab.send_signal(signal.SIGKILL)
-        lab.wait(timeout=60)
-    finally:
-        if lab.poll() is None:
-            lab.kill()
-    assert leftovers(base) != []  # a SIGKILL cleans nothing by itself
-    cleaned = run_cli(["clean"], env, timeout=600)
-    assert cleaned.returncode == 0, cleaned.stderr
-    assert leftovers(base) == []
+    # At the sysbench run: a loop device, ext4 mounted on it, sysbench's files.
+    kill_at_step_then_clean(["run", "devices", "--host", "local", "--profile", "ci"],
+                            local_lab_env(base), "sysbench fileio rndrw on local",
+                            lambda: leftovers(base))
     assert list_runs("devices", base / "runs") == []
     shutil.rmtree(base, ignore_errors=True)

@@ -383,11 +383,15 @@ def mariadb_chart(run: RecordedRun) -> alt.LayerChart:
     model = alt.Chart(table[table["model_s"].notna()]).mark_line(strokeDash=[5, 3]).encode(
         x=x, y="model_s:Q", color=colour, detail="volume:N", tooltip=tooltip)
     rows = int(run.meta["parameters"]["rows"])
+    by = table.set_index(["volume", "sessions"])["model_s"]
+    same = all(by[("gp3", n)] == by[("sc1", n)] for n in table["sessions"].unique())
+    subtitle = (["points: measured; dashed: the model, one line for gp3 and sc1",
+                 "(neither volume is the bottleneck, so both predict the same)"] if same
+                else "points: measured; dashed: the model")
     return alt.layer(model, measured).properties(
         width=460, height=260,
         title={"text": f"MariaDB: {rows:,} single-row inserts a session, MyISAM temporary table",
-               "subtitle": "points: measured; dashed: the model (gp3's and sc1's lie on top of "
-                           "each other where neither volume is the bottleneck)"})
+               "subtitle": subtitle})
 
 
 def mariadb_bytes_chart(run: RecordedRun) -> alt.Chart:
@@ -395,14 +399,15 @@ def mariadb_bytes_chart(run: RecordedRun) -> alt.Chart:
     table = mariadb_results(run)
     table = table[table["volume"] == "sc1"]
     long = pd.concat([
-        table.assign(kind="the tables at their largest", mib=table["tables_max_mib"]),
-        table.assign(kind="written to the volume during the run", mib=table["written_mib"])])
+        table.assign(kind="the tables' files at their largest", mib=table["tables_max_mib"]),
+        table.assign(kind="written to sc1 while they ran", mib=table["written_mib"])])
     return alt.Chart(long).mark_bar().encode(
         x=alt.X("mib:Q", title="MiB"),
         y=alt.Y("kind:N", title=None, axis=alt.Axis(labels=False, ticks=False)),
         row=alt.Row("sessions:O", title="sessions", header=alt.Header(labelAngle=0)),
         color=alt.Color("kind:N", scale=alt.Scale(range=["#E69F00", "#555555"]), title=None,
-                        legend=alt.Legend(orient="bottom", direction="vertical")),
+                        legend=alt.Legend(orient="bottom", direction="vertical",
+                                          labelLimit=0)),
         tooltip=["sessions:O", "kind:N", alt.Tooltip("mib:Q", format=",.2f")],
     ).properties(width=380, height=22, title="sc1: what the inserts made, what the volume saw")
 
