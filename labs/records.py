@@ -40,6 +40,7 @@ RESULT_COLUMNS = ["lab", "run_id", "config", "workload", "metric", "value", "uni
 KNOWN_UNITS = {
     "us", "ms", "s", "ns", "iops", "MiB/s", "KiB/s", "tps", "bytes", "count", "ratio",
     "percent", "probability", "trials/s", "bytes/tx", "bytes/row", "pages/row", "B/s", "MiB",
+    "rows/s",
 }
 # name -> (type(s) the value must have, description used in error messages)
 RUN_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {

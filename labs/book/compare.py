@@ -39,7 +39,7 @@ from labs.records import RecordedRun
 HEADLINE_COLUMNS = ["measure", "config", "value", "unit", "better", "model"]
 BETTER = ("higher", "lower", "neither")
 TIME_UNITS = {"ns", "us", "ms", "s"}
-RATE_UNITS = {"iops", "MiB/s", "KiB/s", "tps", "trials/s"}
+RATE_UNITS = {"iops", "MiB/s", "KiB/s", "tps", "trials/s", "rows/s"}
 SAME_WITHIN = 0.005  # closer than 0.5 %: "about the same"
 BOOK, YOURS, MODEL, CLASS = "the book's run", "your run", "model", "participants"
 COLOURS = {BOOK: "#0072B2", YOURS: "#D55E00", MODEL: "#000000", CLASS: "#009E73"}
