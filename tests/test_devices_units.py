@@ -3,7 +3,9 @@ the MariaDB sessions' script and its output."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -72,6 +74,26 @@ def test_the_sessions_script_is_valid_shell_and_its_output_parses(tmp_path):
     assert parse_sessions(out, "test") == {
         "session_s": [2.41, 2.38, 2.47], "wall_s": 2.5, "write_requests": 4,
         "written_bytes": 2048 * 512, "tables_max_bytes": 123456}
+
+
+def test_the_sessions_script_runs_its_clients_at_once_and_reports_each(tmp_path):
+    # A stand-in for the client (the real one runs in the live tests): one second, then the
+    # time the procedure would print.
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "mariadb").write_text("#!/bin/sh\nsleep 1; echo 0.9\n")
+    (fake / "mariadb").chmod(0o755)
+    (tmp_path / "tables").mkdir()
+    device = next(d for d in sorted(Path("/sys/block").iterdir()))
+    script = sessions_script("/x.sock", str(tmp_path / "tables"), f"/dev/{device.name}", 3, 10,
+                             str(tmp_path / "scratch"))
+    done = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=30,
+                          env={**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"})
+    assert done.returncode == 0, done.stderr
+    result = parse_sessions(done.stdout, "test")
+    assert result["session_s"] == [0.9, 0.9, 0.9]
+    assert 1.0 <= result["wall_s"] < 2.5  # at once, not one after the other
+    assert list(tmp_path.glob("scratch*")) == []  # its own files removed
 
 
 @pytest.mark.parametrize("out", [

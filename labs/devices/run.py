@@ -82,13 +82,15 @@ def sessions_script(socket: str, tmpdir: str, device: str, sessions: int, rows: 
     q = shlex.quote
     return (f"set -u; out={q(scratch)}; rm -f \"$out\".*; "
             f"echo disk-before $(awk '{{print $5, $7}}' {stat}); "
-            f"( while :; do du -sb {q(tmpdir)} | cut -f1 >> \"$out\".size; sleep 0.5; done ) & "
+            # The sampler stops by itself once this shell is gone (a killed run leaves none).
+            f"( while kill -0 $$ 2>/dev/null; do du -sb {q(tmpdir)} | cut -f1 >> \"$out\".size; "
+            "sleep 0.5; done ) & "
             "monitor=$!; start=$(date +%s.%N); pids=''; "
             f"for i in $(seq {int(sessions)}); do {call} > \"$out\".$i & pids=\"$pids $!\"; done; "
             "failed=0; for pid in $pids; do wait $pid || failed=1; done; "
             "end=$(date +%s.%N); kill $monitor; wait $monitor 2>/dev/null; "
             f"echo disk-after $(awk '{{print $5, $7}}' {stat}); "
-            "echo wall $(awk \"BEGIN {{print $end - $start}}\"); "
+            "echo wall $(awk \"BEGIN {print $end - $start}\"); "
             f"for i in $(seq {int(sessions)}); do echo session $i $(cat \"$out\".$i); done; "
             "echo tables-max-bytes $(sort -n \"$out\".size | tail -n 1); "
             "rm -f \"$out\".*; exit $failed")
@@ -209,7 +211,7 @@ def _record_throttle(rec: RunRecorder, name: str, limit: cloud_volume.QemuThrott
 
 
 class DevicesLab:
-    """The lab's steps on one lab VM; results go to a RunRecorder."""
+    """The lab's steps on one host (a lab VM, or local); results go to a RunRecorder."""
 
     def __init__(self, params: Parameters, ws: LabWorkspace, rec: RunRecorder,
                  progress: Progress, target: Target):
