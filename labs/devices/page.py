@@ -280,7 +280,8 @@ def mariadb_figures(run: RecordedRun) -> dict[str, str]:
          "mdb_tables_most_mib": f"{sc1_most['tables_max_mib']:.1f}",
          "mdb_written_most_mib": f"{sc1_most['written_mib']:.2f}",
          "mdb_written_most_requests": f"{sc1_most['write_requests']:.0f}",
-         "mdb_headroom": f"{sc1_most['wall_s'] / busy[('sc1', most)]:.0f}",
+         "mdb_headroom": (f"{sc1_most['wall_s'] / busy[('sc1', most)]:.0f}"
+                          if busy[("sc1", most)] else "∞"),  # nothing reached it at all
          "mdb_sc1_most_error": _pct(sc1_most["error_pct"]),
          "mdb_short_written_mib": f"{short['written_mib'].max():.2f}",
          "mdb_scale": f"{ARTICLE_ROWS / params['rows']:,.0f}",
