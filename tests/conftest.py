@@ -88,6 +88,20 @@ def local_lab_env(base: Path) -> dict:
             "PYTHONUNBUFFERED": "1"}
 
 
+def run_local_ci(lab: str, base: Path, timeout: float) -> dict:
+    """`python -m labs run LAB --host local --profile ci` with its state in `base`; asserts it
+    succeeded and recorded one run: {"run", "stdout", "stderr", "base"}."""
+    from labs.records import list_runs, load_run
+
+    result = run_cli(["run", lab, "--host", "local", "--profile", "ci"], local_lab_env(base),
+                     timeout=timeout)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    runs = list_runs(lab, base / "runs")
+    assert len(runs) == 1
+    return {"run": load_run(runs[0]), "stdout": result.stdout, "stderr": result.stderr,
+            "base": base}
+
+
 def kill_at_step_then_clean(args: list[str], env: dict, step_line: str, leftovers) -> None:
     """Start `python -m labs ARGS`, SIGKILL it once its progress on stderr shows
     `step_line`, and check that `leftovers()` lists something that `clean` then removes."""

@@ -12,12 +12,19 @@ from pathlib import Path
 
 import docker
 import pytest
-from conftest import kill_at_step_then_clean, local_lab_env, loops_over, owner_label, run_cli
+from conftest import (
+    kill_at_step_then_clean,
+    local_lab_env,
+    loops_over,
+    owner_label,
+    run_cli,
+    run_local_ci,
+)
 
 from labs.caches import tables
 from labs.infra.containers import OWNER_LABEL
 from labs.infra.journal import Journal
-from labs.records import list_runs, load_run
+from labs.records import list_runs
 
 pytestmark = pytest.mark.slow
 
@@ -37,13 +44,7 @@ def leftovers(base: Path) -> list[str]:
 def ci_run(docker_engine):
     # Not under pytest's basetemp: the lab's mount point must not move while it runs.
     base = Path(tempfile.mkdtemp(prefix="storage-labs-test-caches-", dir="/var/tmp"))
-    result = run_cli(["run", "caches", "--host", "local", "--profile", "ci"], local_lab_env(base),
-                     timeout=1800)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
-    runs = list_runs("caches", base / "runs")
-    assert len(runs) == 1
-    yield {"run": load_run(runs[0]), "stdout": result.stdout, "stderr": result.stderr,
-           "base": base}
+    yield run_local_ci("caches", base, timeout=1800)
     shutil.rmtree(base, ignore_errors=True)
 
 

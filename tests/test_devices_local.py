@@ -16,11 +16,11 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import kill_at_step_then_clean, local_lab_env, loops_over, run_cli
+from conftest import kill_at_step_then_clean, local_lab_env, loops_over, run_local_ci
 
 from labs.devices import page
 from labs.infra.journal import Journal
-from labs.records import list_runs, load_run
+from labs.records import list_runs
 
 pytestmark = pytest.mark.slow
 
@@ -38,12 +38,7 @@ def leftovers(base: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def local_run():
     base = Path(tempfile.mkdtemp(prefix="storage-labs-test-devices-", dir="/var/tmp"))
-    result = run_cli(["run", "devices", "--host", "local", "--profile", "ci"], local_lab_env(base),
-                     timeout=900)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
-    runs = list_runs("devices", base / "runs")
-    assert len(runs) == 1
-    yield {"run": load_run(runs[0]), "stderr": result.stderr, "base": base}
+    yield run_local_ci("devices", base, timeout=900)
     shutil.rmtree(base, ignore_errors=True)
 
 
