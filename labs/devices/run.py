@@ -417,8 +417,7 @@ def check_local_host(host: Host) -> None:
     if not host.sudo("true", check=False, timeout_s=60).ok:
         raise UsageError(f"host {host.name}: the devices lab needs root there (a loop device "
                          "over a file of its own): run it with sudo")
-    probe = f"for t in {' '.join(LOCAL_TOOLS)}; do command -v $t >/dev/null || echo $t; done"
-    missing = host.sudo(probe, timeout_s=60).stdout.split()
+    missing = host.missing_commands(LOCAL_TOOLS)
     if missing:
         raise UsageError(f"host {host.name} lacks {', '.join(missing)}: install them "
                          "(Debian: apt-get install fio sysbench e2fsprogs util-linux)")

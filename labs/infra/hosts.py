@@ -40,6 +40,7 @@ import signal
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -239,6 +240,14 @@ class Host:
         if not self.is_root():
             text = "sudo -n bash -c " + shlex.quote(text)
         return self.run(text, **kwargs)
+
+    def missing_commands(self, commands: Sequence[str], extra_check: str = "") -> list[str]:
+        """Which of `commands` root's PATH lacks here; `extra_check` is shell that prints the
+        name of anything else missing."""
+        probe = (f"for t in {' '.join(shlex.quote(c) for c in commands)}; do "
+                 "command -v $t >/dev/null || echo $t; done"
+                 + (f"; {extra_check}" if extra_check else ""))
+        return self.sudo(probe, timeout_s=60).stdout.split()
 
     def is_root(self) -> bool:
         if self._is_root is None:

@@ -112,9 +112,7 @@ def require_lab_vm(host: Any, lab: str, commands: tuple[str, ...], extra_check: 
     if host.is_local or read_state(host.name) is None:
         raise UsageError(f"host {host.name}: the {lab} lab needs a lab VM "
                          "(`python -m labs vm up`, then --host vm1)")
-    probe = (f"for t in {' '.join(commands)}; do command -v $t >/dev/null || echo $t; done"
-             + (f"; {extra_check}" if extra_check else ""))
-    missing = host.sudo(probe, timeout_s=60).stdout.split()
+    missing = host.missing_commands(commands, extra_check)
     if missing:
         raise UsageError(f"host {host.name} lacks {', '.join(missing)}: rebuild the lab VM "
                          "image (`python -m labs vm build --force`)")
