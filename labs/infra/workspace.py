@@ -24,8 +24,8 @@ carries the command marker, so after a crash or a Ctrl-C `python -m labs clean -
 removes exactly what the lab made. Work files live in `host.work_dir/<lab>/<run id>/`,
 which is itself journaled and removed last.
 
-This module owns the teardowns of the kinds it creates: loop, mount, md, dm, drbd, file and
-work-dir (labs.infra.containers owns "container").
+This module owns the teardowns of the kinds it creates: loop, mount, md, dm, drbd, netem,
+file and work-dir (labs.infra.containers owns "container").
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from labs.infra.journal import (
     register_teardown,
 )
 from labs.infra.paths import command_marker
-from labs.tools import mdadm
+from labs.tools import drbd, mdadm, netem
 
 NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-_")
 
@@ -270,6 +270,31 @@ class LabWorkspace:
         return self.make_dm(name, f"0 {sectors} delay {device} 0 {delay_ms}", [device],
                             modules=["dm_delay"])
 
+    # --- DRBD and the network -------------------------------------------------------------
+
+    def make_drbd(self, resource: drbd.DrbdResource, config_text: str) -> str:
+        """Write the resource file, create DRBD's metadata on this host's backing disk and
+        bring the resource up (unconnected until the peer is up too); returns the device."""
+        me = resource.host(self.host.name)
+        self.check_device(me.disk)
+        config = f"/etc/drbd.d/{resource.name}.res"
+        script = (f"modprobe drbd && printf '%s' {shlex.quote(config_text)} > {config} && "
+                  f"{shlex.join(drbd.create_md_command(resource.name))} && "
+                  f"{shlex.join(drbd.up_command(resource.name))}")
+        # Safe: create-md overwrites only the metadata area of a disk the guard allowed.
+        self.journaled("drbd", resource.name, script, config=config, device=me.device,
+                       disk=me.disk)
+        return me.device
+
+    def set_netem(self, interface: str, delay_ms: float) -> None:
+        """Delay every packet leaving `interface` by delay_ms (netem; journaled once, so
+        `clean` gives the interface its default queueing discipline back)."""
+        command = netem.netem_command(interface, delay_ms)
+        if not self.journal.owns("netem", interface):
+            self._journal("netem", interface)
+        # Safe: a queueing discipline on a lab VM's private link; removed at the end.
+        self._sudo(command, timeout_s=60)
+
     # --- server processes -------------------------------------------------------------------
 
     def start_server(self, data_dir: str, start: str, *, stop: str, pid_file: str,
@@ -439,6 +464,14 @@ def _teardown_drbd(host: Host, entry: JournalEntry) -> None:
     config = entry.details.get("config")
     if config:
         host.sudo(["rm", "-f", "--", config], timeout_s=60)
+
+
+@register_teardown("netem")
+def _teardown_netem(host: Host, entry: JournalEntry) -> None:
+    # Safe: the root queueing discipline the lab put on this interface (default comes back).
+    removed = host.sudo(netem.delete_command(entry.id), timeout_s=60, check=False)
+    if not removed.ok and not netem.nothing_to_delete(removed.stderr):
+        raise JournalError(f"netem on {entry.id} would not go: {removed.stderr.strip()}")
 
 
 @register_teardown("file")

@@ -2,20 +2,18 @@
 
 Each database server runs in the VM from Debian's packages (labs/infra/vm/servers.py says
 why not in a container). A client loop in the VM commits rows 1, 2, 3, ... and prints
-`ack N` after each commit returned; the controller (this machine) reads those lines over
-the VM's SSH connection and writes each one down before the power is cut. What the
-controller saw is what was acknowledged: an acknowledgement still in flight when the power
-went is not counted, which can only make the count of lost commits smaller, never larger.
+`ack N` after each commit returned; the controller (this machine) writes each one down
+before the power is cut (labs/infra/acks.py).
 """
 
 from __future__ import annotations
 
 import random
-import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from labs.errors import LabError, UsageError
+from labs.infra.acks import AckStream
 from labs.infra.facts import host_facts
 from labs.infra.hosts import Host
 from labs.infra.vm import machine, power
@@ -53,46 +51,14 @@ class Leg:
 
 
 @dataclass
-class Writer:
-    """One client loop in the VM; the controller keeps every acknowledgement it sees."""
+class Writer(AckStream):
+    """The client loop of one leg (labs/infra/acks.py reads its acknowledgements)."""
 
-    leg: Leg
-    acks: list[tuple[int, float]] = field(default_factory=list)  # (row, s since start)
-    thread: threading.Thread | None = None
-    ended: str = ""
+    leg: Leg | None = None
 
-    def start(self, host: Host, started: float) -> None:
-        # Its own SSH connection: the loop's output is read line by line while it runs.
-        connection = host.twin()
-
-        def read() -> None:
-            try:
-                client = connection.ssh_client()
-                _, stdout, _ = client.exec_command(self.leg.server.insert_loop(self.leg.data))
-                for line in stdout:
-                    if line.startswith("ack "):
-                        self.acks.append((int(line[4:]), time.monotonic() - started))
-                self.ended = f"loop ended (exit {stdout.channel.recv_exit_status()})"
-            except Exception as error:  # the power cut breaks the stream: that is the point
-                self.ended = f"stream broke: {type(error).__name__}"
-            finally:
-                connection.close()
-
-        self.thread = threading.Thread(target=read, daemon=True)
-        self.thread.start()
-
-    @property
-    def acked(self) -> int:
-        return self.acks[-1][0] if self.acks else 0
-
-    def rate(self) -> float:
-        """Acknowledgements per second over the last ten seconds before the cut."""
-        if len(self.acks) < 2:
-            return 0.0
-        last = self.acks[-1][1]
-        recent = [a for a in self.acks if a[1] >= last - 10]
-        span = recent[-1][1] - recent[0][1]
-        return (len(recent) - 1) / span if span > 0 else 0.0
+    @classmethod
+    def of(cls, leg: Leg) -> Writer:
+        return cls(command=leg.server.insert_loop(leg.data), leg=leg)
 
 
 def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
@@ -146,7 +112,7 @@ def cut_once(params: Parameters, ws: LabWorkspace, rec: RunRecorder, progress: P
     host.sudo("sync", timeout_s=300)
     progress.step(f"power cut {cut}: committing for about {params.write_s} s, then the cut")
     started = time.monotonic()
-    writers = [Writer(leg) for leg in legs]
+    writers = [Writer.of(leg) for leg in legs]
     for writer in writers:
         writer.start(host, started)
     # The writing window starts once every client has its first commit back: under

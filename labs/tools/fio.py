@@ -143,6 +143,21 @@ def fio_rows(document: dict[str, Any], source: str = "fio output") -> list[dict[
     return rows
 
 
+def sync_latencies(document: dict[str, Any], source: str = "fio output") -> dict[str, float]:
+    """The first job's fdatasync latencies (p50, p99, mean; microseconds) when it ran with
+    `fdatasync=N`: fio times those calls apart from the writes (its `sync` section), so a
+    write's whole cost is its completion latency plus its share of the syncs."""
+    job = document["jobs"][0]
+    stats = (job.get("sync") or {}).get("lat_ns") or {}
+    percentiles = stats.get("percentile") or {}
+    if not percentiles:
+        raise FioError(f"{source}: job {job.get('jobname')!r} has no fdatasync latencies "
+                       "(was it run with fdatasync=1?)")
+    return {"sync_p50_us": _number(percentiles.get("50.000000"), source, "sync p50") / 1000.0,
+            "sync_p99_us": _number(percentiles.get("99.000000"), source, "sync p99") / 1000.0,
+            "sync_mean_us": _number(stats.get("mean"), source, "sync mean") / 1000.0}
+
+
 def job_errors(document: dict[str, Any]) -> dict[str, int]:
     """Jobs whose `error` is not zero (a verify failure shows up here), name -> errno."""
     return {job["jobname"]: int(job.get("error", 0)) for job in document["jobs"]

@@ -64,8 +64,14 @@ def power_on(name: str, timeout_s: float = 600, log: Callable[[str], None] = pri
     directory = Path(state.directory)
     command = json.loads((directory / "qemu-command.json").read_text())
     started = time.monotonic()
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120,
-                            stdin=subprocess.DEVNULL)
+    for _ in range(40):
+        result = subprocess.run(command, capture_output=True, text=True, timeout=120,
+                                stdin=subprocess.DEVNULL)
+        # Right after a cut the killed QEMU may still be exiting, its pid file still locked:
+        # the new one cannot start until it is gone (a fraction of a second).
+        if result.returncode == 0 or "lock pid file" not in result.stderr:
+            break
+        time.sleep(0.5)
     if result.returncode != 0:
         raise VMError(f"{name}: QEMU did not start again: "
                       f"{(result.stderr.strip().splitlines() or ['?'])[-1]}")

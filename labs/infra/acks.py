@@ -1,0 +1,63 @@
+"""Acknowledgements a client prints, read by the controller as they come.
+
+A client loop on a lab host commits (or writes) record 1, 2, 3, ... and prints `ack N`
+after each one returned. The controller reads those lines over a connection of its own and
+writes each one down with its time. What the controller saw is what was acknowledged: an
+acknowledgement still in flight when the host died is not counted, which can only make a
+count of lost records smaller, never larger.
+
+    stream = AckStream(command)
+    stream.start(host, started=time.monotonic())
+    ... stream.acked, stream.rate(), stream.ended
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+from labs.infra.hosts import Host
+
+
+@dataclass
+class AckStream:
+    """One client loop on a host; the controller keeps every acknowledgement it sees."""
+
+    command: str
+    acks: list[tuple[int, float]] = field(default_factory=list)  # (record, s since start)
+    thread: threading.Thread | None = None
+    ended: str = ""
+
+    def start(self, host: Host, started: float) -> None:
+        # Its own SSH connection: the loop's output is read line by line while it runs.
+        connection = host.twin()
+
+        def read() -> None:
+            try:
+                client = connection.ssh_client()
+                _, stdout, _ = client.exec_command(self.command)
+                for line in stdout:
+                    if line.startswith("ack "):
+                        self.acks.append((int(line[4:]), time.monotonic() - started))
+                self.ended = f"loop ended (exit {stdout.channel.recv_exit_status()})"
+            except Exception as error:  # a power cut breaks the stream: that is the point
+                self.ended = f"stream broke: {type(error).__name__}"
+            finally:
+                connection.close()
+
+        self.thread = threading.Thread(target=read, daemon=True)
+        self.thread.start()
+
+    @property
+    def acked(self) -> int:
+        return self.acks[-1][0] if self.acks else 0
+
+    def rate(self) -> float:
+        """Acknowledgements per second over the last ten seconds seen."""
+        if len(self.acks) < 2:
+            return 0.0
+        last = self.acks[-1][1]
+        recent = [a for a in self.acks if a[1] >= last - 10]
+        span = recent[-1][1] - recent[0][1]
+        return (len(recent) - 1) / span if span > 0 else 0.0
