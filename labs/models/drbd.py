@@ -1,0 +1,112 @@
+"""Synchronous mirroring (DRBD): what each protocol's acknowledgement costs. Pure and fast.
+
+A DRBD write goes to the local disk and, at the same time, over the network to the peer.
+When the writer hears "done" depends on the protocol (DRBD user's guide, "Replication
+modes"):
+
+- **A**: the write is on the local disk and in the local TCP send buffer. The network is
+  not waited for at all, while the send buffer has room.
+- **B**: on the local disk, and the peer has *received* it: one network round trip (the
+  data out, the peer's acknowledgement back), plus the time to put the bytes on the wire.
+- **C**: on the local disk and on the peer's disk: a round trip plus the peer's disk write.
+
+The two paths run in parallel, so the slower one sets the latency:
+
+    A ≈ local write
+    B ≈ max(local write, round trip + transfer)
+    C ≈ max(local write, round trip + transfer + peer write)
+
+(plus, on a slow or emulated CPU, the time to hand the write to the network at all: see
+`send_ms`).
+
+A database commit waits for one such write (its log flush). A client that spends `cpu_ms`
+on a transaction's work and then waits for the commit runs 1000 / (cpu_ms + commit_ms)
+transactions a second; the work part is measured on the local disk, where the commit costs
+only the local write. What the model leaves out: DRBD's own overhead (the guide puts it
+under 1 %), the activity log's metadata writes on a cold start, and group commit (clients
+that commit at the same moment share one log flush, which hides part of the round trip).
+"""
+
+from __future__ import annotations
+
+from labs.errors import UsageError
+
+PROTOCOLS = ("A", "B", "C")
+PROTOCOL_PROMISES = {
+    "A": "on the local disk and in the local send buffer",
+    "B": "on the local disk and received by the peer",
+    "C": "on the local disk and on the peer's disk",
+}
+
+
+def _non_negative(**values: float) -> None:
+    for name, value in values.items():
+        if value < 0:
+            raise UsageError(f"{name} {value:g}: must not be negative")
+
+
+def transfer_ms(block_kib: float, link_mib_s: float) -> float:
+    """Time to put one write on the wire, ms (0 for an unlimited link)."""
+    _non_negative(block_kib=block_kib, link_mib_s=link_mib_s)
+    if link_mib_s == 0:
+        return 0.0
+    return block_kib / 1024 / link_mib_s * 1000
+
+
+def write_latency_ms(protocol: str, *, local_write_ms: float, peer_write_ms: float,
+                     rtt_ms: float, transfer_ms: float = 0.0, send_ms: float = 0.0) -> float:
+    """The model's latency of one synchronous write under `protocol`, ms.
+
+    `send_ms` is the time to hand a write to the network at all (DRBD's sender and the
+    network stack on a busy or emulated CPU): 0 on a fast machine; the lab measures it as
+    protocol A's latency, which waits for nothing else."""
+    _non_negative(local_write_ms=local_write_ms, peer_write_ms=peer_write_ms, rtt_ms=rtt_ms,
+                  transfer_ms=transfer_ms, send_ms=send_ms)
+    if protocol == "A":
+        return max(local_write_ms, send_ms)
+    if protocol == "B":
+        return max(local_write_ms, send_ms + rtt_ms + transfer_ms)
+    if protocol == "C":
+        return max(local_write_ms, send_ms + rtt_ms + transfer_ms + peer_write_ms)
+    raise UsageError(f"protocol {protocol!r}: use A, B or C")
+
+
+def cpu_ms_per_transaction(*, local_tps: float, clients: int, local_commit_ms: float) -> float:
+    """One client's work per transaction, ms, from a run on the local disk: each client's
+    time per transaction is clients / TPS, of which the commit took `local_commit_ms`."""
+    if local_tps <= 0 or clients < 1:
+        raise UsageError("local TPS must be positive and clients at least 1")
+    _non_negative(local_commit_ms=local_commit_ms)
+    return max(0.0, clients * 1000 / local_tps - local_commit_ms)
+
+
+def pgbench_tps(*, clients: int, cpu_ms: float, commit_ms: float) -> float:
+    """Transactions a second of `clients` clients that each work `cpu_ms`, then commit."""
+    _non_negative(cpu_ms=cpu_ms, commit_ms=commit_ms)
+    if clients < 1 or cpu_ms + commit_ms <= 0:
+        raise UsageError("clients must be at least 1 and a transaction must take some time")
+    return clients * 1000 / (cpu_ms + commit_ms)
+
+
+def tps_ratio(*, cpu_ms: float, local_commit_ms: float, mirrored_commit_ms: float) -> float:
+    """Mirrored TPS as a fraction of the local disk's, for the same clients."""
+    _non_negative(cpu_ms=cpu_ms, local_commit_ms=local_commit_ms,
+                  mirrored_commit_ms=mirrored_commit_ms)
+    return (cpu_ms + local_commit_ms) / (cpu_ms + mirrored_commit_ms)
+
+
+def added_commit_ms_for_ratio(ratio: float, *, local_ms_per_transaction: float) -> float:
+    """How much longer each transaction must take to run at `ratio` of the local TPS: the
+    inverse of tps_ratio, used to read a published ratio as milliseconds."""
+    if not 0 < ratio <= 1:
+        raise UsageError(f"ratio {ratio:g}: use a fraction in (0, 1]")
+    _non_negative(local_ms_per_transaction=local_ms_per_transaction)
+    return local_ms_per_transaction * (1 / ratio - 1)
+
+
+def writes_in_flight(writes_per_s: float, *, window_ms: float) -> float:
+    """Writes acknowledged but not yet at the peer, on average (Little's law): a primary that
+    acknowledges `writes_per_s` before the peer holds them, each taking `window_ms` to get
+    there, has rate x time of them on the way. What protocol A can lose when it dies."""
+    _non_negative(writes_per_s=writes_per_s, window_ms=window_ms)
+    return writes_per_s * window_ms / 1000

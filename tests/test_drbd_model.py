@@ -1,0 +1,137 @@
+"""The DRBD model (labs/models/drbd.py): what each protocol waits for, and what a commit costs."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from labs.errors import UsageError
+from labs.models import drbd
+
+GRID = [0.0, 0.1, 0.5, 1.0, 3.0, 8.0]
+
+
+def latency(protocol, local, peer, rtt, transfer=0.0):
+    return drbd.write_latency_ms(protocol, local_write_ms=local, peer_write_ms=peer,
+                                 rtt_ms=rtt, transfer_ms=transfer)
+
+
+@pytest.mark.parametrize(("local", "peer", "rtt", "transfer"),
+                         list(itertools.product(GRID, GRID, GRID, [0.0, 0.03])))
+def test_a_never_waits_longer_than_b_and_b_never_longer_than_c(local, peer, rtt, transfer):
+    a, b, c = (latency(p, local, peer, rtt, transfer) for p in drbd.PROTOCOLS)
+    assert local == a <= b <= c
+    # Every protocol waits at least for the local disk; none for more than both paths in a row.
+    assert c <= local + rtt + transfer + peer
+
+
+def test_the_guides_example_3_ms_disks_and_a_0_2_ms_round_trip_make_3_2_ms():
+    assert latency("C", 3, 3, 0.2) == pytest.approx(3.2)
+    assert latency("C", 3, 3, 0.2) / 3 - 1 == pytest.approx(0.067, abs=0.001)  # "about 7 %"
+    assert latency("B", 3, 3, 0.2) == latency("A", 3, 3, 0.2) == 3
+
+
+def test_the_slower_path_sets_the_latency_not_the_sum():
+    # A slow local disk hides the network: the peer's path (2 + 1 ms) finishes first.
+    assert latency("C", 5, 1, 2) == 5
+    assert latency("B", 5, 1, 2) == 5
+    # Once the network path is the longer one, every extra ms of round trip shows.
+    assert latency("C", 5, 1, 6) == 7
+    assert latency("B", 5, 1, 6) == 6
+    assert latency("C", 5, 1, 7) - latency("C", 5, 1, 6) == pytest.approx(1)
+    # B does not wait for the peer's disk; C does.
+    assert latency("B", 0.5, 9, 1) == 1 and latency("C", 0.5, 9, 1) == 10
+
+
+def test_transfer_time_is_size_over_bandwidth_and_adds_to_b_and_c_only():
+    assert drbd.transfer_ms(1024, 1000) == pytest.approx(1.0)   # 1 MiB at 1,000 MiB/s
+    assert drbd.transfer_ms(4, 100) == pytest.approx(4 / 1024 / 100 * 1000)
+    assert drbd.transfer_ms(4, 0) == 0   # an unlimited link
+    assert latency("A", 1, 1, 1, transfer=2) == 1
+    assert latency("B", 1, 1, 1, transfer=2) == 3
+    assert latency("C", 1, 1, 1, transfer=2) == 4
+
+
+def test_tps_follows_the_time_per_transaction():
+    assert drbd.pgbench_tps(clients=1, cpu_ms=1, commit_ms=1) == pytest.approx(500)
+    assert drbd.pgbench_tps(clients=10, cpu_ms=1, commit_ms=1) == pytest.approx(5000)
+    # The work measured on the local disk: clients / TPS per transaction, minus the commit.
+    assert drbd.cpu_ms_per_transaction(local_tps=5000, clients=10,
+                                       local_commit_ms=1) == pytest.approx(1)
+    assert drbd.cpu_ms_per_transaction(local_tps=5000, clients=10, local_commit_ms=5) == 0
+
+
+def test_tps_ratio_is_one_when_mirroring_adds_nothing_and_falls_as_the_commit_grows():
+    assert drbd.tps_ratio(cpu_ms=2, local_commit_ms=0.5, mirrored_commit_ms=0.5) == 1
+    ratios = [drbd.tps_ratio(cpu_ms=2, local_commit_ms=0.5, mirrored_commit_ms=0.5 + extra)
+              for extra in (0, 0.5, 1, 2, 5)]
+    assert ratios == sorted(ratios, reverse=True)
+    # More work per transaction dilutes the same extra commit time.
+    assert drbd.tps_ratio(cpu_ms=20, local_commit_ms=0.5, mirrored_commit_ms=2) > \
+        drbd.tps_ratio(cpu_ms=2, local_commit_ms=0.5, mirrored_commit_ms=2)
+    # The ratio of two pgbench_tps at the same clients.
+    local = drbd.pgbench_tps(clients=10, cpu_ms=2, commit_ms=0.5)
+    mirrored = drbd.pgbench_tps(clients=10, cpu_ms=2, commit_ms=2)
+    assert drbd.tps_ratio(cpu_ms=2, local_commit_ms=0.5,
+                          mirrored_commit_ms=2) == pytest.approx(mirrored / local)
+
+
+@pytest.mark.parametrize("local_ms", [0.25, 0.91, 2.5, 10])
+@pytest.mark.parametrize("ratio", [1.0, 0.9, 0.625, 0.269, 0.05])
+def test_added_commit_ms_for_ratio_inverts_tps_ratio(local_ms, ratio):
+    added = drbd.added_commit_ms_for_ratio(ratio, local_ms_per_transaction=local_ms)
+    # Split the local time any way between work and commit: only the sum matters.
+    for commit in (0.0, local_ms / 2, local_ms):
+        assert drbd.tps_ratio(cpu_ms=local_ms - commit, local_commit_ms=commit,
+                              mirrored_commit_ms=commit + added) == pytest.approx(ratio)
+    back = drbd.tps_ratio(cpu_ms=local_ms, local_commit_ms=0, mirrored_commit_ms=added)
+    assert drbd.added_commit_ms_for_ratio(
+        back, local_ms_per_transaction=local_ms) == pytest.approx(added)
+
+
+def test_the_articles_ratios_read_back_as_milliseconds():
+    one_zone = drbd.added_commit_ms_for_ratio(0.625, local_ms_per_transaction=1)
+    two_zones = drbd.added_commit_ms_for_ratio(0.269, local_ms_per_transaction=1)
+    assert one_zone == pytest.approx(0.6)
+    assert two_zones == pytest.approx(1 / 0.269 - 1)
+    assert drbd.added_commit_ms_for_ratio(1, local_ms_per_transaction=3) == 0
+
+
+def test_writes_in_flight_is_littles_law():
+    assert drbd.writes_in_flight(2000, window_ms=10) == pytest.approx(20)
+    assert drbd.writes_in_flight(0, window_ms=10) == 0
+
+
+@pytest.mark.parametrize("call", [
+    lambda: latency("D", 1, 1, 1),
+    lambda: latency("c", 1, 1, 1),
+    lambda: latency("C", -1, 1, 1),
+    lambda: latency("C", 1, -0.1, 1),
+    lambda: latency("B", 1, 1, -1),
+    lambda: latency("B", 1, 1, 1, transfer=-1),
+    lambda: drbd.transfer_ms(-4, 100),
+    lambda: drbd.transfer_ms(4, -1),
+    lambda: drbd.cpu_ms_per_transaction(local_tps=0, clients=10, local_commit_ms=1),
+    lambda: drbd.cpu_ms_per_transaction(local_tps=100, clients=0, local_commit_ms=1),
+    lambda: drbd.cpu_ms_per_transaction(local_tps=100, clients=1, local_commit_ms=-1),
+    lambda: drbd.pgbench_tps(clients=0, cpu_ms=1, commit_ms=1),
+    lambda: drbd.pgbench_tps(clients=1, cpu_ms=0, commit_ms=0),
+    lambda: drbd.pgbench_tps(clients=1, cpu_ms=-1, commit_ms=2),
+    lambda: drbd.tps_ratio(cpu_ms=1, local_commit_ms=-1, mirrored_commit_ms=1),
+    lambda: drbd.added_commit_ms_for_ratio(0, local_ms_per_transaction=1),
+    lambda: drbd.added_commit_ms_for_ratio(1.2, local_ms_per_transaction=1),
+    lambda: drbd.added_commit_ms_for_ratio(62.5, local_ms_per_transaction=1),  # a percent
+    lambda: drbd.added_commit_ms_for_ratio(0.5, local_ms_per_transaction=-1),
+    lambda: drbd.writes_in_flight(-1, window_ms=1),
+    lambda: drbd.writes_in_flight(1, window_ms=-1),
+])
+def test_bad_input_is_a_usage_error(call):
+    with pytest.raises(UsageError):
+        call()
+
+
+def test_every_protocol_has_its_promise():
+    assert set(drbd.PROTOCOL_PROMISES) == set(drbd.PROTOCOLS) == {"A", "B", "C"}
+    assert "peer's disk" in drbd.PROTOCOL_PROMISES["C"]
+    assert "received" in drbd.PROTOCOL_PROMISES["B"]
