@@ -30,6 +30,7 @@ PACKAGES = (
     "labs.caches",
     "labs.write_mostly",
     "labs.devices",
+    "labs.drbd",
     "labs.power_loss",
     "labs.template",
 )

@@ -1,0 +1,172 @@
+"""The failover drill: commit numbered rows, cut the primary's power, promote the peer, count.
+
+A client loop on the primary commits rows 1, 2, 3, ... into PostgreSQL on the DRBD device
+and prints `ack N` after each commit returned; the controller writes down every
+acknowledgement it sees (labs/infra/acks.py). Then the primary's QEMU is killed: no
+shutdown, no last flush. The peer notices the link is gone, is promoted, mounts the file
+system and starts PostgreSQL, which recovers from its log. The count: acknowledged rows
+that the survivor does not hold. Then the old primary boots again, rejoins as the
+secondary, resyncs from the new primary, and the lab checks that both disks hold the same
+bytes. Last, the roles switch back, so the next drill starts where this one did.
+"""
+
+from __future__ import annotations
+
+import time
+
+from labs.drbd.pair import (
+    POSTGRES,
+    Pair,
+    drbd_state,
+    drbdadm,
+    in_sync,
+    record_rtt,
+    set_added_rtt,
+    wait_for,
+)
+from labs.drbd.params import Parameters
+from labs.errors import LabError
+from labs.infra.acks import AckStream
+from labs.infra.vm import machine, power
+from labs.infra.workspace import LabWorkspace
+from labs.progress import Progress
+from labs.records import RunRecorder
+from labs.tools import drbd
+
+FIRST_ACK_TIMEOUT_S = 300
+PEER_NOTICES_TIMEOUT_S = 60  # DRBD's ping-int (10 s) plus its timeouts, with room
+
+
+def sql(ws: LabWorkspace, data: str, statement: str) -> str:
+    return ws.host.sudo(POSTGRES.sql_command(data, statement), timeout_s=300).stdout.strip()
+
+
+def disk_digest(ws: LabWorkspace, device: str, size_bytes: int) -> str:
+    """MD5 of the first size_bytes of a device, read past any cached copy."""
+    # blockdev --flushbufs drops the device's cached pages: a resync wrote underneath them.
+    script = f"blockdev --flushbufs {device} && head -c {size_bytes} {device} | md5sum"
+    return ws.host.sudo(script, timeout_s=1800).stdout.split()[0]
+
+
+def failover(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progress, point: str,
+             protocol: str, added_rtt_ms: float) -> None:
+    primary, peer = pair.primary, pair.peer
+    name, device, config = pair.resource.name, pair.device, f"drill-{protocol}"
+    data = f"{point}/pg"
+    progress.step(f"drill under {protocol}, round trip +{added_rtt_ms:g} ms: commits, then "
+                  f"{primary.host.name}'s power is cut")
+    set_added_rtt(pair, added_rtt_ms)
+    rtt = record_rtt(pair, rec, f"{config}-added-{added_rtt_ms:g}", added_rtt_ms)
+    drbdadm(primary, pair, drbd.net_options_command(name, protocol=protocol))
+    sql(primary, data, "DROP TABLE IF EXISTS acks; CREATE TABLE acks (id int PRIMARY KEY)")
+    primary.host.sudo("sync", timeout_s=300)
+    stream = AckStream(POSTGRES.insert_loop(data))
+    started = time.monotonic()
+    stream.start(primary.host, started)
+    deadline = started + FIRST_ACK_TIMEOUT_S
+    while not stream.acks:
+        if (stream.thread and not stream.thread.is_alive()) or time.monotonic() > deadline:
+            raise LabError(f"{config}: the client committed nothing "
+                           f"({stream.ended or f'no answer within {FIRST_ACK_TIMEOUT_S} s'})")
+        time.sleep(0.1)
+    time.sleep(params.drill_s)
+    try:
+        # The power cut: QEMU dies at once; the guest's memory is gone, its disks stay.
+        power.power_cut(primary.host.name)
+        if stream.thread:
+            stream.thread.join(timeout=60)
+        acked, rate = stream.acked, stream.rate()
+        rec.add_raw(f"drill/{config}-acks.txt",
+                    "".join(f"{row} {at:.3f}\n" for row, at in stream.acks))
+        progress.step(f"drill under {protocol}: {peer.host.name} takes over")
+        found, newest, notice_s = take_over(pair, data, config, rec, acked)
+    finally:
+        # Whatever happened, the VM gets its power back: its teardown runs inside it.
+        if not machine.is_running(primary.host.name):
+            power.power_on(primary.host.name, log=progress.detail)
+        primary.reconnect()
+    progress.step(f"drill under {protocol}: {primary.host.name} rejoins and resyncs")
+    resync_s, resync_kib = rejoin(pair)
+    size = int(peer.host.sudo(["blockdev", "--getsize64", device], timeout_s=60).stdout)
+    digests = {ws.host.name: disk_digest(ws, dev, size)
+               for ws, dev in ((peer, device), (primary, pair.disk(primary)))}
+    rec.add_raw(f"drill/{config}-digests.txt",
+                "".join(f"{host} {digest}\n" for host, digest in digests.items()))
+    progress.step(f"drill under {protocol}: roles back ({primary.host.name} primary)")
+    switch_back(pair, point, data)
+    dims = {"protocol": protocol, "added_rtt_ms": added_rtt_ms, "rtt_ms": rtt}
+    for metric, value, unit in (
+            ("acknowledged", acked, "count"), ("found", found, "count"),
+            ("lost", acked - found, "count"), ("newest_found", newest, "count"),
+            ("commits_per_s", rate, "tps"), ("peer_noticed_s", notice_s, "s"),
+            ("resync_s", resync_s, "s"), ("resync_bytes", resync_kib * 1024, "bytes"),
+            ("disks_match", float(len(set(digests.values())) == 1), "count")):
+        rec.add_result(config=config, workload="drill", metric=metric, value=value, unit=unit,
+                       **dims)
+    progress.detail(f"{config}: acknowledged {acked}, found {found}, lost {acked - found}; "
+                    f"resync {resync_kib} KiB in {resync_s:.1f} s; disks "
+                    f"{'match' if len(set(digests.values())) == 1 else 'DIFFER'}")
+
+
+def take_over(pair: Pair, data: str, config: str, rec: RunRecorder,
+              acked: int) -> tuple[int, int, float]:
+    """The peer notices, is promoted, recovers the database; (acknowledged rows found,
+    newest row found, seconds until it noticed). A row committed after the last
+    acknowledgement the controller saw may be there too: it is not counted."""
+    peer, name = pair.peer, pair.resource.name
+    try:
+        _, notice_s = wait_for(peer, lambda s: not s.connected, "losing its peer",
+                               timeout_s=PEER_NOTICES_TIMEOUT_S)
+    except LabError:
+        # What a cluster manager does once it has fenced the dead node: stop waiting for it.
+        drbdadm(peer, pair, drbd.disconnect_command(name))
+        notice_s = float(PEER_NOTICES_TIMEOUT_S)
+    drbdadm(peer, pair, drbd.primary_command(name))
+    point = peer.mount(pair.device, "takeover")
+    peer_data = f"{point}/{data.rsplit('/', 1)[-1]}"
+    start = POSTGRES.restart_command(peer_data, "synchronous_commit", "on")
+    peer.start_server(peer_data, start, stop=POSTGRES.stop_command(peer_data),
+                      pid_file=POSTGRES.pid_file(peer_data))
+    acked_rows = sql(peer, peer_data, f"SELECT count(*) FILTER (WHERE id <= {acked}), "
+                                      "coalesce(max(id), 0) FROM acks")
+    found, newest = (int(x) for x in acked_rows.split("|"))
+    rec.add_raw(f"drill/{config}-peer-server.log",
+                peer.host.sudo(["cat", "--", POSTGRES.log_file(peer_data)],
+                               timeout_s=60).stdout)
+    peer.remove("server", peer_data)
+    peer.remove("mount", point)
+    return found, newest, notice_s
+
+
+def rejoin(pair: Pair) -> tuple[float, int]:
+    """Bring the resource up on the rebooted old primary; it resyncs from the new one.
+    Returns the seconds until both are UpToDate and the largest resync total seen, KiB."""
+    primary, name = pair.primary, pair.resource.name
+    # The rebooted node starts from the resource file (protocol C); the two sides refuse to
+    # connect with different protocols, so the survivor goes back to the file's first.
+    drbdadm(pair.peer, pair, drbd.net_options_command(name, protocol=pair.resource.protocol))
+    primary.host.sudo("modprobe drbd", timeout_s=120)
+    started = time.monotonic()
+    # Safe: brings up the lab's resource again over the lab disk the guard allows.
+    primary.run_guarded(drbd.up_command(name), [pair.disk(primary)], timeout_s=300)
+    largest_kib = drbd_state(pair.peer).out_of_sync_kib
+    while True:
+        state = drbd_state(primary)
+        if state.sync:
+            largest_kib = max(largest_kib, state.sync.total_kib)
+        if in_sync(state):
+            return time.monotonic() - started, largest_kib
+        if time.monotonic() - started > 900:
+            raise LabError(f"{primary.host.name}: no resync to UpToDate within 900 s "
+                           f"(cs:{state.connection} ds:{state.disk}/{state.peer_disk})")
+        time.sleep(0.5)
+
+
+def switch_back(pair: Pair, point: str, data: str) -> None:
+    primary, peer, name = pair.primary, pair.peer, pair.resource.name
+    drbdadm(peer, pair, drbd.secondary_command(name))
+    drbdadm(primary, pair, drbd.primary_command(name))
+    # The same file system, mounted again where it was (the journal's entry still holds).
+    primary.run_guarded(["mount", pair.device, point], [pair.device], timeout_s=300)
+    primary.restart_server(data, POSTGRES.restart_command(data, "synchronous_commit", "on"))
+

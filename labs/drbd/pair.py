@@ -1,0 +1,117 @@
+"""The two VMs of the DRBD lab and the small steps both the run and the drill take.
+
+    pair.primary, pair.peer       # a LabWorkspace per VM
+    drbd_state(ws)                # /proc/drbd's minor 0, parsed
+    wait_for(ws, in_sync, "UpToDate on both sides")
+    set_added_rtt(pair, 10)       # netem: 5 ms on each side's outgoing packets
+    record_rtt(pair, rec, "added-10", 10)   # ping over the link; the median, ms
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from labs.drbd.params import PING_COUNT
+from labs.errors import LabError
+from labs.infra.vm import machine
+from labs.infra.vm.servers import SERVERS
+from labs.infra.workspace import LabWorkspace
+from labs.records import RunRecorder
+from labs.tools import drbd, netem
+from labs.tools.drbd_state import DrbdMinor, parse_proc_drbd
+
+RESOURCE = "storagelab"
+INTERFACE = "eth1"  # the pair's private link (labs/infra/vm/machine.py)
+POSTGRES = SERVERS["postgres"]
+
+
+@dataclass
+class Pair:
+    """The two VMs, their workspaces and what DRBD calls them."""
+
+    primary: LabWorkspace
+    peer: LabWorkspace
+    resource: drbd.DrbdResource
+    device: str
+
+    @property
+    def both(self) -> tuple[LabWorkspace, LabWorkspace]:
+        return self.primary, self.peer
+
+    def address(self, ws: LabWorkspace) -> str:
+        return self.resource.host(ws.host.name).address
+
+    def disk(self, ws: LabWorkspace) -> str:
+        return self.resource.host(ws.host.name).disk
+
+
+def vm_cpu_s(ws: LabWorkspace) -> float:
+    """CPU seconds this machine has spent running the VM so far (its QEMU process, user and
+    system time): both VMs share this machine's processors, so what one uses the other
+    cannot."""
+    state = machine.read_state(ws.host.name)
+    if state is None:
+        return float("nan")
+    try:
+        fields = Path(f"/proc/{state.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    # utime and stime are fields 14 and 15 of /proc/PID/stat (11 and 12 after the name).
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def drbd_state(ws: LabWorkspace) -> DrbdMinor:
+    text = ws.host.run(["cat", "/proc/drbd"], timeout_s=60).stdout
+    return parse_proc_drbd(text).minor(0)
+
+
+def wait_for(ws: LabWorkspace, ready: Callable[[DrbdMinor], bool], what: str,
+             timeout_s: float = 300) -> tuple[DrbdMinor, float]:
+    """Poll /proc/drbd until `ready`; returns the state and the seconds it took."""
+    started = time.monotonic()
+    state = drbd_state(ws)
+    while not ready(state):
+        if time.monotonic() - started > timeout_s:
+            raise LabError(f"{ws.host.name}: DRBD did not reach {what} within {timeout_s:.0f} s "
+                           f"(cs:{state.connection} ro:{state.role}/{state.peer_role} "
+                           f"ds:{state.disk}/{state.peer_disk})")
+        time.sleep(0.5)
+        state = drbd_state(ws)
+    return state, time.monotonic() - started
+
+
+def in_sync(state: DrbdMinor) -> bool:
+    return state.connection == "Connected" and state.up_to_date
+
+
+def drbdadm(ws: LabWorkspace, pair: Pair, argv: list[str]) -> None:
+    # Safe: drbdadm acts on the lab's own resource, whose device the journal names.
+    ws.run_guarded(argv, [pair.device], timeout_s=300)
+
+
+def set_added_rtt(pair: Pair, added_rtt_ms: float) -> None:
+    """Half the added round trip on each side's outgoing packets (netem delays egress)."""
+    for ws in pair.both:
+        if added_rtt_ms == 0:
+            ws.remove("netem", INTERFACE)
+        else:
+            ws.set_netem(INTERFACE, added_rtt_ms / 2)
+
+
+def record_rtt(pair: Pair, rec: RunRecorder, config: str, added_rtt_ms: float) -> float:
+    """Ping the peer over the link; record the round trips; return the median, ms."""
+    command = netem.ping_command(pair.address(pair.peer), count=PING_COUNT, interval_s=0.2)
+    text = pair.primary.host.sudo(command, timeout_s=120).stdout
+    rec.add_raw(f"ping/{config}.txt", text)
+    summary = netem.rtt_summary(netem.parse_ping(text, source=f"ping {config}"))
+    for metric, value in (("rtt_p50_ms", summary.p50_ms), ("rtt_mean_ms", summary.mean_ms),
+                          ("rtt_p99_ms", summary.p99_ms), ("rtt_min_ms", summary.min_ms)):
+        rec.add_result(config=config, workload="ping", metric=metric, value=value, unit="ms",
+                       added_rtt_ms=added_rtt_ms)
+    return summary.p50_ms
+
+

@@ -1,0 +1,63 @@
+"""The DRBD lab's parameters: the pair, the delays and protocols to sweep, how long to measure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from labs.errors import UsageError
+from labs.lab import LabParameters, option
+from labs.models.drbd import PROTOCOLS
+
+PING_COUNT = 20  # pings per round-trip measurement, 0.2 s apart
+ADDED_RTT_MS_MAX = 200.0  # a round trip longer than this is no zone or region pair
+
+
+def _is_vm_name(name: str) -> bool:
+    return name.startswith("vm") and name[2:].isdigit()
+
+
+@dataclass
+class Parameters(LabParameters):
+    LAB = "drbd"
+    PROFILES = {
+        "ci": {"added_rtt_ms": (0.0, 6.0), "fio_s": 3, "pgbench_s": 5, "drill_s": 4,
+               "drill_protocols": ("C",)},
+        "quick": {"added_rtt_ms": (0.0, 4.0, 10.0), "fio_s": 4, "pgbench_s": 10, "drill_s": 6},
+        "full": {},
+    }
+
+    host: str = option("vm1", "the primary: a lab VM of a pair started with "
+                              "`python -m labs vm up --pair` (vm1)")
+    peer: str = option("vm2", "the secondary: the other VM of the pair (vm2)")
+    protocols: tuple[str, ...] = option(PROTOCOLS, "DRBD protocols to measure at each round "
+                                        "trip", choices=PROTOCOLS)
+    added_rtt_ms: tuple[float, ...] = option(
+        (0.0, 2.0, 5.0, 10.0, 20.0), "round trip added to the link with netem, ms (half on "
+        "each VM's side); the run reports the round trip it measured", minimum=0.0,
+        maximum=ADDED_RTT_MS_MAX)
+    fio_s: int = option(8, "seconds of each fio latency measurement (after a 2 s warm-up)",
+                        minimum=2, maximum=120)
+    pgbench_s: int = option(30, "seconds of each pgbench run (10 clients, the article's shape)",
+                            minimum=3, maximum=600)
+    drill_protocols: tuple[str, ...] = option(("C", "A"), "protocols of the failover drill "
+                                              "(A runs at the largest added round trip)",
+                                              choices=PROTOCOLS)
+    drill_s: int = option(10, "seconds the drill's writer runs before the primary's power "
+                              "is cut", minimum=2, maximum=120)
+    seed: int = option(9, "seed of fio's random offsets", minimum=1, maximum=2**31 - 1)
+
+    def check(self) -> None:
+        for flag, name in (("--host", self.host), ("--peer", self.peer)):
+            if not _is_vm_name(name):
+                raise UsageError(f"{flag} {name}: the DRBD lab runs on a lab VM pair "
+                                 "(`python -m labs vm up --pair`, then --host vm1 --peer vm2)")
+        if self.host == self.peer:
+            raise UsageError(f"--peer {self.peer}: the peer must be the other VM of the pair")
+        for flag, values in (("--protocols", self.protocols), ("--added-rtt-ms", self.added_rtt_ms),
+                             ("--drill-protocols", self.drill_protocols)):
+            if len(set(values)) != len(values):
+                raise UsageError(f"{flag}: each value once")
+        if not self.protocols:
+            raise UsageError("--protocols: give at least one of A, B, C")
+        if not self.added_rtt_ms:
+            raise UsageError("--added-rtt-ms: give at least one round trip, e.g. 0,5")

@@ -1,0 +1,312 @@
+"""Run the DRBD lab on a lab VM pair: baselines, one mirrored disk, a sweep, pgbench, a drill.
+
+The order of the steps matters:
+
+1. fio on each VM's own data disk (the local baselines), in its first 256 MiB, which is
+   then zeroed again: both disks hold only zeros when DRBD starts, so the resource can skip
+   its initial full sync truthfully (`new-current-uuid --clear-bitmap`).
+2. The DRBD resource over the two disks; fio on it with the peer disconnected (DRBD's own
+   cost, no network), then the sweep: at each added round trip (netem, half on each side;
+   the round trip measured with ping) fio under every protocol.
+3. A file system and PostgreSQL on the DRBD device; pgbench with the peer disconnected (the
+   local baseline: the same file system and database, only the replication off), the resync
+   that follows, then pgbench at each round trip under C, and under A and B at the largest.
+4. The failover drill (labs/drbd/drill.py).
+
+Everything is made through a workspace per VM, journaled first: `python -m labs clean`
+removes what a killed run leaves (the resource, netem, mounts, the server).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+
+from labs.drbd import drill
+from labs.drbd.pair import (
+    POSTGRES,
+    RESOURCE,
+    Pair,
+    drbd_state,
+    drbdadm,
+    in_sync,
+    record_rtt,
+    set_added_rtt,
+    vm_cpu_s,
+    wait_for,
+)
+from labs.drbd.params import Parameters
+from labs.errors import LabError, UsageError
+from labs.infra.facts import host_facts
+from labs.infra.hosts import Host
+from labs.infra.vm import machine
+from labs.infra.workspace import LabWorkspace
+from labs.progress import Progress
+from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
+from labs.tools import drbd, fio, pgbench
+from labs.tools.drbd_state import drbd_major_version
+
+# The activity log's smallest size (67 extents of 4 MiB): after a primary crashes, every
+# extent in its log is resynced, and the default 1,237 extents (4.8 GiB) would cover the
+# whole 1 GiB disk. A fixed resync rate (no dynamic controller) makes resync times readable.
+DISK_OPTIONS = {"al-extents": 67, "c-plan-ahead": 0, "resync-rate": "100M"}
+FIO_REGION_MIB = 256  # fio writes only here; zeroed again after the baselines
+FIO_WARMUP_S = 2  # the activity log is cold on a first pass: fio's ramp_time hides it
+PGBENCH_CLIENTS = 10  # the article's -c 10
+PGBENCH_SCALE = 10  # one branch row per client: the run measures the disk, not row locks
+NEEDED = ("drbdadm", "fio", "ping", "tc", "psql", "pgbench", "runuser", "md5sum")
+VARIANTS = ("direct", "fdatasync")  # fio: O_DIRECT writes; the same, each followed by fdatasync
+
+
+def check_pair(params: Parameters, host: Host) -> tuple[Host, str, str]:
+    """The peer host and both private addresses; one-line errors for anything missing."""
+    peer = machine.vm_host(params.peer) if machine.is_running(params.peer) else None
+    if peer is None:
+        raise UsageError(f"--peer {params.peer} is not running: start the pair with "
+                         "`python -m labs vm up --pair`")
+    for vm in (host, peer):
+        machine.require_lab_vm(vm, params.LAB, NEEDED,
+                               "ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1 || echo initdb")
+    addresses = []
+    for vm in (host, peer):
+        state = machine.read_state(vm.name)
+        if state is None or not state.private_ip or not vm.lab_devices:
+            raise UsageError(f"{vm.name} has no private link: the DRBD lab needs two VMs "
+                             "started together (`python -m labs vm up --pair`)")
+        addresses.append(state.private_ip)
+    return peer, addresses[0], addresses[1]
+
+
+def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
+    peer_host, primary_ip, peer_ip = check_pair(params, host)
+    largest = max(params.added_rtt_ms)
+    others = [p for p in params.protocols if p != "C"]
+    progress.expect(9 + len(params.added_rtt_ms) * (2 + len(params.protocols)) + len(others)
+                    + 4 * len(params.drill_protocols))
+    run_id = new_run_id(host.name)
+    recorder = RunRecorder(params.LAB, params.as_record(), seed=params.seed, run_id=run_id,
+                           lab_host=host.name, host=host_facts(host))
+    with recorder as rec, \
+            LabWorkspace(host, lab=params.LAB, run_id=run_id,
+                         on_command=rec.add_command) as ws1, \
+            LabWorkspace(peer_host, lab=params.LAB, run_id=run_id,
+                         on_command=rec.add_command) as ws2:
+        rec.add_command(params.command_line())
+        rec.add_raw("peer-host.json", json.dumps(host_facts(peer_host), indent=2) + "\n")
+        proc = host.sudo("modprobe drbd && cat /proc/drbd", timeout_s=120).stdout
+        peer_host.sudo("modprobe drbd", timeout_s=120)
+        major = drbd_major_version(proc)
+        rec.add_tool_version("drbd", proc.splitlines()[0].strip())
+        rec.add_tool_version("fio", host.run("fio --version", timeout_s=60).stdout.strip())
+        resource = drbd.DrbdResource(RESOURCE, hosts=(
+            drbd.DrbdHost(host.name, primary_ip, host.lab_devices[0]),
+            drbd.DrbdHost(peer_host.name, peer_ip, peer_host.lab_devices[0])),
+            protocol="C", disk_options=DISK_OPTIONS)
+        pair = Pair(ws1, ws2, resource, resource.hosts[0].device)
+        for ws in pair.both:
+            drbd.check_host_name(resource.host(ws.host.name),
+                                 ws.host.run("uname -n", timeout_s=60).stdout)
+
+        measure_baselines(params, pair, rec, progress)
+        progress.step(f"the link's own round trip ({primary_ip} to {peer_ip})")
+        record_rtt(pair, rec, "link", 0.0)
+        bring_up(pair, resource, major, rec, progress)
+        sweep(params, pair, rec, progress)
+        point = start_postgres(pair, rec, progress)
+        pgbench_runs(params, pair, rec, progress, point, largest)
+        for protocol in params.drill_protocols:
+            drill.failover(params, pair, rec, progress, point, protocol, largest)
+        progress.step("stopping PostgreSQL, taking DRBD and netem down; writing the run")
+    return load_run(recorder.final_path)
+
+
+def fio_write_latency(params: Parameters, ws: LabWorkspace, rec: RunRecorder, device: str,
+                      config: str, *, protocol: str, added_rtt_ms: float,
+                      rtt_ms: float | None) -> None:
+    """4 KiB random writes at queue depth 1, O_DIRECT, and the same with fdatasync."""
+    for variant in VARIANTS:
+        options: dict[str, str | int] = {"ramp_time": FIO_WARMUP_S}
+        if variant == "fdatasync":
+            options["fdatasync"] = 1
+        job = fio.FioJob(name=f"{config}-{variant}", filename=device, rw="randwrite", bs="4k",
+                         iodepth=1, size=f"{FIO_REGION_MIB}M", runtime_s=params.fio_s,
+                         seed=params.seed, options=options)
+        # Safe: fio writes only the lab's device (a lab VM disk or the lab's DRBD device).
+        text = ws.run_guarded(fio.fio_command([job], output_format="json"), [device],
+                              timeout_s=params.fio_s + 300).stdout
+        rec.add_raw(f"fio/{config}-{variant}.json", text)
+        document = fio.load_fio_json(text, source=f"fio {config}-{variant}")
+        errors = fio.job_errors(document)
+        if errors:
+            raise LabError(f"fio {config}-{variant}: job failed with errno {errors}")
+        row = next(r for r in fio.fio_rows(document) if r["op"] == "write")
+        values = {"write_p50_ms": row["clat_p50_us"] / 1000,
+                  "write_p99_ms": row["clat_p99_us"] / 1000,
+                  "write_mean_ms": row["lat_mean_us"] / 1000,
+                  # At queue depth 1 one write (and its sync) follows another: the time
+                  # between them is the whole cost a committing program waits for.
+                  "cycle_ms": 1000 / row["iops"], "iops": row["iops"]}
+        if variant == "fdatasync":
+            sync = fio.sync_latencies(document, source=f"fio {config}-{variant}")
+            values.update(sync_p50_ms=sync["sync_p50_us"] / 1000,
+                          sync_p99_ms=sync["sync_p99_us"] / 1000)
+        dims = {"variant": variant, "protocol": protocol, "added_rtt_ms": added_rtt_ms,
+                "rtt_ms": rtt_ms if rtt_ms is not None else float("nan")}
+        for metric, value in values.items():
+            rec.add_result(config=config, workload=f"fio-4k-{variant}", metric=metric,
+                           value=value, unit="iops" if metric == "iops" else "ms", **dims)
+
+
+# --- the steps ---------------------------------------------------------------------------------
+
+def measure_baselines(params: Parameters, pair: Pair, rec: RunRecorder,
+                      progress: Progress) -> None:
+    for ws in pair.both:
+        disk = pair.disk(ws)
+        progress.step(f"baseline: fio on {ws.host.name}'s own disk {disk}")
+        fio_write_latency(params, ws, rec, disk, f"local-{ws.host.name}", protocol="none",
+                          added_rtt_ms=0.0, rtt_ms=None)
+    progress.step("zeroing the baselines' region, so both disks hold the same bytes")
+    for ws in pair.both:
+        disk = pair.disk(ws)
+        # Safe: a lab VM's own data disk, which the guard allowed; fio wrote only this region.
+        ws.run_guarded(["dd", "if=/dev/zero", f"of={disk}", "bs=1M",
+                        f"count={FIO_REGION_MIB}", "oflag=direct", "status=none"], [disk],
+                       timeout_s=600)
+
+
+def bring_up(pair: Pair, resource: drbd.DrbdResource, major: int, rec: RunRecorder,
+             progress: Progress) -> None:
+    progress.step(f"DRBD resource {resource.name}: metadata, up on both, {pair.primary.host.name} "
+                  "primary (no initial sync: both disks hold the same zeros)")
+    text = drbd.resource_file(resource, major)
+    rec.add_raw("drbd/resource.res", text)
+    for ws in pair.both:
+        ws.make_drbd(resource, text)
+    wait_for(pair.primary, lambda s: s.connection == "Connected", "Connected", timeout_s=120)
+    drbdadm(pair.primary, pair, drbd.new_current_uuid_command(resource.name))
+    drbdadm(pair.primary, pair, drbd.primary_command(resource.name))
+    wait_for(pair.primary, in_sync, "UpToDate on both sides", timeout_s=120)
+    # The resource file must survive a power cut of the primary (the drill brings it back).
+    pair.primary.host.sudo("sync", timeout_s=120)
+
+
+def sweep(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progress) -> None:
+    name = pair.resource.name
+    progress.step("fio on DRBD with the peer disconnected (DRBD's own cost, no network)")
+    drbdadm(pair.primary, pair, drbd.disconnect_command(name))
+    fio_write_latency(params, pair.primary, rec, pair.device, "drbd-disconnected",
+                      protocol="none", added_rtt_ms=0.0, rtt_ms=None)
+    reconnect_and_resync(pair, rec, "resync-after-fio")
+    for added in params.added_rtt_ms:
+        set_added_rtt(pair, added)
+        progress.step(f"round trip +{added:g} ms: ping over the link")
+        rtt = record_rtt(pair, rec, f"added-{added:g}", added)
+        for protocol in params.protocols:
+            progress.step(f"round trip +{added:g} ms (measured {rtt:.1f} ms): fio under "
+                          f"protocol {protocol}")
+            drbdadm(pair.primary, pair, drbd.net_options_command(name, protocol=protocol))
+            fio_write_latency(params, pair.primary, rec, pair.device,
+                              f"drbd-{protocol}-added-{added:g}", protocol=protocol,
+                              added_rtt_ms=added, rtt_ms=rtt)
+
+
+def reconnect_and_resync(pair: Pair, rec: RunRecorder, config: str) -> None:
+    """Connect the disconnected primary again; record what the resync moved and how long it
+    took (the bitmap's out-of-sync count read just before connecting)."""
+    out_of_sync_kib = drbd_state(pair.primary).out_of_sync_kib
+    started = time.monotonic()
+    drbdadm(pair.primary, pair, drbd.connect_command(pair.resource.name))
+    wait_for(pair.primary, in_sync, "UpToDate on both sides", timeout_s=900)
+    seconds = time.monotonic() - started
+    rec.add_result(config=config, workload="resync", metric="resync_bytes",
+                   value=out_of_sync_kib * 1024, unit="bytes")
+    rec.add_result(config=config, workload="resync", metric="resync_s", value=seconds, unit="s")
+
+
+def start_postgres(pair: Pair, rec: RunRecorder, progress: Progress) -> str:
+    """ext4 and a PostgreSQL cluster on the DRBD device; pgbench's tables; returns the point."""
+    progress.step("ext4 on the DRBD device, PostgreSQL on it, pgbench's tables "
+                  f"(scale {PGBENCH_SCALE})")
+    ws = pair.primary
+    set_added_rtt(pair, 0.0)  # the set-up is no measurement: no added delay to wait through
+    ws.make_filesystem(pair.device, "ext4", label="drbdlab")
+    point = ws.mount(pair.device, "drbd")
+    data = f"{point}/pg"
+    ws.host.sudo(POSTGRES.init_command(data), timeout_s=900)
+    ws.start_server(data, POSTGRES.start_command(data, "synchronous_commit", "on"),
+                    stop=POSTGRES.stop_command(data), pid_file=POSTGRES.pid_file(data))
+    version = ws.host.sudo(POSTGRES.sql_command(data, "SHOW server_version"), timeout_s=120)
+    rec.add_tool_version("postgres", version.stdout.strip())
+    init = pgbench.init_command(PGBENCH_SCALE, PGBENCH_CLIENTS, extra=["-h", data])
+    ws.host.sudo(f"runuser -u postgres -- {shlex.join(init)}", timeout_s=1800)
+    return point
+
+
+def pgbench_once(params: Parameters, pair: Pair, rec: RunRecorder, point: str, config: str,
+                 *, protocol: str, added_rtt_ms: float, rtt_ms: float | None) -> float:
+    data = f"{point}/pg"
+    command = pgbench.run_command(PGBENCH_CLIENTS, 2, params.pgbench_s, progress_s=1,
+                                  extra=["-h", data])
+    before = drbd_state(pair.primary)
+    cpu_before = {ws.host.name: vm_cpu_s(ws) for ws in pair.both}
+    started = time.monotonic()
+    text = pair.primary.host.sudo(f"runuser -u postgres -- {shlex.join(command)} 2>&1",
+                                  timeout_s=params.pgbench_s + 600).stdout
+    wall_s = time.monotonic() - started
+    cpu = {ws.host.name: vm_cpu_s(ws) - cpu_before[ws.host.name] for ws in pair.both}
+    after = drbd_state(pair.primary)
+    rec.add_raw(f"pgbench/{config}.txt", text)
+    summary = pgbench.parse_summary(text, source=f"pgbench {config}")
+    dims = {"protocol": protocol, "added_rtt_ms": added_rtt_ms,
+            "rtt_ms": rtt_ms if rtt_ms is not None else float("nan")}
+    rec.add_result(config=config, workload="pgbench", metric="tps", value=summary.tps,
+                   unit="tps", **dims)
+    rec.add_result(config=config, workload="pgbench", metric="latency_avg_ms",
+                   value=summary.latency_avg_ms, unit="ms", **dims)
+    # What the run wrote to the local disk and sent to the peer (DRBD's own counters): the
+    # bytes behind each transaction, commits and the data pages written back alike.
+    rec.add_result(config=config, workload="pgbench", metric="disk_write_bytes",
+                   value=(after.disk_write_kib - before.disk_write_kib) * 1024, unit="bytes",
+                   **dims)
+    rec.add_result(config=config, workload="pgbench", metric="sent_bytes",
+                   value=(after.sent_kib - before.sent_kib) * 1024, unit="bytes", **dims)
+    rec.add_result(config=config, workload="pgbench", metric="transactions",
+                   value=summary.transactions, unit="count", **dims)
+    # Both VMs run on this machine's processors: the CPU seconds each VM's QEMU used during
+    # the run (pgbench's own start and end included) say who had the processors.
+    for role, ws in (("primary", pair.primary), ("peer", pair.peer)):
+        rec.add_result(config=config, workload="pgbench", metric=f"{role}_vm_cpu_s",
+                       value=cpu[ws.host.name], unit="s", **dims)
+    rec.add_result(config=config, workload="pgbench", metric="wall_s", value=wall_s, unit="s",
+                   **dims)
+    return summary.tps
+
+
+def pgbench_runs(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progress,
+                 point: str, largest: float) -> None:
+    name = pair.resource.name
+    set_added_rtt(pair, 0.0)
+    progress.step(f"pgbench with the peer disconnected (the local disk), {params.pgbench_s} s")
+    drbdadm(pair.primary, pair, drbd.disconnect_command(name))
+    pgbench_once(params, pair, rec, point, "local", protocol="none", added_rtt_ms=0.0,
+                 rtt_ms=None)
+    reconnect_and_resync(pair, rec, "resync-after-pgbench")
+    drbdadm(pair.primary, pair, drbd.net_options_command(name, protocol="C"))
+    for added in params.added_rtt_ms:
+        set_added_rtt(pair, added)
+        rtt = record_rtt(pair, rec, f"pgbench-added-{added:g}", added)
+        progress.step(f"pgbench under C, round trip +{added:g} ms (measured {rtt:.1f} ms)")
+        pgbench_once(params, pair, rec, point, f"drbd-C-added-{added:g}", protocol="C",
+                     added_rtt_ms=added, rtt_ms=rtt)
+    others = [p for p in params.protocols if p != "C"]
+    if others:
+        set_added_rtt(pair, largest)
+        rtt = record_rtt(pair, rec, f"pgbench-others-added-{largest:g}", largest)
+        for protocol in others:
+            progress.step(f"pgbench under {protocol}, round trip +{largest:g} ms")
+            drbdadm(pair.primary, pair, drbd.net_options_command(name, protocol=protocol))
+            pgbench_once(params, pair, rec, point, f"drbd-{protocol}-added-{largest:g}",
+                         protocol=protocol, added_rtt_ms=largest, rtt_ms=rtt)
+        drbdadm(pair.primary, pair, drbd.net_options_command(name, protocol="C"))
