@@ -87,11 +87,13 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     run_id = new_run_id(host.name)
     recorder = RunRecorder(params.LAB, params.as_record(), seed=params.seed, run_id=run_id,
                            lab_host=host.name, host=host_facts(host))
+    # The peer's workspace is opened first so that it closes last: the primary stops its
+    # database and unmounts while the peer still mirrors what that writes.
     with recorder as rec, \
-            LabWorkspace(host, lab=params.LAB, run_id=run_id,
-                         on_command=rec.add_command) as ws1, \
             LabWorkspace(peer_host, lab=params.LAB, run_id=run_id,
-                         on_command=rec.add_command) as ws2:
+                         on_command=rec.add_command) as ws2, \
+            LabWorkspace(host, lab=params.LAB, run_id=run_id,
+                         on_command=rec.add_command) as ws1:
         rec.add_command(params.command_line())
         rec.add_raw("peer-host.json", json.dumps(host_facts(peer_host), indent=2) + "\n")
         proc = host.sudo("modprobe drbd && cat /proc/drbd", timeout_s=120).stdout
