@@ -78,14 +78,14 @@ def failover(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progres
     time.sleep(params.drill_s)
     try:
         # The power cut: QEMU dies at once; the guest's memory is gone, its disks stay.
-        power.power_cut(primary.host.name)
+        cut_at = power.power_cut(primary.host.name)
         if stream.thread:
             stream.thread.join(timeout=60)
         acked, rate = stream.acked, stream.rate()
         rec.add_raw(f"drill/{config}-acks.txt",
                     "".join(f"{row} {at:.3f}\n" for row, at in stream.acks))
         progress.step(f"drill under {protocol}: {peer.host.name} takes over")
-        found, newest, notice_s = take_over(pair, data, config, rec, acked)
+        found, newest, notice_s = take_over(pair, data, config, rec, acked, cut_at)
     finally:
         # Whatever happened, the VM gets its power back: its teardown runs inside it.
         if not machine.is_running(primary.host.name):
@@ -119,19 +119,20 @@ def failover(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progres
                     f"{'match' if differing_mib == 0 else f'differ in {differing_mib} MiB'}")
 
 
-def take_over(pair: Pair, data: str, config: str, rec: RunRecorder,
-              acked: int) -> tuple[int, int, float]:
+def take_over(pair: Pair, data: str, config: str, rec: RunRecorder, acked: int,
+              cut_at: float) -> tuple[int, int, float]:
     """The peer notices, is promoted, recovers the database; (acknowledged rows found,
-    newest row found, seconds until it noticed). A row committed after the last
-    acknowledgement the controller saw may be there too: it is not counted."""
+    newest row found, seconds from the power cut until it noticed). A row committed after
+    the last acknowledgement the controller saw may be there too: it is not counted."""
     peer, name = pair.peer, pair.resource.name
     try:
-        _, notice_s = wait_for(peer, lambda s: not s.connected, "losing its peer",
-                               timeout_s=PEER_NOTICES_TIMEOUT_S)
+        wait_for(peer, lambda s: not s.connected, "losing its peer",
+                 timeout_s=PEER_NOTICES_TIMEOUT_S)
+        notice_s = time.monotonic() - cut_at
     except LabError:
         # What a cluster manager does once it has fenced the dead node: stop waiting for it.
         drbdadm(peer, pair, drbd.disconnect_command(name))
-        notice_s = float(PEER_NOTICES_TIMEOUT_S)
+        notice_s = time.monotonic() - cut_at
     drbdadm(peer, pair, drbd.primary_command(name))
     point = peer.mount(pair.device, "takeover")
     peer_data = f"{point}/{data.rsplit('/', 1)[-1]}"

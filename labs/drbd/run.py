@@ -2,9 +2,9 @@
 
 The order of the steps matters:
 
-1. fio on each VM's own data disk (the local baselines), in its first 256 MiB, which is
-   then zeroed again: both disks hold only zeros when DRBD starts, so the resource can skip
-   its initial full sync truthfully (`new-current-uuid --clear-bitmap`).
+1. fio on each VM's own data disk (the local baselines), in its first 256 MiB; then both
+   disks are zeroed whole: they hold the same bytes when DRBD starts, so the resource can
+   skip its initial full sync truthfully (`new-current-uuid --clear-bitmap`).
 2. The DRBD resource over the two disks; fio on it with the peer disconnected (DRBD's own
    cost, no network), then the sweep: at each added round trip (netem, half on each side;
    the round trip measured with ping) fio under every protocol.
@@ -51,7 +51,7 @@ from labs.tools.drbd_state import drbd_major_version
 # extent in its log is resynced, and the default 1,237 extents (4.8 GiB) would cover the
 # whole 1 GiB disk. A fixed resync rate (no dynamic controller) makes resync times readable.
 DISK_OPTIONS = {"al-extents": 67, "c-plan-ahead": 0, "resync-rate": "100M"}
-FIO_REGION_MIB = 256  # fio writes only here; zeroed again after the baselines
+FIO_REGION_MIB = 256  # fio writes only here
 FIO_WARMUP_S = 2  # the activity log is cold on a first pass: fio's ramp_time hides it
 PGBENCH_CLIENTS = 10  # the article's -c 10
 PGBENCH_SCALE = 10  # one branch row per client: the run measures the disk, not row locks
@@ -169,13 +169,15 @@ def measure_baselines(params: Parameters, pair: Pair, rec: RunRecorder,
         progress.step(f"baseline: fio on {ws.host.name}'s own disk {disk}")
         fio_write_latency(params, ws, rec, disk, f"local-{ws.host.name}", protocol="none",
                           added_rtt_ms=0.0, rtt_ms=None)
-    progress.step("zeroing the baselines' region, so both disks hold the same bytes")
+    progress.step("zeroing both disks whole, so that they hold the same bytes")
     for ws in pair.both:
         disk = pair.disk(ws)
-        # Safe: a lab VM's own data disk, which the guard allowed; fio wrote only this region.
-        ws.run_guarded(["dd", "if=/dev/zero", f"of={disk}", "bs=1M",
-                        f"count={FIO_REGION_MIB}", "oflag=direct", "status=none"], [disk],
-                       timeout_s=600)
+        size_mib = int(ws.host.run(["blockdev", "--getsize64", disk], timeout_s=60).stdout) \
+            // 2**20
+        # Safe: a lab VM's own data disk, which the guard allowed. The whole disk, not only
+        # fio's region: an earlier run on the same VMs may have left anything anywhere.
+        ws.run_guarded(["dd", "if=/dev/zero", f"of={disk}", "bs=1M", f"count={size_mib}",
+                        "oflag=direct", "status=none"], [disk], timeout_s=1800)
 
 
 def bring_up(pair: Pair, resource: drbd.DrbdResource, major: int, rec: RunRecorder,
