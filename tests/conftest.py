@@ -102,6 +102,20 @@ def run_local_ci(lab: str, base: Path, timeout: float) -> dict:
             "base": base}
 
 
+def run_vm_ci(lab_vms, lab: str, *args: str, timeout_s: float = 2400):
+    """`python -m labs run LAB ARGS --profile ci` in the session's lab VMs; asserts it
+    succeeded and recorded exactly one run, and returns (that run, its wall time in s)."""
+    from labs.records import list_runs, load_run
+
+    before = set(list_runs(lab, lab_vms.base / "runs"))
+    started = time.monotonic()
+    ran = lab_vms.cli("run", lab, *args, "--profile", "ci", timeout_s=timeout_s)
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    new = [p for p in list_runs(lab, lab_vms.base / "runs") if p not in before]
+    assert len(new) == 1
+    return load_run(new[0]), time.monotonic() - started
+
+
 def kill_at_step_then_clean(args: list[str], env: dict, step_line: str, leftovers) -> None:
     """Start `python -m labs ARGS`, SIGKILL it once its progress on stderr shows
     `step_line`, and check that `leftovers()` lists something that `clean` then removes."""

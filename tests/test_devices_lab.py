@@ -24,10 +24,10 @@ from conftest import (
     interrupt_lab_at,
     report,
     run_labs,
+    run_vm_ci,
 )
 
 from labs.devices import page
-from labs.records import list_runs, load_run
 
 pytestmark = pytest.mark.slow
 
@@ -52,15 +52,9 @@ def leftovers(lab_vms) -> str:
 @pytest.fixture(scope="module")
 def ci_run(lab_vms, request):
     booted = throttles(lab_vms)
-    before = set(list_runs("devices", lab_vms.base / "runs"))
-    started = time.monotonic()
-    ran = lab_vms.cli("run", "devices", "--host", VM, "--profile", "ci", timeout_s=1800)
-    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
-    new = [p for p in list_runs("devices", lab_vms.base / "runs") if p not in before]
-    assert len(new) == 1
-    run = load_run(new[0])
+    run, wall_s = run_vm_ci(lab_vms, "devices", "--host", VM, timeout_s=1800)
     f = page.figures(run)
-    report(request.config, f"devices ci run on {VM}: {time.monotonic() - started:.0f} s; gp3 "
+    report(request.config, f"devices ci run on {VM}: {wall_s:.0f} s; gp3 "
            f"{f['gp3_deep_iops']} IOPS at depth {f['deep']} ({f['gp3_deep_error']} %), sc1 "
            f"{f['sc1_deep_iops']} ({f['sc1_deep_error']} %), sc1 at depth 1 {f['sc1_qd1_iops']}; "
            f"burst {f['burst_measured_mib_s']} then {f['base_measured_mib_s']} MiB/s; sysbench "

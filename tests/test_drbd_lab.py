@@ -18,10 +18,9 @@ import sys
 import time
 
 import pytest
-from conftest import PROJECT_ROOT, assert_one_line_usage_error, report, run_labs
+from conftest import PROJECT_ROOT, assert_one_line_usage_error, report, run_labs, run_vm_ci
 
 from labs.drbd import page
-from labs.records import list_runs, load_run
 
 pytestmark = pytest.mark.slow
 
@@ -42,17 +41,11 @@ def assert_nothing_left(lab_vms) -> None:
 
 @pytest.fixture(scope="module")
 def ci_run(lab_vms, request):
-    before = set(list_runs("drbd", lab_vms.base / "runs"))
-    started = time.monotonic()
-    ran = lab_vms.cli("run", "drbd", *PAIR, "--profile", "ci", timeout_s=2400)
-    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
-    new = [p for p in list_runs("drbd", lab_vms.base / "runs") if p not in before]
-    assert len(new) == 1
-    run = load_run(new[0])
+    run, wall_s = run_vm_ci(lab_vms, "drbd", *PAIR)
     f = page.figures(run)
-    report(request.config, f"drbd ci run on vm1+vm2: {time.monotonic() - started:.0f} s; link "
+    report(request.config, f"drbd ci run on vm1+vm2: {wall_s:.0f} s; link "
            f"{f['link_rtt_ms']} ms; 4 KiB write p50 at +{f['top_added']} ms (measured "
-           f"{f['top_rtt_ms']} ms): A {f['top_A_p50_ms']}, B {f['top_B_p50_ms']}, C "
+           f"{f['top_rtt_ms']} ms): A {f['top_A_p50_ms']}, C "
            f"{f['top_C_p50_ms']} ms (model C {f['top_C_model_ms']}); pgbench C at the link "
            f"{f['tps_ratio_first_pct']} % of local; drill C lost {f['drill_C_lost']} of "
            f"{f['drill_C_acked']}, resync {f['drill_C_resync_s']} s")
@@ -107,7 +100,7 @@ def test_nothing_is_left_in_either_vm(ci_run, lab_vms):
     assert_nothing_left(lab_vms)
 
 
-def test_a_run_killed_mid_sweep_is_cleaned_up_by_clean(ci_run, lab_vms):
+def test_a_run_killed_mid_sweep_is_cleaned_up_by_clean(ci_run, lab_vms, figures):
     process = subprocess.Popen([sys.executable, "-m", "labs", "run", "drbd", *PAIR,
                                 "--profile", "ci"], cwd=PROJECT_ROOT,
                                env={**os.environ, **lab_vms.env, "PYTHONUNBUFFERED": "1"},
@@ -115,17 +108,19 @@ def test_a_run_killed_mid_sweep_is_cleaned_up_by_clean(ci_run, lab_vms):
     seen = []
     for line in process.stdout:
         seen.append(line)
-        if "fio under protocol B" in line:
+        if "round trip +6 ms: ping" in line:  # DRBD up, netem on (the ci profile's +6 ms)
             break
     time.sleep(2)
     process.send_signal(signal.SIGKILL)  # no cleanup of its own: only the journal is left
     process.wait(timeout=60)
-    assert any("fio under protocol B" in line for line in seen), "".join(seen)
-    left = leftovers(lab_vms, "vm1")
-    assert "drbd=1" in left and "netem=0" not in left, left  # netem is on at +6 ms? see below
+    assert any("round trip +6 ms: ping" in line for line in seen), "".join(seen)
+    for vm in ("vm1", "vm2"):
+        left = leftovers(lab_vms, vm)
+        assert "drbd=1" in left and "netem=1" in left, f"{vm}: {left}"
     cleaned = lab_vms.cli("clean", "--keep-vms", timeout_s=900)
     assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
     assert_nothing_left(lab_vms)
+    figures(f"drbd SIGKILL at +6 ms: {cleaned.stdout.strip().splitlines()[-1]}; nothing left")
 
 
 @pytest.mark.parametrize("args, words", [

@@ -118,6 +118,19 @@ def pgbench_results(run: RecordedRun) -> pd.DataFrame:
                              fio.attrs["send_ms"]["fdatasync"], _parts("fdatasync"))
         models.append(model.pgbench_tps(clients=CLIENTS, cpu_ms=cpu_ms, commit_ms=commit_ms))
     table["model_tps"] = models
+    # Where the machine's processors went: each VM's QEMU, in cores (CPU seconds a second)
+    # and in host CPU milliseconds per transaction.
+    for role in ("primary", "peer"):
+        table[f"{role}_cores"] = table[f"{role}_vm_cpu_s"] / table["wall_s"]
+        table[f"{role}_cpu_ms_per_tx"] = 1000 * table[f"{role}_vm_cpu_s"] / table["transactions"]
+    table["both_cores"] = table["primary_cores"] + table["peer_cores"]
+    table["cpu_ms_per_tx"] = table["primary_cpu_ms_per_tx"] + table["peer_cpu_ms_per_tx"]
+    # A second model, for a machine whose processors are the limit: the rate scales with
+    # the processor time each transaction costs (the local run's over this run's).
+    table["cpu_ratio_pct"] = 100 * table.loc[table["config"] == "local", "cpu_ms_per_tx"].iloc[0] \
+        / table["cpu_ms_per_tx"]
+    table["sent_kib_per_tx"] = table["sent_bytes"] / 1024 / table["transactions"]
+    table["written_kib_per_tx"] = table["disk_write_bytes"] / 1024 / table["transactions"]
     table["ratio_pct"] = 100 * table["tps"] / local["tps"]
     table["model_ratio_pct"] = 100 * table["model_tps"] / local["tps"]
     table["error_pct"] = 100 * (table["tps"] / table["model_tps"] - 1)
@@ -171,9 +184,42 @@ def figures(run: RecordedRun) -> dict[str, str]:
     for protocol in at_top.index:
         f[f"top_{protocol}_p50_ms"] = _ms(at_top.loc[protocol, "write_p50_ms"])
         f[f"top_{protocol}_model_ms"] = _ms(at_top.loc[protocol, "model_ms"])
+    first = min(params["added_rtt_ms"])
+    at_first = direct[direct["added_rtt_ms"] == first].set_index("protocol")
+    f["first_rtt_ms"] = _ms(at_first["rtt_ms"].iloc[0])
+    a_points = direct[direct["protocol"] == "A"]["write_p50_ms"]
+    if not a_points.empty:
+        f["A_min_p50_ms"], f["A_max_p50_ms"] = _ms(a_points.min()), _ms(a_points.max())
+    for protocol in at_first.index:
+        f[f"first_{protocol}_p50_ms"] = _ms(at_first.loc[protocol, "write_p50_ms"])
+        f[f"first_{protocol}_model_ms"] = _ms(at_first.loc[protocol, "model_ms"])
+    sends = fio.attrs["send_ms"]
+    f["send_ms"] = _ms(sends["direct"]["write_p50_ms"])
+    f["send_sync_ms"] = _ms(sends["fdatasync"]["sync_p50_ms"])
     modelled = fio[fio["model_ms"].notna()]
-    f["max_abs_error_pct"] = f"{modelled['error_pct'].abs().max():.0f}"
-    f["points"] = str(len(modelled))
+    for variant in ("direct", "fdatasync"):
+        rows = modelled[modelled["variant"] == variant]
+        key = "direct" if variant == "direct" else "sync"
+        f[f"{key}_points"] = str(len(rows))
+        f[f"{key}_max_abs_error_pct"] = f"{rows['error_pct'].abs().max():.0f}"
+        for protocol in model.PROTOCOLS:
+            mine = rows[rows["protocol"] == protocol]
+            delayed = mine[mine["added_rtt_ms"] > first]["error_pct"]
+            if not delayed.empty:
+                f[f"{key}_{protocol}_delayed_max_abs_error_pct"] = f"{delayed.abs().max():.0f}"
+                f[f"{key}_{protocol}_delayed_min_error_pct"] = _pct(delayed.min())
+            f[f"{key}_{protocol}_max_abs_error_pct"] = f"{mine['error_pct'].abs().max():.0f}"
+            first_row = mine[mine["added_rtt_ms"] == first]
+            if not first_row.empty:
+                f[f"{key}_{protocol}_first_error_pct"] = _pct(first_row["error_pct"].iloc[0])
+    synced = modelled[modelled["variant"] == "fdatasync"].set_index(["protocol", "added_rtt_ms"])
+    for protocol in [p for p in ("C",) if p in at_top.index]:
+        for label, added in (("first", first), ("top", top)):
+            row = synced.loc[(protocol, added)]
+            f[f"{label}_{protocol}_sync_p50_ms"] = _ms(row["sync_p50_ms"])
+            f[f"{label}_{protocol}_cycle_ms"] = _ms(row["measured_ms"])
+            f[f"{label}_{protocol}_cycle_model_ms"] = _ms(row["model_ms"])
+            f[f"{label}_{protocol}_cycle_error_pct"] = _pct(row["error_pct"])
     tps = pgbench_results(run)
     c = tps[tps["protocol"] == "C"].sort_values("added_rtt_ms")
     f["local_tps"] = f"{tps[tps['config'] == 'local']['tps'].iloc[0]:,.0f}"
@@ -181,6 +227,42 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f["tps_ratio_last_pct"] = f"{c['ratio_pct'].iloc[-1]:.0f}"
     f["tps_max_abs_error_pct"] = f"{tps['error_pct'].abs().max():.0f}"
     f["cpu_ms"] = _ms(tps.attrs["cpu_ms"])
+    f["tps_model_first_pct"] = f"{c['model_ratio_pct'].iloc[0]:.0f}"
+    f["tps_model_last_pct"] = f"{c['model_ratio_pct'].iloc[-1]:.0f}"
+    f["tps_ratio_min_pct"] = f"{c['ratio_pct'].min():.0f}"
+    f["tps_ratio_max_pct"] = f"{c['ratio_pct'].max():.0f}"
+    others = tps[tps["protocol"].isin(["A", "B"])].set_index("protocol")
+    for protocol in others.index:
+        f[f"tps_{protocol}_pct"] = f"{others.loc[protocol, 'ratio_pct']:.0f}"
+    local = tps[tps["config"] == "local"].iloc[0]
+    mirrored = tps[tps["protocol"].isin(model.PROTOCOLS)]
+    f["cores"] = str(run.meta["host"]["controller"]["cpu_count"])
+    f["local_primary_cores"] = f"{local['primary_cores']:.1f}"
+    f["local_primary_cpu_ms_per_tx"] = _ms(local["primary_cpu_ms_per_tx"])
+    f["mirror_primary_cpu_ms_per_tx_min"] = _ms(mirrored["primary_cpu_ms_per_tx"].min())
+    f["mirror_primary_cpu_ms_per_tx_max"] = _ms(mirrored["primary_cpu_ms_per_tx"].max())
+    f["local_both_cores"] = f"{local['both_cores']:.1f}"
+    f["mirror_both_cores_min"] = f"{mirrored['both_cores'].min():.1f}"
+    f["mirror_both_cores_max"] = f"{mirrored['both_cores'].max():.1f}"
+    f["mirror_peer_cores_min"] = f"{mirrored['peer_cores'].min():.1f}"
+    f["mirror_peer_cores_max"] = f"{mirrored['peer_cores'].max():.1f}"
+    f["local_cpu_ms_per_tx"] = _ms(local["primary_cpu_ms_per_tx"] + local["peer_cpu_ms_per_tx"])
+    f["mirror_cpu_ms_per_tx_min"] = _ms(mirrored["cpu_ms_per_tx"].min())
+    f["mirror_cpu_ms_per_tx_max"] = _ms(mirrored["cpu_ms_per_tx"].max())
+    f["cpu_ratio_min_pct"] = f"{mirrored['cpu_ratio_pct'].min():.0f}"
+    f["cpu_ratio_max_pct"] = f"{mirrored['cpu_ratio_pct'].max():.0f}"
+    apart = 100 * (mirrored["ratio_pct"] / mirrored["cpu_ratio_pct"] - 1)
+    f["cpu_max_abs_error_pct"] = f"{apart.abs().max():.0f}"
+    f["mirror_peer_cpu_ms_per_tx_min"] = _ms(mirrored["peer_cpu_ms_per_tx"].min())
+    f["mirror_peer_cpu_ms_per_tx_max"] = _ms(mirrored["peer_cpu_ms_per_tx"].max())
+    f["sent_kib_per_tx_min"] = f"{mirrored['sent_kib_per_tx'].min():.0f}"
+    f["sent_kib_per_tx_max"] = f"{mirrored['sent_kib_per_tx'].max():.0f}"
+    resync = resync_results(run).set_index("config")
+    for name in resync.index:
+        key = name.replace("resync-after-", "resync_")
+        f[f"{key}_mib"] = f"{resync.loc[name, 'resync_bytes'] / 2**20:,.1f}"
+        f[f"{key}_s"] = f"{resync.loc[name, 'resync_s']:.1f}"
+        f[f"{key}_mib_s"] = f"{resync.loc[name, 'mib_s']:.1f}"
     drill = drill_results(run).set_index("protocol")
     for protocol in drill.index:
         row = drill.loc[protocol]
@@ -189,6 +271,33 @@ def figures(run: RecordedRun) -> dict[str, str]:
         f[f"drill_{protocol}_noticed_s"] = f"{row['peer_noticed_s']:.0f}"
         f[f"drill_{protocol}_resync_s"] = f"{row['resync_s']:.0f}"
         f[f"drill_{protocol}_resync_mib"] = f"{row['resync_bytes'] / 2**20:,.0f}"
+        f[f"drill_{protocol}_resync_mib_s"] = f"{row['resync_mib_s']:.1f}"
+        f[f"drill_{protocol}_rate"] = f"{row['commits_per_s']:.0f}"
+        f[f"drill_{protocol}_differing_mib"] = f"{row['differing_mib']:.0f}"
+        f[f"drill_{protocol}_rtt_ms"] = _ms(row["rtt_ms"])
+        # What protocol A's model expects to lose: the commits made during the time an
+        # acknowledged write still travels to the peer (half a round trip, Little's law).
+        expected = row["commits_per_s"] * row["rtt_ms"] / 2000
+        f[f"drill_{protocol}_expected_lost"] = f"{expected:.1f}"
+        f[f"drill_{protocol}_half_rtt_ms"] = _ms(row["rtt_ms"] / 2)
+        f[f"drill_{protocol}_newest"] = f"{row['newest_found']:,.0f}"
+        unacked = max(0, row["newest_found"] - row["acknowledged"])
+        f[f"drill_{protocol}_unacked_found"] = f"{unacked:,.0f}"
+        # The commits lost, as a window of time at the rate the client was committing.
+        f[f"drill_{protocol}_lost_window_ms"] = f"{1000 * row['lost'] / row['commits_per_s']:.0f}"
+    # Exercise: protocol C's write at the largest round trip, less the round trip itself.
+    if "C" in at_top.index:
+        top_c = at_top.loc["C"]
+        f["ex_c_beyond_rtt_ms"] = _ms(top_c["write_p50_ms"] - top_c["rtt_ms"])
+    send_plus_peer = sends["direct"]["write_p50_ms"] + float(f["peer_p50_ms"])
+    f["ex_send_plus_peer_ms"] = _ms(send_plus_peer)
+    if "C" in at_top.index:
+        f["ex_unexplained_ms"] = _ms(top_c["write_p50_ms"] - top_c["rtt_ms"] - send_plus_peer)
+    f["ex_zone_c_ms"] = _ms(model.write_latency_ms("C", local_write_ms=0.1, peer_write_ms=0.1,
+                                                   rtt_ms=0.5))
+    f["ex_zone_c_lab_send_ms"] = _ms(model.write_latency_ms(
+        "C", local_write_ms=0.1, peer_write_ms=0.1, rtt_ms=0.5,
+        send_ms=sends["direct"]["write_p50_ms"]))
     return f
 
 
@@ -236,14 +345,19 @@ def pgbench_chart(run: RecordedRun) -> alt.LayerChart:
     c_only = table[table["protocol"] == "C"]
     predicted = alt.Chart(c_only).mark_line(strokeDash=[5, 3]).encode(
         x=x, y="model_ratio_pct:Q", color=colour, tooltip=tooltip)
+    cpu = alt.Chart(c_only).mark_line(strokeDash=[1, 3], color="#555555").encode(
+        x=x, y="cpu_ratio_pct:Q",
+        tooltip=[alt.Tooltip("cpu_ratio_pct:Q", title="by CPU time %", format=".0f")])
     article = pd.DataFrame([{"label": f"article, {k}: {v} %", "pct": v}
                             for k, v in ARTICLE_RATIOS_PCT.items()])
     rules = alt.Chart(article).mark_rule(color="#999999", strokeDash=[2, 2]).encode(y="pct:Q")
     labels = alt.Chart(article).mark_text(align="right", dy=-6, color="#666666").encode(
         y="pct:Q", text="label:N", x=alt.value(455))
-    return alt.layer(rules, labels, predicted, measured).properties(
+    return alt.layer(rules, labels, predicted, cpu, measured).properties(
         width=460, height=300, title={"text": "pgbench, 10 clients, on DRBD",
-                                      "subtitle": "points: measured; dashed: the model (C)"})
+                                      "subtitle": ["points: measured; dashed: the waiting "
+                                                   "model (C);", "grey dotted: processor "
+                                                   "time per transaction (C)"]})
 
 
 def chart(run: RecordedRun) -> alt.LayerChart:
@@ -253,9 +367,9 @@ def chart(run: RecordedRun) -> alt.LayerChart:
 
 # --- tables, headline, provenance, panel ----------------------------------------------------
 
-def drill_table(run: RecordedRun) -> pd.DataFrame:
-    table = drill_results(run)
-    return pd.DataFrame({
+def drill_table(run: RecordedRun):
+    table = drill_results(run).sort_values("protocol", ascending=False)
+    return wrapping_table(pd.DataFrame({
         "protocol": table["protocol"],
         "round trip (ms)": table["rtt_ms"].map(_ms),
         "commits acknowledged": table["acknowledged"].map("{:,.0f}".format),
@@ -265,8 +379,28 @@ def drill_table(run: RecordedRun) -> pd.DataFrame:
         "resync (MiB in s)": [f"{b / 2**20:,.0f} in {s:.0f}"
                               for b, s in zip(table["resync_bytes"], table["resync_s"],
                                               strict=True)],
-        "disks match": table["disks_match"].map({1.0: "yes", 0.0: "no"}),
-    })
+        "MiB that differ afterwards": table["differing_mib"].map("{:.0f}".format),
+    }))
+
+
+def pgbench_table(run: RecordedRun):
+    """Each pgbench run: TPS, the waiting model, and where the processors went."""
+    table = pgbench_results(run).sort_values(["protocol", "added_rtt_ms"])
+    local = table["config"] == "local"
+    table = pd.concat([table[local], table[~local]])
+    return wrapping_table(pd.DataFrame({
+        "run": ["local disk" if p == "none" else f"{p}, +{a:g} ms" for p, a in
+                zip(table["protocol"], table["added_rtt_ms"], strict=True)],
+        "TPS": table["tps"].map("{:,.0f}".format),
+        "% of local": table["ratio_pct"].map("{:.0f}".format),
+        "model %": table["model_ratio_pct"].map("{:.0f}".format),
+        "processors busy (vm1 + vm2)": [f"{p:.1f} + {q:.1f}" for p, q in
+                                        zip(table["primary_cores"], table["peer_cores"],
+                                            strict=True)],
+        "CPU ms per transaction": table["cpu_ms_per_tx"].map("{:.1f}".format),
+        "by CPU time %": table["cpu_ratio_pct"].map("{:.0f}".format),
+        "KiB sent per transaction": table["sent_kib_per_tx"].map("{:.0f}".format),
+    }))
 
 
 def headline(run: RecordedRun) -> pd.DataFrame:

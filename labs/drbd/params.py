@@ -20,8 +20,8 @@ def _is_vm_name(name: str) -> bool:
 class Parameters(LabParameters):
     LAB = "drbd"
     PROFILES = {
-        "ci": {"added_rtt_ms": (0.0, 6.0), "fio_s": 3, "pgbench_s": 5, "drill_s": 4,
-               "drill_protocols": ("C",)},
+        "ci": {"protocols": ("A", "C"), "added_rtt_ms": (0.0, 6.0), "fio_s": 2,
+               "pgbench_s": 5, "drill_s": 4, "drill_protocols": ("C",)},
         "quick": {"added_rtt_ms": (0.0, 4.0, 10.0), "fio_s": 4, "pgbench_s": 10, "drill_s": 6},
         "full": {},
     }
