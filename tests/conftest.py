@@ -13,6 +13,7 @@ Tests marked `last` run after all others (they stop what the session shares).
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -114,6 +115,11 @@ def run_vm_ci(lab_vms, lab: str, *args: str, timeout_s: float = 2400):
     new = [p for p in list_runs(lab, lab_vms.base / "runs") if p not in before]
     assert len(new) == 1
     return load_run(new[0]), time.monotonic() - started
+
+
+def glued_names(page: Path) -> set[str]:
+    """The figure names a book page quotes with {glue:text}`name`."""
+    return set(re.findall(r"\{glue:text\}`([A-Za-z0-9_\-]+)`", page.read_text()))
 
 
 def kill_at_step_then_clean(args: list[str], env: dict, step_line: str, leftovers) -> None:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
+from conftest import glued_names
 
 from labs.devices import charts
 from labs.devices import explain as page
@@ -20,8 +20,7 @@ def number(name: str) -> float:
 
 
 def test_every_glued_name_exists_and_every_figure_is_used():
-    text = PAGE.read_text()
-    used = set(re.findall(r"\{glue:text\}`([a-z0-9_]+)`", text))
+    used = glued_names(PAGE)
     assert used <= set(FIGURES), used - set(FIGURES)
     assert set(FIGURES) - used == set(), "figures nothing quotes"
 

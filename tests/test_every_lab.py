@@ -10,11 +10,10 @@ infrastructure is checked over all modules in test_layout.py.)
 
 from __future__ import annotations
 
-import re
 from dataclasses import fields
 
 import pytest
-from conftest import PROJECT_ROOT
+from conftest import PROJECT_ROOT, glued_names
 
 from labs import records, registry
 from labs.__main__ import build_parser
@@ -72,8 +71,7 @@ def test_the_page_shows_the_shipped_run_named_explicitly(lab):
 
 @pytest.mark.parametrize("lab", [lab for lab in LABS if lab.book_page], ids=lambda lab: lab.name)
 def test_every_glued_figure_on_the_page_is_computed(lab):
-    text = (PROJECT_ROOT / lab.book_page).read_text()
-    used = set(re.findall(r"\{glue:text\}`([A-Za-z0-9_\-]+)`", text))
+    used = glued_names(PROJECT_ROOT / lab.book_page)
     if not used:
         return
     figures = lab.page_module().figures(records.shipped_run(lab.name))

@@ -4,9 +4,9 @@ Fast (pandas on data/runs/power-loss/): the page's numbers are glued from page.f
 these tests check what its wording says about them (none lost, within, better than).
 """
 
-import re
 
 import pytest
+from conftest import glued_names
 
 from labs import PROJECT_ROOT, records
 from labs.power_loss import page
@@ -30,8 +30,7 @@ def test_the_recorded_run_is_the_full_profile_from_a_clean_commit(run, table):
 
 
 def test_every_glued_number_on_the_page_exists(run):
-    text = (PROJECT_ROOT / "book" / "power-loss" / "lab.md").read_text()
-    used = set(re.findall(r"\{glue:text\}`([a-z0-9_]+)`", text))
+    used = glued_names(PROJECT_ROOT / "book" / "power-loss" / "lab.md")
     assert used and used <= set(page.figures(run)), used - set(page.figures(run))
 
 

@@ -10,7 +10,7 @@ import math
 import re
 
 import pytest
-from conftest import PROJECT_ROOT
+from conftest import PROJECT_ROOT, glued_names
 
 from labs import records
 from labs.tools import pgbench
@@ -55,8 +55,7 @@ def test_results_re_derive_from_the_raw_files(run):
 
 def test_every_glued_number_is_computed(run, figures):
     for name, keys in (("lab", figures), ("explain", lab.explain_figures())):
-        text = (PROJECT_ROOT / "book" / "torn-pages" / f"{name}.md").read_text()
-        used = set(re.findall(r"\{glue:text\}`([A-Za-z0-9_\-]+)`", text))
+        used = glued_names(PROJECT_ROOT / "book" / "torn-pages" / f"{name}.md")
         assert used and used <= set(keys), sorted(used - set(keys))
         assert all(isinstance(v, str) and "nan" not in v for v in keys.values())
 

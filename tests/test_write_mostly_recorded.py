@@ -10,7 +10,7 @@ import json
 import re
 
 import pytest
-from conftest import PROJECT_ROOT
+from conftest import PROJECT_ROOT, glued_names
 
 from labs import rawfiles, records
 from labs.errors import UsageError
@@ -74,8 +74,7 @@ def test_results_re_derive_from_the_raw_fio_files(run):
 
 def test_every_figure_of_the_shipped_run_is_measured(run):
     figures = lab.figures(run)
-    page = (PROJECT_ROOT / "book" / "write-mostly" / "lab.md").read_text()
-    used = set(re.findall(r"\{glue:text\}`([A-Za-z0-9_\-]+)`", page))
+    used = glued_names(PROJECT_ROOT / "book" / "write-mostly" / "lab.md")
     missing = sorted(k for k in used if figures.get(k) == NOT_MEASURED)
     assert missing == [], f"the full run leaves these unmeasured: {missing}"
 
@@ -143,12 +142,10 @@ def test_write_behind_by_slot_and_how_it_was_set_on_both_kernels(run, newer):
 
 
 def test_every_number_on_the_pages_is_computed(run):
-    lab_page = (PROJECT_ROOT / "book" / "write-mostly" / "lab.md").read_text()
-    explain = (PROJECT_ROOT / "book" / "write-mostly" / "explain.md").read_text()
     figures = lab.figures(run)
-    used = set(re.findall(r"\{glue:text\}`([A-Za-z0-9_\-]+)`", lab_page))
+    used = glued_names(PROJECT_ROOT / "book" / "write-mostly" / "lab.md")
     assert used and used <= set(figures), used - set(figures)
-    used = set(re.findall(r"\{glue:text\}`([A-Za-z0-9_\-]+)`", explain))
+    used = glued_names(PROJECT_ROOT / "book" / "write-mostly" / "explain.md")
     assert used and used <= set(lab.explain_figures()), used - set(lab.explain_figures())
 
 
