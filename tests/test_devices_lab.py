@@ -93,12 +93,14 @@ def test_the_unthrottled_disk_is_far_above_both_contracts(ci_run):
 def test_the_scaled_sc1_bursts_then_falls_to_its_baseline(ci_run):
     burst = page.burst_results(ci_run["run"])
     f = page.figures(ci_run["run"])
-    # On a busy host the volume may deliver less than the burst rate (CI once saw 71.8 of
-    # 80 MiB/s): never more than the contract, well above the baseline, and the bucket
-    # then fills as much later as the model says for the rate delivered.
+    # On a busy host the volume may deliver less than either rate (CI once saw 71.8 of
+    # 80 MiB/s in the burst and 11.0 of 12 after it): never more than the contract, the
+    # burst well above the baseline, and the bucket then fills as much later as the model
+    # says for the rate delivered. The recorded run's test holds the baseline to 5 %.
     assert float(f["burst_measured_mib_s"]) <= float(f["burst_mib_s"]) * 1.02
     assert float(f["burst_measured_mib_s"]) > 3 * float(f["base_mib_s"])
-    assert float(f["base_measured_mib_s"]) == pytest.approx(float(f["base_mib_s"]), rel=0.05)
+    assert float(f["base_measured_mib_s"]) <= float(f["base_mib_s"]) * 1.05
+    assert float(f["base_measured_mib_s"]) >= float(f["base_mib_s"]) * 0.8
     assert abs(float(f["burst_ended_s"]) - float(f["burst_at_measured_s"])) <= 2
     assert len(burst) >= 2 * float(f["burst_model_s"])
 

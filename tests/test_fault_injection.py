@@ -27,21 +27,22 @@ def test_killed_local_labs_leave_nothing_after_clean(docker_engine, figures):
     harness = Harness(base, seed=20261122, log=lambda line: None)
     harness.lab("template", 3)
     # Kills within the first two minutes (set-up and the first legs); the torn-pages lab's own
-    # test runs it to the end.
-    harness.lab("torn-pages", 3, window_s=120, final_run=False)
+    # test runs it to the end, and its Ctrl-C test interrupts it once more.
+    harness.lab("torn-pages", 2, window_s=120, final_run=False)
     assert harness.report() == 0, [k for k in harness.kills if k.leaked]
     kills = [k for k in harness.kills if k.how != "final run"]
     figures(f"fault injection (CI subset, local): {len(kills)} kills, phases "
             f"{sorted({k.phase for k in kills})}, 0 leaks")
-    assert len(kills) == 6
+    assert len(kills) == 5
     shutil.rmtree(base)  # its logs stay in /var/tmp only when an assertion above failed
 
 
 def test_killed_vm_lab_leaves_nothing_after_clean(lab_vms, figures):
     # The shared VM must survive: its QEMU is never the target here (the benchmark does that).
     harness = Harness(lab_vms.base, seed=7, log=lambda line: None, ways_on_vm=("ssh",))
-    # One kill here; the power-loss lab's own test kills a second VM lab mid-write.
-    harness.lab("write-mostly", 1, window_s=150, final_run=False)
+    # One kill here (within the set-up and first measurements: seed 7 draws 85 s); the
+    # power-loss lab's own test kills a second VM lab mid-write, the DRBD lab's a third.
+    harness.lab("write-mostly", 1, window_s=90, final_run=False)
     assert harness.report() == 0, [k for k in harness.kills if k.leaked]
     kills = [k for k in harness.kills if k.how != "final run"]
     figures(f"fault injection (CI subset, vm1): {[(k.how, k.phase) for k in kills]}, 0 leaks")
