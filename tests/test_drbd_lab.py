@@ -2,10 +2,11 @@
 vm1 and vm2, real netem on their link, real fio and pgbench, and a real power cut of vm1.
 
 Asserted: every protocol was measured at every round trip, and the round trip netem added
-shows up in ping; protocol C waits for the round trip and A does not; pgbench ran on the
-local disk and on DRBD, and the writes made while disconnected were resynced; the drill
-under C lost no acknowledged commit and left both disks byte for byte the same; afterwards
-nothing is left in either VM. A run killed mid-sweep is cleaned up by `clean`. Bad input
+shows up in ping; protocol C waits for the round trip and A does not; the article's
+throughput jobs ran everywhere, and under C a large write goes at the link's pace; pgbench
+ran on the local disk and on DRBD, and the writes made while disconnected were resynced;
+the drill under C lost no acknowledged commit and left both disks byte for byte the same;
+afterwards nothing is left in either VM. A run killed mid-sweep is cleaned up by `clean`. Bad input
 stops with one line.
 """
 
@@ -82,6 +83,33 @@ def test_protocol_c_waits_for_the_round_trip_and_a_does_not(ci_run):
     assert p50["A"] < 0.5 * p50["C"]
 
 
+def test_the_article_jobs_ran_everywhere_and_large_writes_wait_for_the_link(ci_run):
+    params = ci_run.meta["parameters"]
+    table = page.article_results(ci_run)
+    top = max(params["added_rtt_ms"])
+    expected = {("local-vm1", "none", 0.0), ("local-vm2", "none", 0.0),
+                ("drbd-disconnected", "none", 0.0)}
+    expected |= {(f"drbd-C-added-{a:g}", "C", a) for a in params["added_rtt_ms"]}
+    expected |= {(f"drbd-{p}-added-{top:g}", p, top) for p in params["protocols"] if p != "C"}
+    for job in page.ARTICLE_JOB_LABELS:
+        rows = table[table["job"] == job]
+        assert set(zip(rows["config"], rows["protocol"], rows["added_rtt_ms"],
+                       strict=True)) == expected, job
+    assert (table["mib_s"] > 0).all() and table["model_mib_s"].notna().sum() > 0
+    links = page.link_results(ci_run)
+    assert sorted(links["config"]) == sorted(
+        ["link"] + [f"added-{a:g}" for a in params["added_rtt_ms"]])
+    assert (links["link_mib_s"] > 0).all()
+    # A 1 MiB write must cross the link before C acknowledges it: under C the mirror runs at
+    # the link's pace, far below the disk's (a lab VM's disk writes hundreds of MiB/s).
+    seq = table[table["job"] == "seq-write-1m"].set_index("config")["mib_s"]
+    assert seq[f"drbd-C-added-{top:g}"] < 0.5 * seq["drbd-disconnected"]
+    # 4 KiB writes wait for the round trip: slower at the largest added one.
+    small = table[(table["job"] == "rand-write-4k") & (table["protocol"] == "C")]
+    by_rtt = small.sort_values("added_rtt_ms")["mib_s"]
+    assert by_rtt.iloc[-1] < by_rtt.iloc[0]
+
+
 def test_pgbench_ran_on_the_local_disk_and_on_drbd_and_the_resync_moved_the_difference(ci_run):
     tps = page.pgbench_results(ci_run)
     assert "local" in set(tps["config"]) and (tps["tps"] > 0).all()
@@ -133,6 +161,7 @@ def test_a_run_killed_mid_sweep_is_cleaned_up_by_clean(ci_run, lab_vms, figures)
     (["--added-rtt-ms", "-1"], "--added-rtt-ms"),
     (["--added-rtt-ms", "500"], "--added-rtt-ms"),
     (["--drill-s", "0"], "--drill-s"),
+    (["--throughput-s", "0"], "--throughput-s"),
 ])
 def test_bad_input_is_one_line_and_makes_nothing(args, words):
     assert_one_line_usage_error(run_labs("run", "drbd", *args), words)

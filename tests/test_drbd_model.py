@@ -135,3 +135,27 @@ def test_every_protocol_has_its_promise():
     assert set(drbd.PROTOCOL_PROMISES) == set(drbd.PROTOCOLS) == {"A", "B", "C"}
     assert "peer's disk" in drbd.PROTOCOL_PROMISES["C"]
     assert "received" in drbd.PROTOCOL_PROMISES["B"]
+
+
+def depth1(protocol, block_kib, local=0.5, peer=0.5, rtt=2.0, link=100.0, send=0.0):
+    return drbd.depth1_write_ms(protocol, block_kib=block_kib, local_write_ms=local,
+                                peer_write_ms=peer, rtt_ms=rtt, link_mib_s=link, send_ms=send)
+
+
+def test_a_stream_of_large_writes_waits_for_the_link_under_every_protocol():
+    # 1 MiB over a 100 MiB/s link is 10 ms on the wire: A waits for it too (its send buffer
+    # is full), B adds the round trip, C the round trip and the peer's write.
+    assert depth1("A", 1024) == pytest.approx(10.0)
+    assert depth1("B", 1024) == pytest.approx(12.0)
+    assert depth1("C", 1024) == pytest.approx(12.5)
+    assert drbd.depth1_mib_s(1024, depth1("C", 1024)) == pytest.approx(80.0)
+    # 4 KiB writes hardly use the link: the round trip is what C waits for.
+    assert depth1("C", 4, send=0.1) == pytest.approx(0.1 + 2.0 + 0.5 + 4 / 1024 / 100 * 1000)
+    # A fast local disk under A: the link, not the disk; a slow one: the disk.
+    assert depth1("A", 1024, local=25.0) == 25.0
+
+
+@pytest.mark.parametrize("block_kib, write_ms", [(-1, 1.0), (4, 0.0), (4, -2.0)])
+def test_depth1_throughput_refuses_impossible_inputs(block_kib, write_ms):
+    with pytest.raises(UsageError):
+        drbd.depth1_mib_s(block_kib, write_ms)

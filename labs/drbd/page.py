@@ -9,6 +9,11 @@ The model (labs/models/drbd.py) takes its inputs from the same run, never from t
   added round trip (the one number the model takes from DRBD's own measurements: under an
   emulated CPU it is far from 0).
 
+The article's throughput jobs (1 MiB and 512 KiB and 4 KiB writes, one at a time) add the
+link's bandwidth, measured on its own with one TCP stream: each write must cross the link
+before the peer can acknowledge it, and under A the send buffer, once full, drains only as
+fast as the link.
+
 A write followed by fdatasync waits twice (the write, then the flush DRBD passes on to the
 peer under B and C), so its model is the write's model plus the flush's, each with the
 round trip. Pure page code: records and models, never the VMs.
@@ -96,6 +101,55 @@ def fio_results(run: RecordedRun) -> pd.DataFrame:
     table["measured_ms"] = table["write_p50_ms"] + table.get("sync_p50_ms", 0).fillna(0)
     table["error_pct"] = 100 * (table["measured_ms"] / table["model_ms"] - 1)
     table.attrs["send_ms"] = sends
+    return table
+
+
+ARTICLE_JOB_LABELS = {"seq-write-1m": "1 MiB sequential", "rand-write-1m": "1 MiB random",
+                      "rand-write-512k": "512 KiB random", "rand-write-4k": "4 KiB random"}
+
+
+def link_results(run: RecordedRun) -> pd.DataFrame:
+    """One TCP stream's bandwidth over the link: before DRBD ("link") and at each added
+    round trip of the sweep ("added-N")."""
+    return _wide(run, ["link-bandwidth"], ["added_rtt_ms"])
+
+
+def _sweep_bandwidths(run: RecordedRun) -> dict[float, float]:
+    links = link_results(run)
+    links = links[links["config"].str.startswith("added-")]
+    return dict(zip(links["added_rtt_ms"], links["link_mib_s"], strict=True))
+
+
+def article_results(run: RecordedRun) -> pd.DataFrame:
+    """The article's four jobs per configuration; DRBD rows carry the model and its error.
+    The model's write times per job come from the same job on the DRBD device with its peer
+    disconnected (the local write) and on the peer's own disk; the link's bandwidth from one
+    TCP stream measured at the same round trip; the time to hand a write to the network
+    from the 4 KiB sweep. All of them are times per write in a stream (1000 / IOPS)."""
+    workloads = [f"article-{job}" for job in ARTICLE_JOB_LABELS]
+    table = _wide(run, workloads, ["job", "rw", "block_kib", "protocol", "added_rtt_ms",
+                                   "rtt_ms"])
+    table["label"] = table["job"].map(ARTICLE_JOB_LABELS)
+    peer_host = run.meta["parameters"]["peer"]
+    cycles = table.set_index(["config", "job"])["cycle_ms"]
+    links = _sweep_bandwidths(run)
+    # A stream's cost is the mean time per write (1000 / IOPS), not the median: the sending
+    # cost too is read as protocol A's 4 KiB time per write, not its median latency.
+    send = send_ms(fio_results(run), "direct", part="cycle_ms")
+    models = []
+    for row in table.itertuples():
+        if row.protocol not in model.PROTOCOLS:
+            models.append(float("nan"))
+            continue
+        write_ms = model.depth1_write_ms(
+            row.protocol, block_kib=row.block_kib,
+            local_write_ms=cycles[("drbd-disconnected", row.job)],
+            peer_write_ms=cycles[(f"local-{peer_host}", row.job)], rtt_ms=row.rtt_ms,
+            link_mib_s=links[row.added_rtt_ms], send_ms=send)
+        models.append(model.depth1_mib_s(row.block_kib, write_ms))
+    table["model_mib_s"] = models
+    table["link_mib_s"] = table["added_rtt_ms"].map(links)
+    table["error_pct"] = 100 * (table["mib_s"] / table["model_mib_s"] - 1)
     return table
 
 
@@ -285,6 +339,8 @@ def figures(run: RecordedRun) -> dict[str, str]:
         f[f"drill_{protocol}_unacked_found"] = f"{unacked:,.0f}"
         # The commits lost, as a window of time at the rate the client was committing.
         f[f"drill_{protocol}_lost_window_ms"] = f"{1000 * row['lost'] / row['commits_per_s']:.0f}"
+    if run.results["workload"].str.startswith("article-").any():  # runs since the jobs
+        f.update(article_figures(run, first, top))
     # Exercise: protocol C's write at the largest round trip, less the round trip itself.
     if "C" in at_top.index:
         top_c = at_top.loc["C"]
@@ -298,6 +354,48 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f["ex_zone_c_lab_send_ms"] = _ms(model.write_latency_ms(
         "C", local_write_ms=0.1, peer_write_ms=0.1, rtt_ms=0.5,
         send_ms=sends["direct"]["write_p50_ms"]))
+    return f
+
+
+def _mib_s(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else (f"{value:.1f}" if value >= 1 else f"{value:.2f}")
+
+
+def article_figures(run: RecordedRun, first: float, top: float) -> dict[str, str]:
+    """The throughput section's numbers: per job (seq1m, rand1m, rand512k, rand4k), the
+    local disk, DRBD disconnected, and each protocol at the first and largest round trip."""
+    table = article_results(run)
+    host = run.meta["parameters"]["host"]
+    links = link_results(run).set_index("config")
+    bandwidths = _sweep_bandwidths(run)
+    f = {"art_link_mib_s": f"{links.loc['link', 'link_mib_s']:.1f}",
+         "art_link_first_mib_s": f"{bandwidths[first]:.1f}",
+         "art_link_top_mib_s": f"{bandwidths[top]:.1f}",
+         "throughput_s": str(run.meta["parameters"]["throughput_s"])}
+    keys = {"seq-write-1m": "seq1m", "rand-write-1m": "rand1m", "rand-write-512k": "rand512k",
+            "rand-write-4k": "rand4k"}
+    for job, key in keys.items():
+        rows = table[table["job"] == job]
+        local = rows[rows["config"] == f"local-{host}"].iloc[0]
+        f[f"art_{key}_local_mib_s"] = _mib_s(local["mib_s"])
+        f[f"art_{key}_disc_mib_s"] = _mib_s(
+            rows[rows["config"] == "drbd-disconnected"]["mib_s"].iloc[0])
+        for label, added in (("first", first), ("top", top)):
+            for row in rows[rows["added_rtt_ms"] == added].itertuples():
+                if row.protocol not in model.PROTOCOLS:
+                    continue
+                name = f"art_{key}_{label}_{row.protocol}"
+                f[f"{name}_mib_s"] = _mib_s(row.mib_s)
+                f[f"{name}_model_mib_s"] = _mib_s(row.model_mib_s)
+                f[f"{name}_error_pct"] = _pct(row.error_pct)
+                f[f"{name}_pct_local"] = f"{100 * row.mib_s / local['mib_s']:.1f}"
+    modelled = table[table["model_mib_s"].notna()]
+    f["art_points"] = str(len(modelled))
+    f["art_max_abs_error_pct"] = f"{modelled['error_pct'].abs().max():.0f}"
+    large = modelled[modelled["block_kib"] >= 512]
+    f["art_large_max_abs_error_pct"] = f"{large['error_pct'].abs().max():.0f}"
+    small = modelled[modelled["block_kib"] < 512]
+    f["art_small_max_abs_error_pct"] = f"{small['error_pct'].abs().max():.0f}"
     return f
 
 
@@ -326,6 +424,59 @@ def latency_chart(run: RecordedRun) -> alt.LayerChart:
     return alt.layer(predicted, measured).add_params(variant).properties(
         width=460, height=300, title={"text": "4 KiB writes on DRBD, queue depth 1",
                                       "subtitle": "points: measured; dashed: the model"})
+
+
+def article_chart(run: RecordedRun) -> alt.LayerChart:
+    """The article's throughput jobs on DRBD by round trip, per protocol, beside the model;
+    a menu picks the job."""
+    table = article_results(run)
+    table = table[table["protocol"].isin(model.PROTOCOLS)].copy()
+    job = alt.param(name="job", value=ARTICLE_JOB_LABELS["seq-write-1m"],
+                    bind=alt.binding_select(options=list(ARTICLE_JOB_LABELS.values()),
+                                            name="job: "))
+    tooltip = ["protocol:N", "label:N", alt.Tooltip("added_rtt_ms:Q", title="added RTT (ms)"),
+               alt.Tooltip("rtt_ms:Q", title="measured RTT (ms)", format=".2f"),
+               alt.Tooltip("mib_s:Q", title="measured (MiB/s)", format=".2f"),
+               alt.Tooltip("model_mib_s:Q", title="model (MiB/s)", format=".2f"),
+               alt.Tooltip("error_pct:Q", title="error %", format="+.0f")]
+    x = alt.X("rtt_ms:Q", title="round trip measured on the link (ms)")
+    colour = alt.Color("protocol:N", scale=PROTOCOL_COLOURS, legend=alt.Legend(orient="bottom"))
+    base = alt.Chart(table).transform_filter(alt.datum.label == job)
+    measured = base.mark_point(filled=True, size=70).encode(
+        x=x, y=alt.Y("mib_s:Q", title="throughput (MiB/s)", scale=alt.Scale(zero=True)),
+        color=colour, tooltip=tooltip)
+    predicted_line = base.mark_line(strokeDash=[5, 3]).encode(x=x, y="model_mib_s:Q",
+                                                               color=colour, tooltip=tooltip)
+    predicted_mark = base.mark_point(shape="diamond", size=60).encode(
+        x=x, y="model_mib_s:Q", color=colour, tooltip=tooltip)
+    return alt.layer(predicted_line, predicted_mark, measured).add_params(job).properties(
+        width=460, height=300, title={"text": "The article's jobs on DRBD, queue depth 1",
+                                      "subtitle": "filled points: measured; open diamonds "
+                                                  "and dashes: the model"})
+
+
+def article_table(run: RecordedRun):
+    """Every throughput job: the local disk, DRBD disconnected, each protocol and round
+    trip, measured beside the model."""
+    table = article_results(run)
+    host = run.meta["parameters"]["host"]
+    order = {f"local-{host}": 0, "drbd-disconnected": 1}
+    table = table[table["config"].isin(order) | table["protocol"].isin(model.PROTOCOLS)].copy()
+    table["order"] = table["config"].map(order).fillna(2)
+    table = table.sort_values(["order", "protocol", "added_rtt_ms"])
+    where = ["local disk" if c == f"local-{host}" else "DRBD, peer disconnected" if o == 1
+             else f"{p}, +{a:g} ms (RTT {r:.1f})" for c, o, p, a, r in
+             zip(table["config"], table["order"], table["protocol"], table["added_rtt_ms"],
+                 table["rtt_ms"], strict=True)]
+    wide = pd.DataFrame({"where": where, "label": table["label"],
+                         "value": [f"{_mib_s(m)}" if pd.isna(p) else
+                                   f"{_mib_s(m)} ({_mib_s(p)})" for m, p in
+                                   zip(table["mib_s"], table["model_mib_s"], strict=True)]})
+    wide = wide.pivot(index="where", columns="label", values="value")
+    wide = wide.reindex(index=list(dict.fromkeys(where)),
+                        columns=list(ARTICLE_JOB_LABELS.values()))
+    wide.columns.name = None
+    return wrapping_table(wide.reset_index().rename(columns={"where": "MiB/s (model)"}))
 
 
 def pgbench_chart(run: RecordedRun) -> alt.LayerChart:

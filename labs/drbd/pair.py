@@ -5,6 +5,7 @@
     wait_for(ws, in_sync, "UpToDate on both sides")
     set_added_rtt(pair, 10)       # netem: 5 ms on each side's outgoing packets
     record_rtt(pair, rec, "added-10", 10)   # ping over the link; the median, ms
+    record_link_bandwidth(pair, rec, "added-10", 10)  # MiB/s one TCP stream carries
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from labs.drbd.params import PING_COUNT
+from labs.drbd.params import LINK_PROBE_MIB, LINK_PROBE_PORT, PING_COUNT
 from labs.errors import LabError
 from labs.infra.vm import machine
 from labs.infra.vm.servers import SERVERS
@@ -70,11 +72,17 @@ def drbd_state(ws: LabWorkspace) -> DrbdMinor:
 
 
 def wait_for(ws: LabWorkspace, ready: Callable[[DrbdMinor], bool], what: str,
-             timeout_s: float = 300) -> tuple[DrbdMinor, float]:
-    """Poll /proc/drbd until `ready`; returns the state and the seconds it took."""
+             timeout_s: float = 300, refused: bool = False) -> tuple[DrbdMinor, float]:
+    """Poll /proc/drbd until `ready`; returns the state and the seconds it took. With
+    `refused`, right after a connect: StandAlone means the peer refused the connection
+    (DRBD goes back to waiting otherwise), which no amount of waiting mends."""
     started = time.monotonic()
     state = drbd_state(ws)
     while not ready(state):
+        # (After a grace second: the connect command may return before the state moves.)
+        if refused and state.connection == "StandAlone" and time.monotonic() - started > 2:
+            raise LabError(f"{ws.host.name}: DRBD's connection was refused (StandAlone) while "
+                           f"waiting for {what}: the kernel log (dmesg) of both VMs says why")
         if time.monotonic() - started > timeout_s:
             raise LabError(f"{ws.host.name}: DRBD did not reach {what} within {timeout_s:.0f} s "
                            f"(cs:{state.connection} ro:{state.role}/{state.peer_role} "
@@ -115,3 +123,72 @@ def record_rtt(pair: Pair, rec: RunRecorder, config: str, added_rtt_ms: float) -
     return summary.p50_ms
 
 
+
+
+# The link's bandwidth: one TCP stream, as DRBD's data connection is, from the primary to the
+# peer. The receiver counts from its first byte to the end; both give up on their own after
+# a minute of silence, so a killed run leaves no listener behind.
+RECEIVER = """
+import socket, sys, time
+server = socket.socket()
+server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+server.settimeout(60)
+server.bind((sys.argv[1], int(sys.argv[2])))
+server.listen(1)
+connection, _ = server.accept()
+connection.settimeout(60)
+received, first = 0, None
+while True:
+    data = connection.recv(1 << 20)
+    if not data:
+        break
+    if first is None:
+        first = time.monotonic()
+    received += len(data)
+print(received, time.monotonic() - first)
+"""
+SENDER = """
+import socket, sys, time
+deadline = time.monotonic() + 60
+while True:
+    try:
+        stream = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=60)
+        break
+    except OSError:
+        if time.monotonic() > deadline:
+            raise
+        time.sleep(0.2)
+block = bytes(1 << 20)
+for _ in range(int(sys.argv[3])):
+    stream.sendall(block)
+stream.close()
+"""
+
+
+def record_link_bandwidth(pair: Pair, rec: RunRecorder, config: str,
+                          added_rtt_ms: float) -> float:
+    """Send LINK_PROBE_MIB MiB from the primary to the peer over one TCP connection; record
+    and return the MiB/s the peer received: what one stream, as DRBD's is, carries over the
+    link at this round trip (a large write must cross it before the peer can acknowledge)."""
+    address = pair.address(pair.peer)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        receiving = pool.submit(pair.peer.host.run, ["python3", "-c", RECEIVER, address,
+                                                     str(LINK_PROBE_PORT)], timeout_s=180)
+        pair.primary.host.run(["python3", "-c", SENDER, address, str(LINK_PROBE_PORT),
+                               str(LINK_PROBE_MIB)], timeout_s=180)
+        text = receiving.result().stdout
+    rec.add_raw(f"link/{config}.txt", text)
+    try:
+        received_bytes, seconds = (float(word) for word in text.split()[-2:])
+    except ValueError:
+        raise LabError(f"link bandwidth: the receiver printed {text.strip()!r}") from None
+    if received_bytes != LINK_PROBE_MIB * 2**20 or seconds <= 0:
+        raise LabError(f"link bandwidth: {received_bytes:.0f} bytes in {seconds:.2f} s, "
+                       f"expected {LINK_PROBE_MIB} MiB")
+    mib_s = received_bytes / 2**20 / seconds
+    for metric, value, unit in (("link_mib_s", mib_s, "MiB/s"),
+                                ("link_bytes", received_bytes, "bytes"),
+                                ("link_s", seconds, "s")):
+        rec.add_result(config=config, workload="link-bandwidth", metric=metric, value=value,
+                       unit=unit, added_rtt_ms=added_rtt_ms)
+    return mib_s

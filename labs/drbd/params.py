@@ -9,6 +9,8 @@ from labs.lab import LabParameters, option
 from labs.models.drbd import PROTOCOLS
 
 PING_COUNT = 20  # pings per round-trip measurement, 0.2 s apart
+LINK_PROBE_MIB = 128  # sent over the link once to measure its bandwidth
+LINK_PROBE_PORT = 7790  # DRBD's own connection uses 7789
 ADDED_RTT_MS_MAX = 200.0  # a round trip longer than this is no zone or region pair
 
 
@@ -21,8 +23,9 @@ class Parameters(LabParameters):
     LAB = "drbd"
     PROFILES = {
         "ci": {"protocols": ("A", "C"), "added_rtt_ms": (0.0, 6.0), "fio_s": 2,
-               "pgbench_s": 5, "drill_s": 4, "drill_protocols": ("C",)},
-        "quick": {"added_rtt_ms": (0.0, 4.0, 10.0), "fio_s": 4, "pgbench_s": 10, "drill_s": 6},
+               "throughput_s": 1, "pgbench_s": 5, "drill_s": 4, "drill_protocols": ("C",)},
+        "quick": {"added_rtt_ms": (0.0, 4.0, 10.0), "fio_s": 4, "throughput_s": 2,
+                  "pgbench_s": 10, "drill_s": 6},
         "full": {},
     }
 
@@ -37,6 +40,9 @@ class Parameters(LabParameters):
         maximum=ADDED_RTT_MS_MAX)
     fio_s: int = option(8, "seconds of each fio latency measurement (after a 2 s warm-up)",
                         minimum=2, maximum=120)
+    throughput_s: int = option(5, "seconds of each job of the article's throughput job file "
+                               "(1 MiB sequential, 1 MiB, 512 KiB and 4 KiB random writes, "
+                               "queue depth 1)", minimum=1, maximum=120)
     pgbench_s: int = option(30, "seconds of each pgbench run (10 clients, the article's shape)",
                             minimum=3, maximum=600)
     drill_protocols: tuple[str, ...] = option(("C", "A"), "protocols of the failover drill "

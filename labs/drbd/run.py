@@ -2,12 +2,16 @@
 
 The order of the steps matters:
 
-1. fio on each VM's own data disk (the local baselines), in its first 256 MiB; then both
+1. fio on each VM's own data disk (the local baselines), in its first 256 MiB: 4 KiB writes
+   for latency, and the article's job file (1 MiB sequential, 1 MiB, 512 KiB and 4 KiB
+   random writes, one at a time) for throughput; the link's round trip and bandwidth; both
    disks are zeroed whole: they hold the same bytes when DRBD starts, so the resource can
    skip its initial full sync truthfully (`new-current-uuid --clear-bitmap`).
 2. The DRBD resource over the two disks; fio on it with the peer disconnected (DRBD's own
    cost, no network), then the sweep: at each added round trip (netem, half on each side;
-   the round trip measured with ping) fio under every protocol.
+   the round trip measured with ping, one TCP stream's bandwidth measured too) fio under
+   every protocol, and the article's job file
+   under C (and under the other protocols at the largest round trip).
 3. A file system and PostgreSQL on the DRBD device; pgbench with the peer disconnected (the
    local baseline: the same file system and database, only the replication off), the resync
    that follows, then pgbench at each round trip under C, and under A and B at the largest.
@@ -31,12 +35,13 @@ from labs.drbd.pair import (
     drbd_state,
     drbdadm,
     in_sync,
+    record_link_bandwidth,
     record_rtt,
     set_added_rtt,
     vm_cpu_s,
     wait_for,
 )
-from labs.drbd.params import Parameters
+from labs.drbd.params import LINK_PROBE_MIB, Parameters
 from labs.errors import LabError, UsageError
 from labs.infra.facts import host_facts
 from labs.infra.hosts import Host
@@ -57,6 +62,11 @@ PGBENCH_CLIENTS = 10  # the article's -c 10
 PGBENCH_SCALE = 10  # one branch row per client: the run measures the disk, not row locks
 NEEDED = ("drbdadm", "fio", "ping", "tc", "psql", "pgbench", "runuser", "md5sum")
 VARIANTS = ("direct", "fdatasync")  # fio: O_DIRECT writes; the same, each followed by fdatasync
+# The article's fio job file (libaio, iodepth=1, direct=1, one job after another): name, rw,
+# block size in KiB. Its size=1g becomes FIO_REGION_MIB here, the first 256 MiB of a 1 GiB
+# disk, where the activity log (67 extents, 268 MiB) covers every write once warm.
+ARTICLE_JOBS = (("seq-write-1m", "write", 1024), ("rand-write-1m", "randwrite", 1024),
+                ("rand-write-512k", "randwrite", 512), ("rand-write-4k", "randwrite", 4))
 
 
 def check_pair(params: Parameters, host: Host) -> tuple[Host, str, str]:
@@ -82,8 +92,8 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     peer_host, primary_ip, peer_ip = check_pair(params, host)
     largest = max(params.added_rtt_ms)
     others = [p for p in params.protocols if p != "C"]
-    progress.expect(9 + len(params.added_rtt_ms) * (2 + len(params.protocols)) + len(others)
-                    + 4 * len(params.drill_protocols))
+    progress.expect(10 + len(params.added_rtt_ms) * (3 + len(params.protocols))
+                    + 2 * len(others) + 4 * len(params.drill_protocols))
     run_id = new_run_id(host.name)
     recorder = RunRecorder(params.LAB, params.as_record(), seed=params.seed, run_id=run_id,
                            lab_host=host.name, host=host_facts(host))
@@ -113,6 +123,9 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
         measure_baselines(params, pair, rec, progress)
         progress.step(f"the link's own round trip ({primary_ip} to {peer_ip})")
         record_rtt(pair, rec, "link", 0.0)
+        progress.step(f"the link's bandwidth ({LINK_PROBE_MIB} MiB over one TCP connection)")
+        link_mib_s = record_link_bandwidth(pair, rec, "link", 0.0)
+        progress.detail(f"link: {link_mib_s:.1f} MiB/s")
         bring_up(pair, resource, major, rec, progress)
         sweep(params, pair, rec, progress)
         point = start_postgres(pair, rec, progress)
@@ -160,6 +173,36 @@ def fio_write_latency(params: Parameters, ws: LabWorkspace, rec: RunRecorder, de
                            value=value, unit="iops" if metric == "iops" else "ms", **dims)
 
 
+def fio_article_throughput(params: Parameters, ws: LabWorkspace, rec: RunRecorder,
+                           device: str, config: str, *, protocol: str, added_rtt_ms: float,
+                           rtt_ms: float | None) -> None:
+    """The article's job file: four jobs at queue depth 1, one after another."""
+    jobs = [fio.FioJob(name=name, filename=device, rw=rw, bs=f"{kib}k", iodepth=1,
+                       size=f"{FIO_REGION_MIB}M", runtime_s=params.throughput_s, seed=params.seed)
+            for name, rw, kib in ARTICLE_JOBS]
+    # Safe: fio writes only the lab's device (a lab VM disk or the lab's DRBD device).
+    text = ws.run_guarded(fio.fio_command(jobs, output_format="json"), [device],
+                          timeout_s=len(jobs) * params.throughput_s + 300).stdout
+    rec.add_raw(f"fio/{config}-article.json", text)
+    document = fio.load_fio_json(text, source=f"fio {config}-article")
+    errors = fio.job_errors(document)
+    if errors:
+        raise LabError(f"fio {config}-article: job failed with errno {errors}")
+    writes = {row["job"]: row for row in fio.fio_rows(document) if row["op"] == "write"}
+    for name, rw, kib in ARTICLE_JOBS:
+        row = writes[name]
+        dims = {"job": name, "rw": rw, "block_kib": kib, "protocol": protocol,
+                "added_rtt_ms": added_rtt_ms,
+                "rtt_ms": rtt_ms if rtt_ms is not None else float("nan")}
+        for metric, value, unit in (("mib_s", row["bw_kib_s"] / 1024, "MiB/s"),
+                                    ("iops", row["iops"], "iops"),
+                                    # One write after another: the time between two writes.
+                                    ("cycle_ms", 1000 / row["iops"], "ms"),
+                                    ("write_p50_ms", row["clat_p50_us"] / 1000, "ms")):
+            rec.add_result(config=config, workload=f"article-{name}", metric=metric,
+                           value=value, unit=unit, **dims)
+
+
 # --- the steps ---------------------------------------------------------------------------------
 
 def measure_baselines(params: Parameters, pair: Pair, rec: RunRecorder,
@@ -169,6 +212,8 @@ def measure_baselines(params: Parameters, pair: Pair, rec: RunRecorder,
         progress.step(f"baseline: fio on {ws.host.name}'s own disk {disk}")
         fio_write_latency(params, ws, rec, disk, f"local-{ws.host.name}", protocol="none",
                           added_rtt_ms=0.0, rtt_ms=None)
+        fio_article_throughput(params, ws, rec, disk, f"local-{ws.host.name}",
+                               protocol="none", added_rtt_ms=0.0, rtt_ms=None)
     progress.step("zeroing both disks whole, so that they hold the same bytes")
     for ws in pair.both:
         disk = pair.disk(ws)
@@ -202,11 +247,19 @@ def sweep(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progress) 
     drbdadm(pair.primary, pair, drbd.disconnect_command(name))
     fio_write_latency(params, pair.primary, rec, pair.device, "drbd-disconnected",
                       protocol="none", added_rtt_ms=0.0, rtt_ms=None)
+    fio_article_throughput(params, pair.primary, rec, pair.device, "drbd-disconnected",
+                           protocol="none", added_rtt_ms=0.0, rtt_ms=None)
     reconnect_and_resync(pair, rec, "resync-after-fio")
+    largest = max(params.added_rtt_ms)
     for added in params.added_rtt_ms:
         set_added_rtt(pair, added)
-        progress.step(f"round trip +{added:g} ms: ping over the link")
+        progress.step(f"round trip +{added:g} ms: ping and one TCP stream over the link")
         rtt = record_rtt(pair, rec, f"added-{added:g}", added)
+        # One stream's bandwidth falls as the round trip grows (its window must cover the
+        # round trip): measured here, at the round trip the jobs below see.
+        link_mib_s = record_link_bandwidth(pair, rec, f"added-{added:g}", added)
+        progress.detail(f"+{added:g} ms: round trip {rtt:.1f} ms, one stream "
+                        f"{link_mib_s:.1f} MiB/s")
         for protocol in params.protocols:
             progress.step(f"round trip +{added:g} ms (measured {rtt:.1f} ms): fio under "
                           f"protocol {protocol}")
@@ -214,6 +267,17 @@ def sweep(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progress) 
             fio_write_latency(params, pair.primary, rec, pair.device,
                               f"drbd-{protocol}-added-{added:g}", protocol=protocol,
                               added_rtt_ms=added, rtt_ms=rtt)
+        # The throughput jobs: under C at every round trip, the others at the largest.
+        for protocol in ["C"] + [p for p in params.protocols if p != "C" and added == largest]:
+            progress.step(f"round trip +{added:g} ms: the article's throughput jobs under "
+                          f"protocol {protocol}")
+            drbdadm(pair.primary, pair, drbd.net_options_command(name, protocol=protocol))
+            fio_article_throughput(params, pair.primary, rec, pair.device,
+                                   f"drbd-{protocol}-added-{added:g}", protocol=protocol,
+                                   added_rtt_ms=added, rtt_ms=rtt)
+    # Back to the resource file's protocol while connected: a node that reconnects with
+    # another protocol than its peer's is refused ("incompatible protocol settings").
+    drbdadm(pair.primary, pair, drbd.net_options_command(name, protocol="C"))
 
 
 def reconnect_and_resync(pair: Pair, rec: RunRecorder, config: str) -> None:
@@ -222,7 +286,7 @@ def reconnect_and_resync(pair: Pair, rec: RunRecorder, config: str) -> None:
     out_of_sync_kib = drbd_state(pair.primary).out_of_sync_kib
     started = time.monotonic()
     drbdadm(pair.primary, pair, drbd.connect_command(pair.resource.name))
-    wait_for(pair.primary, in_sync, "UpToDate on both sides", timeout_s=900)
+    wait_for(pair.primary, in_sync, "UpToDate on both sides", timeout_s=900, refused=True)
     seconds = time.monotonic() - started
     rec.add_result(config=config, workload="resync", metric="resync_bytes",
                    value=out_of_sync_kib * 1024, unit="bytes")

@@ -71,6 +71,29 @@ def write_latency_ms(protocol: str, *, local_write_ms: float, peer_write_ms: flo
     raise UsageError(f"protocol {protocol!r}: use A, B or C")
 
 
+def depth1_write_ms(protocol: str, *, block_kib: float, local_write_ms: float,
+                    peer_write_ms: float, rtt_ms: float, link_mib_s: float,
+                    send_ms: float = 0.0) -> float:
+    """One write's time in a stream of writes at queue depth 1 (a job like `fio --iodepth=1
+    --bs=1m`), ms. Like write_latency_ms, with the write's transfer over the link; and
+    under A the send buffer, full after the first few large writes, drains only as fast as
+    the link: A then waits for the transfer too, though not for the round trip."""
+    transfer = transfer_ms(block_kib, link_mib_s)
+    if protocol == "A":
+        return max(local_write_ms, send_ms + transfer)
+    return write_latency_ms(protocol, local_write_ms=local_write_ms,
+                            peer_write_ms=peer_write_ms, rtt_ms=rtt_ms, transfer_ms=transfer,
+                            send_ms=send_ms)
+
+
+def depth1_mib_s(block_kib: float, write_ms: float) -> float:
+    """Throughput of writes of `block_kib` issued one at a time, each taking `write_ms`."""
+    _non_negative(block_kib=block_kib)
+    if write_ms <= 0:
+        raise UsageError(f"write time {write_ms:g} ms: must be positive")
+    return block_kib / 1024 / (write_ms / 1000)
+
+
 def cpu_ms_per_transaction(*, local_tps: float, clients: int, local_commit_ms: float) -> float:
     """One client's work per transaction, ms, from a run on the local disk: each client's
     time per transaction is clients / TPS, of which the commit took `local_commit_ms`."""
