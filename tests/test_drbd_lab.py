@@ -2,12 +2,12 @@
 vm1 and vm2, real netem on their link, real fio and pgbench, and a real power cut of vm1.
 
 Asserted: every protocol was measured at every round trip, and the round trip netem added
-shows up in ping; protocol C waits for the round trip and A does not; the article's
-throughput jobs ran everywhere, and under C a large write goes at the link's pace; pgbench
-ran on the local disk and on DRBD, and the writes made while disconnected were resynced;
-the drill under C lost no acknowledged commit and left both disks byte for byte the same;
-afterwards nothing is left in either VM. A run killed mid-sweep is cleaned up by `clean`. Bad input
-stops with one line.
+shows up in ping, with the profile's jitter and loss as tc reports them; protocol C waits
+for the round trip and A does not; the article's throughput jobs ran everywhere, and under
+C a large write goes at the link's pace; pgbench ran on the local disk and on DRBD, and the
+writes made while disconnected were resynced; the drill under C lost no acknowledged commit
+and left both disks byte for byte the same; afterwards nothing is left in either VM. A run
+killed mid-sweep is cleaned up by `clean`. Bad input stops with one line.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import pytest
 from conftest import PROJECT_ROOT, assert_one_line_usage_error, report, run_labs, run_vm_ci
 
 from labs.drbd import page
+from labs.tools import netem
 
 pytestmark = pytest.mark.slow
 
@@ -71,6 +72,21 @@ def test_the_added_round_trip_shows_up_on_the_link(ci_run):
     top = max(ci_run.meta["parameters"]["added_rtt_ms"])
     at_top = pings.loc[pings["config"] == f"added-{top:g}", "rtt_p50_ms"].iloc[0]
     assert at_top >= link + 0.8 * top
+
+
+def test_each_side_got_half_the_round_trip_with_the_profiles_jitter_and_loss(ci_run):
+    params = ci_run.meta["parameters"]
+    assert params["jitter_ms"] > 0 and params["loss_pct"] > 0  # the ci profile drives both
+    for added in params["added_rtt_ms"]:
+        for vm in ("vm1", "vm2"):
+            text = (ci_run.path / "raw" / "netem" / f"added-{added:g}-{vm}.txt").read_text()
+            settings = netem.root_netem(text)
+            if added == 0:
+                assert settings is None, text  # the link as it is
+                continue
+            assert settings.delay_ms == pytest.approx(added / 2)
+            assert settings.jitter_ms == pytest.approx(params["jitter_ms"])
+            assert settings.loss_percent == pytest.approx(params["loss_pct"])
 
 
 def test_protocol_c_waits_for_the_round_trip_and_a_does_not(ci_run):
@@ -162,6 +178,8 @@ def test_a_run_killed_mid_sweep_is_cleaned_up_by_clean(ci_run, lab_vms, figures)
     (["--added-rtt-ms", "500"], "--added-rtt-ms"),
     (["--drill-s", "0"], "--drill-s"),
     (["--throughput-s", "0"], "--throughput-s"),
+    (["--jitter-ms", "4", "--added-rtt-ms", "0,6"], "--jitter-ms 4"),
+    (["--loss-pct", "50"], "--loss-pct"),
 ])
 def test_bad_input_is_one_line_and_makes_nothing(args, words):
     assert_one_line_usage_error(run_labs("run", "drbd", *args), words)

@@ -39,6 +39,8 @@ class Pair:
     peer: LabWorkspace
     resource: drbd.DrbdResource
     device: str
+    jitter_ms: float = 0.0  # netem, on each side, with every added round trip
+    loss_pct: float = 0.0
 
     @property
     def both(self) -> tuple[LabWorkspace, LabWorkspace]:
@@ -102,12 +104,21 @@ def drbdadm(ws: LabWorkspace, pair: Pair, argv: list[str]) -> None:
 
 
 def set_added_rtt(pair: Pair, added_rtt_ms: float) -> None:
-    """Half the added round trip on each side's outgoing packets (netem delays egress)."""
+    """Half the added round trip on each side's outgoing packets (netem delays egress), with
+    the pair's jitter and loss; none of them at +0 ms (the link as it is)."""
     for ws in pair.both:
         if added_rtt_ms == 0:
             ws.remove("netem", INTERFACE)
         else:
-            ws.set_netem(INTERFACE, added_rtt_ms / 2)
+            ws.set_netem(INTERFACE, added_rtt_ms / 2, pair.jitter_ms or None,
+                         pair.loss_pct or None)
+
+
+def record_netem(pair: Pair, rec: RunRecorder, config: str) -> None:
+    """What each side's link really has, as tc prints it back (kept with the run)."""
+    for ws in pair.both:
+        text = ws.host.run(netem.show_command(INTERFACE), timeout_s=60).stdout
+        rec.add_raw(f"netem/{config}-{ws.host.name}.txt", text)
 
 
 def record_rtt(pair: Pair, rec: RunRecorder, config: str, added_rtt_ms: float) -> float:

@@ -22,7 +22,9 @@ def _is_vm_name(name: str) -> bool:
 class Parameters(LabParameters):
     LAB = "drbd"
     PROFILES = {
-        "ci": {"protocols": ("A", "C"), "added_rtt_ms": (0.0, 6.0), "fio_s": 2,
+        # The ci profile adds a little jitter and loss, so that CI drives netem with both.
+        "ci": {"protocols": ("A", "C"), "added_rtt_ms": (0.0, 6.0), "jitter_ms": 0.5,
+               "loss_pct": 0.1, "fio_s": 2,
                "throughput_s": 1, "pgbench_s": 5, "drill_s": 4, "drill_protocols": ("C",)},
         "quick": {"added_rtt_ms": (0.0, 4.0, 10.0), "fio_s": 4, "throughput_s": 2,
                   "pgbench_s": 10, "drill_s": 6},
@@ -38,6 +40,11 @@ class Parameters(LabParameters):
         (0.0, 2.0, 5.0, 10.0, 20.0), "round trip added to the link with netem, ms (half on "
         "each VM's side); the run reports the round trip it measured", minimum=0.0,
         maximum=ADDED_RTT_MS_MAX)
+    jitter_ms: float = option(0.0, "jitter of each side's delay at every added round trip, "
+                              "ms (netem; packets may then arrive out of order)", minimum=0.0,
+                              maximum=50.0)
+    loss_pct: float = option(0.0, "percent of packets each side drops at every added round "
+                             "trip (netem; TCP sends them again)", minimum=0.0, maximum=10.0)
     fio_s: int = option(8, "seconds of each fio latency measurement (after a 2 s warm-up)",
                         minimum=2, maximum=120)
     throughput_s: int = option(5, "seconds of each job of the article's throughput job file "
@@ -67,3 +74,7 @@ class Parameters(LabParameters):
             raise UsageError("--protocols: give at least one of A, B, C")
         if not self.added_rtt_ms:
             raise UsageError("--added-rtt-ms: give at least one round trip, e.g. 0,5")
+        delayed = [a for a in self.added_rtt_ms if a > 0]
+        if self.jitter_ms and delayed and self.jitter_ms > min(delayed) / 2:
+            raise UsageError(f"--jitter-ms {self.jitter_ms:g}: at most each side's delay, half "
+                             f"the smallest added round trip ({min(delayed) / 2:g} ms)")

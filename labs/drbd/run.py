@@ -36,6 +36,7 @@ from labs.drbd.pair import (
     drbdadm,
     in_sync,
     record_link_bandwidth,
+    record_netem,
     record_rtt,
     set_added_rtt,
     vm_cpu_s,
@@ -115,7 +116,8 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
             drbd.DrbdHost(host.name, primary_ip, host.lab_devices[0]),
             drbd.DrbdHost(peer_host.name, peer_ip, peer_host.lab_devices[0])),
             protocol="C", disk_options=DISK_OPTIONS)
-        pair = Pair(ws1, ws2, resource, resource.hosts[0].device)
+        pair = Pair(ws1, ws2, resource, resource.hosts[0].device, jitter_ms=params.jitter_ms,
+                    loss_pct=params.loss_pct)
         for ws in pair.both:
             drbd.check_host_name(resource.host(ws.host.name),
                                  ws.host.run("uname -n", timeout_s=60).stdout)
@@ -254,6 +256,7 @@ def sweep(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progress) 
     for added in params.added_rtt_ms:
         set_added_rtt(pair, added)
         progress.step(f"round trip +{added:g} ms: ping and one TCP stream over the link")
+        record_netem(pair, rec, f"added-{added:g}")
         rtt = record_rtt(pair, rec, f"added-{added:g}", added)
         # One stream's bandwidth falls as the round trip grows (its window must cover the
         # round trip): measured here, at the round trip the jobs below see.

@@ -286,10 +286,12 @@ class LabWorkspace:
                        disk=me.disk)
         return me.device
 
-    def set_netem(self, interface: str, delay_ms: float) -> None:
-        """Delay every packet leaving `interface` by delay_ms (netem; journaled once, so
-        `clean` gives the interface its default queueing discipline back)."""
-        command = netem.netem_command(interface, delay_ms)
+    def set_netem(self, interface: str, delay_ms: float, jitter_ms: float | None = None,
+                  loss_percent: float | None = None) -> None:
+        """Delay every packet leaving `interface` by delay_ms, give or take jitter_ms, and drop
+        loss_percent of them (netem; journaled once, so `clean` gives the interface its
+        default queueing discipline back)."""
+        command = netem.netem_command(interface, delay_ms, jitter_ms, loss_percent)
         if not self.journal.owns("netem", interface):
             self._journal("netem", interface)
         # Safe: a queueing discipline on a lab VM's private link; removed at the end.
