@@ -415,54 +415,54 @@ def latency_chart(run: RecordedRun) -> alt.LayerChart:
     """Write latency by measured round trip, per protocol: points measured, lines the model;
     a menu picks plain O_DIRECT writes or writes each followed by fdatasync."""
     table = fio_results(run)
-    table = table[table["protocol"].isin(model.PROTOCOLS)].copy()
     variant = alt.param(name="variant", value="direct", bind=alt.binding_select(
         options=["direct", "fdatasync"], name="writes: "))
+    return _sweep_chart(table, variant, "variant", ("measured_ms", "model_ms"),
+                        ("write latency, median (ms)", "ms"),
+                        "4 KiB writes on DRBD, queue depth 1",
+                        "points: measured; dashed: the model")
+
+
+def _sweep_chart(table: pd.DataFrame, menu, menu_field: str, fields: tuple[str, str],
+                 y_title: tuple[str, str], title: str, subtitle: str,
+                 model_marks: bool = False) -> alt.LayerChart:
+    """Measured points and the model's dashed line by measured round trip, one colour per
+    protocol, for the rows the menu picks. `fields`: the measured and the model column;
+    `y_title`: the axis title and the unit for tooltips."""
+    measured_field, model_field = fields
+    table = table[table["protocol"].isin(model.PROTOCOLS)]
+    unit = y_title[1]
     tooltip = ["protocol:N", alt.Tooltip("added_rtt_ms:Q", title="added RTT (ms)"),
                alt.Tooltip("rtt_ms:Q", title="measured RTT (ms)", format=".2f"),
-               alt.Tooltip("measured_ms:Q", title="measured (ms)", format=".2f"),
-               alt.Tooltip("model_ms:Q", title="model (ms)", format=".2f"),
+               alt.Tooltip(f"{measured_field}:Q", title=f"measured ({unit})", format=".2f"),
+               alt.Tooltip(f"{model_field}:Q", title=f"model ({unit})", format=".2f"),
                alt.Tooltip("error_pct:Q", title="error %", format="+.0f")]
     x = alt.X("rtt_ms:Q", title="round trip measured on the link (ms)")
     colour = alt.Color("protocol:N", scale=PROTOCOL_COLOURS, legend=alt.Legend(orient="bottom"))
-    base = alt.Chart(table).transform_filter(alt.datum.variant == variant)
-    measured = base.mark_point(filled=True, size=70).encode(
-        x=x, y=alt.Y("measured_ms:Q", title="write latency, median (ms)"), color=colour,
-        tooltip=tooltip)
-    predicted = base.mark_line(strokeDash=[5, 3]).encode(x=x, y="model_ms:Q", color=colour,
-                                                          tooltip=tooltip)
-    return alt.layer(predicted, measured).add_params(variant).properties(
-        width=460, height=300, title={"text": "4 KiB writes on DRBD, queue depth 1",
-                                      "subtitle": "points: measured; dashed: the model"})
+    base = alt.Chart(table).transform_filter(alt.datum[menu_field] == menu)
+    layers = [base.mark_line(strokeDash=[5, 3]).encode(x=x, y=f"{model_field}:Q", color=colour,
+                                                       tooltip=tooltip)]
+    if model_marks:  # a protocol measured at one round trip has no line: mark its model
+        layers.append(base.mark_point(shape="diamond", size=60).encode(
+            x=x, y=f"{model_field}:Q", color=colour, tooltip=tooltip))
+    layers.append(base.mark_point(filled=True, size=70).encode(
+        x=x, y=alt.Y(f"{measured_field}:Q", title=y_title[0], scale=alt.Scale(zero=True)),
+        color=colour, tooltip=tooltip))
+    return alt.layer(*layers).add_params(menu).properties(
+        width=460, height=300, title={"text": title, "subtitle": subtitle})
 
 
 def article_chart(run: RecordedRun) -> alt.LayerChart:
     """The article's throughput jobs on DRBD by round trip, per protocol, beside the model;
     a menu picks the job."""
-    table = article_results(run)
-    table = table[table["protocol"].isin(model.PROTOCOLS)].copy()
     job = alt.param(name="job", value=ARTICLE_JOB_LABELS["seq-write-1m"],
                     bind=alt.binding_select(options=list(ARTICLE_JOB_LABELS.values()),
                                             name="job: "))
-    tooltip = ["protocol:N", "label:N", alt.Tooltip("added_rtt_ms:Q", title="added RTT (ms)"),
-               alt.Tooltip("rtt_ms:Q", title="measured RTT (ms)", format=".2f"),
-               alt.Tooltip("mib_s:Q", title="measured (MiB/s)", format=".2f"),
-               alt.Tooltip("model_mib_s:Q", title="model (MiB/s)", format=".2f"),
-               alt.Tooltip("error_pct:Q", title="error %", format="+.0f")]
-    x = alt.X("rtt_ms:Q", title="round trip measured on the link (ms)")
-    colour = alt.Color("protocol:N", scale=PROTOCOL_COLOURS, legend=alt.Legend(orient="bottom"))
-    base = alt.Chart(table).transform_filter(alt.datum.label == job)
-    measured = base.mark_point(filled=True, size=70).encode(
-        x=x, y=alt.Y("mib_s:Q", title="throughput (MiB/s)", scale=alt.Scale(zero=True)),
-        color=colour, tooltip=tooltip)
-    predicted_line = base.mark_line(strokeDash=[5, 3]).encode(x=x, y="model_mib_s:Q",
-                                                               color=colour, tooltip=tooltip)
-    predicted_mark = base.mark_point(shape="diamond", size=60).encode(
-        x=x, y="model_mib_s:Q", color=colour, tooltip=tooltip)
-    return alt.layer(predicted_line, predicted_mark, measured).add_params(job).properties(
-        width=460, height=300, title={"text": "The article's jobs on DRBD, queue depth 1",
-                                      "subtitle": "filled points: measured; open diamonds "
-                                                  "and dashes: the model"})
+    return _sweep_chart(article_results(run), job, "label", ("mib_s", "model_mib_s"),
+                        ("throughput (MiB/s)", "MiB/s"),
+                        "The article's jobs on DRBD, queue depth 1",
+                        "filled points: measured; open diamonds and dashes: the model",
+                        model_marks=True)
 
 
 def article_table(run: RecordedRun):

@@ -263,21 +263,17 @@ def sweep(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progress) 
         link_mib_s = record_link_bandwidth(pair, rec, f"added-{added:g}", added)
         progress.detail(f"+{added:g} ms: round trip {rtt:.1f} ms, one stream "
                         f"{link_mib_s:.1f} MiB/s")
-        for protocol in params.protocols:
-            progress.step(f"round trip +{added:g} ms (measured {rtt:.1f} ms): fio under "
+        # 4 KiB latency under every protocol; the article's throughput jobs under C at every
+        # round trip, under the others at the largest.
+        measurements = [(p, "fio", fio_write_latency) for p in params.protocols] + [
+            (p, "the article's throughput jobs", fio_article_throughput)
+            for p in ["C"] + [p for p in params.protocols if p != "C" and added == largest]]
+        for protocol, what, measure in measurements:
+            progress.step(f"round trip +{added:g} ms (measured {rtt:.1f} ms): {what} under "
                           f"protocol {protocol}")
             drbdadm(pair.primary, pair, drbd.net_options_command(name, protocol=protocol))
-            fio_write_latency(params, pair.primary, rec, pair.device,
-                              f"drbd-{protocol}-added-{added:g}", protocol=protocol,
-                              added_rtt_ms=added, rtt_ms=rtt)
-        # The throughput jobs: under C at every round trip, the others at the largest.
-        for protocol in ["C"] + [p for p in params.protocols if p != "C" and added == largest]:
-            progress.step(f"round trip +{added:g} ms: the article's throughput jobs under "
-                          f"protocol {protocol}")
-            drbdadm(pair.primary, pair, drbd.net_options_command(name, protocol=protocol))
-            fio_article_throughput(params, pair.primary, rec, pair.device,
-                                   f"drbd-{protocol}-added-{added:g}", protocol=protocol,
-                                   added_rtt_ms=added, rtt_ms=rtt)
+            measure(params, pair.primary, rec, pair.device, f"drbd-{protocol}-added-{added:g}",
+                    protocol=protocol, added_rtt_ms=added, rtt_ms=rtt)
     # Back to the resource file's protocol while connected: a node that reconnects with
     # another protocol than its peer's is refused ("incompatible protocol settings").
     drbdadm(pair.primary, pair, drbd.net_options_command(name, protocol="C"))
