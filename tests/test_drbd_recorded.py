@@ -73,19 +73,18 @@ def test_a_waits_for_nothing_on_the_network_but_more_than_the_local_write(run, f
     assert (a["error_pct"].abs() <= 40).all()
 
 
-def test_c_follows_the_model_once_the_round_trip_dominates(run, fio):
-    # "with an added round trip it is within n %"; "At the link's own round trip both sit
-    # above the model"
+def test_b_and_c_follow_the_round_trip_as_the_model_says(run, fio):
+    # "with a round trip added, B is within n % ... and C within m %"; "The errors do not
+    # shrink steadily as the round trip grows"; "B waits for less than C"
     params = run.meta["parameters"]
-    first = min(params["added_rtt_ms"])
+    first, top = min(params["added_rtt_ms"]), max(params["added_rtt_ms"])
     direct = fio[(fio["variant"] == "direct") & fio["protocol"].isin(["B", "C"])]
-    c_delayed = direct[(direct["protocol"] == "C") & (direct["added_rtt_ms"] > first)]
-    assert (c_delayed["error_pct"].abs() <= 10).all(), c_delayed[["config", "error_pct"]]
-    assert _direct(fio, "C", first)["error_pct"] > 10  # "C sits ... above the model"
-    assert (direct[direct["protocol"] == "B"]["error_pct"].abs() <= 15).all()
-    top = max(params["added_rtt_ms"])
+    delayed = direct[direct["added_rtt_ms"] > first]
+    assert (delayed["error_pct"].abs() <= 20).all(), delayed[["config", "error_pct"]]
+    c_errors = delayed[delayed["protocol"] == "C"].sort_values("added_rtt_ms")["error_pct"]
+    assert not c_errors.abs().is_monotonic_decreasing
     b_top, c_top = _direct(fio, "B", top), _direct(fio, "C", top)
-    assert abs(b_top["write_p50_ms"] - c_top["write_p50_ms"]) < 2  # "inside this noise"
+    assert b_top["write_p50_ms"] < c_top["write_p50_ms"]
     for protocol in ("B", "C"):
         rows = direct[direct["protocol"] == protocol].sort_values("rtt_ms")
         assert rows["write_p50_ms"].iloc[-1] > rows["write_p50_ms"].iloc[0] + 10
@@ -102,17 +101,14 @@ def test_a_commit_on_c_costs_two_round_trips(run, fio):
 
 
 def test_pgbench_falls_far_less_than_the_waiting_model_says(tps):
-    # "the mirror costs far more than the model says at a short round trip, and the cost
-    # hardly grows with the round trip"
+    # "the mirror costs far more than the model says at a short round trip, and from there
+    # its rate falls by less than half as much as the model's"; "falling unevenly"
     c = tps[tps["protocol"] == "C"].sort_values("added_rtt_ms")
     assert c["ratio_pct"].iloc[0] < c["model_ratio_pct"].iloc[0] - 20
     assert c["ratio_pct"].iloc[0] - c["ratio_pct"].iloc[-1] < \
         0.5 * (c["model_ratio_pct"].iloc[0] - c["model_ratio_pct"].iloc[-1])
-    assert c["ratio_pct"].iloc[-1] <= c["ratio_pct"].iloc[0]  # "no steady fall": x % ... y %
-    others = tps[tps["protocol"].isin(["B", "C"])]
-    top = others["added_rtt_ms"].max()
-    at_top = others[others["added_rtt_ms"] == top].set_index("protocol")
-    assert at_top.loc["B", "tps"] < at_top.loc["C", "tps"]  # "B below C again"
+    assert c["ratio_pct"].iloc[-1] < c["ratio_pct"].iloc[0]
+    assert not c["ratio_pct"].is_monotonic_decreasing
 
 
 def test_the_processor_time_account_of_the_mirrors_rate(run, tps):
@@ -163,3 +159,68 @@ def test_the_exercise_solutions_follow_from_the_run(run):
     drill = page.drill_results(run).set_index("protocol")
     window = 1000 * drill.loc["A", "lost"] / drill.loc["A", "commits_per_s"]
     assert f["drill_A_lost_window_ms"] == f"{window:.0f}"
+
+
+@pytest.fixture(scope="module")
+def article(run):
+    return page.article_results(run)
+
+
+def test_one_stream_carries_less_over_the_link_as_the_round_trip_grows(run):
+    # "One stream carried x MiB/s at the link's own round trip and y MiB/s at +top ms"
+    links = page.link_results(run).set_index("added_rtt_ms")
+    sweep = links[links["config"].str.startswith("added-")]["link_mib_s"].sort_index()
+    assert sweep.iloc[-1] < 0.8 * sweep.iloc[0]
+    assert (sweep.diff().dropna() < 0).all()  # "the longer the round trip, the less"
+    # "the window grew more slowly than the round trip": x KiB in flight, then y KiB
+    f = page.figures(run)
+    first, top = float(f["art_window_first_kib"]), float(f["art_window_top_kib"])
+    rtts = page.ping_results(run).set_index("config")["rtt_p50_ms"]
+    added = sorted(a for a in run.meta["parameters"]["added_rtt_ms"] if a > 0)
+    assert first < top < first * rtts[f"added-{added[-1]:g}"] / rtts[f"added-{added[0]:g}"]
+
+
+def test_large_writes_go_at_the_links_pace_under_every_protocol(run, article):
+    # "large writes go at the speed of the link, not of the disks"; "No protocol escapes it"
+    host = run.meta["parameters"]["host"]
+    for job in ("seq-write-1m", "rand-write-1m", "rand-write-512k"):
+        rows = article[article["job"] == job]
+        local = rows[rows["config"] == f"local-{host}"]["mib_s"].iloc[0]
+        mirrored = rows[rows["protocol"].isin(model.PROTOCOLS)]
+        assert (mirrored["mib_s"] < 0.1 * local).all(), job
+        assert (mirrored["mib_s"] < 1.5 * mirrored["link_mib_s"]).all(), job
+    top = max(run.meta["parameters"]["added_rtt_ms"])
+    at_top = article[(article["job"] == "seq-write-1m") & (article["added_rtt_ms"] == top)
+                     & article["protocol"].isin(model.PROTOCOLS)].set_index("protocol")
+    # A waits for no round trip, yet it is held to the link too: within half of C's rate.
+    assert at_top.loc["A", "mib_s"] < 1.5 * at_top.loc["C", "mib_s"]
+
+
+def test_small_writes_rank_the_set_ups_as_in_the_article(run, article):
+    # "ranks the set-ups as the article's did": disk alone, then C near, then C far
+    host = run.meta["parameters"]["host"]
+    params = run.meta["parameters"]
+    small = article[article["job"] == "rand-write-4k"]
+    local = small[small["config"] == f"local-{host}"]["mib_s"].iloc[0]
+    c = small[small["protocol"] == "C"].set_index("added_rtt_ms")["mib_s"]
+    assert local > c[min(params["added_rtt_ms"])] > c[max(params["added_rtt_ms"])]
+
+
+def test_the_stream_models_largest_misses_are_as_large_writes_running_faster(article):
+    # "Its largest misses are low: A's large writes ... ran x to y % faster than it says"
+    modelled = article[article["model_mib_s"].notna()]
+    assert len(modelled) >= 20
+    assert modelled["error_pct"].abs().max() <= 50
+    worst = modelled.loc[modelled["error_pct"].abs().idxmax()]
+    assert worst["protocol"] == "A" and worst["block_kib"] >= 512 and worst["error_pct"] > 0
+    a_large = modelled[(modelled["protocol"] == "A") & (modelled["block_kib"] >= 512)]
+    assert (a_large["error_pct"] > 0).all()
+
+
+def test_the_large_write_exercise_adds_up(run):
+    # "The transfer is most of the write"
+    f = page.figures(run)
+    cycle, transfer = float(f["ex_art_cycle_ms"]), float(f["ex_art_transfer_ms"])
+    rtt, rest = float(f["ex_art_rtt_ms"]), float(f["ex_art_rest_ms"])
+    assert cycle == pytest.approx(transfer + rtt + rest, abs=0.2)
+    assert transfer > 0.5 * cycle

@@ -114,6 +114,12 @@ def link_results(run: RecordedRun) -> pd.DataFrame:
     return _wide(run, ["link-bandwidth"], ["added_rtt_ms"])
 
 
+def _sweep_rtts(run: RecordedRun) -> dict[float, float]:
+    pings = ping_results(run)
+    pings = pings[pings["config"].str.startswith("added-")]
+    return dict(zip(pings["added_rtt_ms"], pings["rtt_p50_ms"], strict=True))
+
+
 def _sweep_bandwidths(run: RecordedRun) -> dict[float, float]:
     links = link_results(run)
     links = links[links["config"].str.startswith("added-")]
@@ -372,6 +378,13 @@ def article_figures(run: RecordedRun, first: float, top: float) -> dict[str, str
          "art_link_first_mib_s": f"{bandwidths[first]:.1f}",
          "art_link_top_mib_s": f"{bandwidths[top]:.1f}",
          "throughput_s": str(run.meta["parameters"]["throughput_s"])}
+    # What one stream kept in flight: its bandwidth times the round trip (KiB), at every
+    # point with a round trip added (the link's own is too short to fill the window).
+    windows = {added: bandwidths[added] * 1.024 * rtt for added, rtt in _sweep_rtts(run).items()
+               if added > 0}
+    if windows:
+        f["art_window_first_kib"] = f"{windows[min(windows)]:.0f}"
+        f["art_window_top_kib"] = f"{windows[max(windows)]:.0f}"
     keys = {"seq-write-1m": "seq1m", "rand-write-1m": "rand1m", "rand-write-512k": "rand512k",
             "rand-write-4k": "rand4k"}
     for job, key in keys.items():
@@ -402,6 +415,10 @@ def article_figures(run: RecordedRun, first: float, top: float) -> dict[str, str
     modelled = table[table["model_mib_s"].notna()]
     f["art_points"] = str(len(modelled))
     f["art_max_abs_error_pct"] = f"{modelled['error_pct'].abs().max():.0f}"
+    a_large = modelled[(modelled["protocol"] == "A") & (modelled["block_kib"] >= 512)]
+    if not a_large.empty:
+        f["art_A_large_min_error_pct"] = _pct(a_large["error_pct"].min())
+        f["art_A_large_max_error_pct"] = _pct(a_large["error_pct"].max())
     large = modelled[modelled["block_kib"] >= 512]
     f["art_large_max_abs_error_pct"] = f"{large['error_pct'].abs().max():.0f}"
     small = modelled[modelled["block_kib"] < 512]
