@@ -81,10 +81,14 @@ def test_b_and_c_follow_the_round_trip_as_the_model_says(run, fio):
     direct = fio[(fio["variant"] == "direct") & fio["protocol"].isin(["B", "C"])]
     delayed = direct[direct["added_rtt_ms"] > first]
     assert (delayed["error_pct"].abs() <= 20).all(), delayed[["config", "error_pct"]]
-    c_errors = delayed[delayed["protocol"] == "C"].sort_values("added_rtt_ms")["error_pct"]
-    assert not c_errors.abs().is_monotonic_decreasing
+    # "C sits above the model at n of its m round trips"
+    c_all = direct[direct["protocol"] == "C"]
+    assert (c_all["error_pct"] > 0).sum() > len(c_all) / 2
+    # "below what this run can resolve: at +top B took less than C, but at the link's own
+    # round trip B was the slower"
     b_top, c_top = _direct(fio, "B", top), _direct(fio, "C", top)
     assert b_top["write_p50_ms"] < c_top["write_p50_ms"]
+    assert _direct(fio, "B", first)["write_p50_ms"] > _direct(fio, "C", first)["write_p50_ms"]
     for protocol in ("B", "C"):
         rows = direct[direct["protocol"] == protocol].sort_values("rtt_ms")
         assert rows["write_p50_ms"].iloc[-1] > rows["write_p50_ms"].iloc[0] + 10
@@ -109,6 +113,11 @@ def test_pgbench_falls_far_less_than_the_waiting_model_says(tps):
         0.5 * (c["model_ratio_pct"].iloc[0] - c["model_ratio_pct"].iloc[-1])
     assert c["ratio_pct"].iloc[-1] < c["ratio_pct"].iloc[0]
     assert not c["ratio_pct"].is_monotonic_decreasing
+    # "the rate by processor time alone is within n points of the measured one"
+    assert (c["ratio_pct"] - c["cpu_ratio_pct"]).abs().max() <= 5
+    # "Protocol A ... makes the point": far below what the waiting model said
+    a = tps[tps["protocol"] == "A"].iloc[0]
+    assert a["ratio_pct"] < 0.5 * a["model_ratio_pct"]
 
 
 def test_the_processor_time_account_of_the_mirrors_rate(run, tps):
@@ -149,6 +158,19 @@ def test_a_crashed_primary_resends_its_activity_log_and_a_planned_gap_only_its_c
     assert drill.loc["C", "resync_bytes"] <= activity_log_bytes * 1.05
     assert drill.loc["C", "resync_bytes"] > 2 * resync.loc["resync-after-pgbench",
                                                           "resync_bytes"]
+    # "far below the 100 MiB/s the resource file allows and close to what one TCP stream
+    # carried at this round trip"
+    links = page.link_results(run).set_index("config")
+    top = max(run.meta["parameters"]["added_rtt_ms"])
+    stream = links.loc[f"added-{top:g}", "link_mib_s"]
+    assert drill.loc["C", "resync_mib_s"] < 2 * stream < 20
+
+
+def test_the_drills_commits_under_c_paid_about_two_round_trips(run):
+    # "its one client committed every x ms, y round trips ...: close to the two trips"
+    drill = page.drill_results(run).set_index("protocol")
+    trips = 1000 / drill.loc["C", "commits_per_s"] / drill.loc["C", "rtt_ms"]
+    assert 1.3 <= trips <= 2.3
 
 
 def test_the_exercise_solutions_follow_from_the_run(run):
@@ -194,6 +216,14 @@ def test_large_writes_go_at_the_links_pace_under_every_protocol(run, article):
                      & article["protocol"].isin(model.PROTOCOLS)].set_index("protocol")
     # A waits for no round trip, yet it is held to the link too: within half of C's rate.
     assert at_top.loc["A", "mib_s"] < 1.5 * at_top.loc["C", "mib_s"]
+    # "If that were all, B and C would beat the model too, and they did not": C's write took
+    # longer beyond A's than the round trip and the peer's write the model puts between them.
+    f = page.figures(run)
+    assert float(f["art_seq1m_top_c_beyond_a_ms"]) > 1.3 * float(
+        f["art_seq1m_top_model_c_beyond_a_ms"])
+    large_top = article[(article["added_rtt_ms"] == top) & (article["block_kib"] >= 512)]
+    for protocol in ("B", "C"):
+        assert (large_top[large_top["protocol"] == protocol]["error_pct"] < 10).all()
 
 
 def test_small_writes_rank_the_set_ups_as_in_the_article(run, article):
@@ -218,9 +248,14 @@ def test_the_stream_models_largest_misses_are_as_large_writes_running_faster(art
 
 
 def test_the_large_write_exercise_adds_up(run):
-    # "The transfer is most of the write"
+    # "the model expects ..."; "x ms faster than that"; "the transfer is most of the write"
     f = page.figures(run)
     cycle, transfer = float(f["ex_art_cycle_ms"]), float(f["ex_art_transfer_ms"])
-    rtt, rest = float(f["ex_art_rtt_ms"]), float(f["ex_art_rest_ms"])
-    assert cycle == pytest.approx(transfer + rtt + rest, abs=0.2)
+    parts = transfer + float(f["ex_art_rtt_ms"]) + float(f["ex_art_send_ms"]) + float(
+        f["ex_art_peer_ms"])
+    expected = float(f["ex_art_expected_ms"])
+    assert expected == pytest.approx(parts, abs=0.2)
+    assert float(f["ex_art_gap_ms"]) == pytest.approx(abs(expected - cycle), abs=0.2)
+    assert (f["ex_art_gap_faster"] == "faster") == (cycle < expected)
+    assert transfer == pytest.approx(1000 / float(f["ex_art_link_mib_s"]), rel=0.01)
     assert transfer > 0.5 * cycle

@@ -1,22 +1,6 @@
-"""What the DRBD lab page shows: the recorded run, each measurement beside the model.
-
-The model (labs/models/drbd.py) takes its inputs from the same run, never from the text:
-
-- a write on DRBD with its peer disconnected is the local write (DRBD's own cost included);
-- the peer's disk write is fio on the peer's own disk, measured before DRBD started;
-- the round trip is ping's median over the link at that point of the sweep;
-- the time to hand a write to the network at all is protocol A's median at the smallest
-  added round trip (the one number the model takes from DRBD's own measurements: under an
-  emulated CPU it is far from 0).
-
-The article's throughput jobs (1 MiB and 512 KiB and 4 KiB writes, one at a time) add the
-link's bandwidth, measured on its own with one TCP stream: each write must cross the link
-before the peer can acknowledge it, and under A the send buffer, once full, drains only as
-fast as the link.
-
-A write followed by fdatasync waits twice (the write, then the flush DRBD passes on to the
-peer under B and C), so its model is the write's model plus the flush's, each with the
-round trip. Pure page code: records and models, never the VMs.
+"""What the DRBD lab page shows: the recorded run's tables (labs/drbd/results.py) as the
+numbers the text quotes, the charts, the tables and the panel. Pure page code: records and
+models, never the VMs.
 """
 
 from __future__ import annotations
@@ -28,188 +12,25 @@ from labs.book import theme  # noqa: F401  (the book's chart theme and offline r
 from labs.book.panel import LabPanel
 from labs.book.tables import wrapping_table
 from labs.drbd.params import PING_COUNT, Parameters
+from labs.drbd.results import (
+    ARTICLE_JOB_LABELS,
+    article_results,
+    drill_results,
+    fio_results,
+    link_results,
+    local_row,
+    pgbench_results,
+    ping_results,
+    resync_results,
+    send_ms,
+    sweep_bandwidths,
+    sweep_rtts,
+)
 from labs.models import drbd as model
 from labs.records import RecordedRun, run_summary
 
 PROTOCOL_COLOURS = alt.Scale(domain=["A", "B", "C"], range=["#009E73", "#E69F00", "#0072B2"])
 ARTICLE_RATIOS_PCT = {"one zone": 62.5, "across zones": 26.9}  # data/reference/drbd-article.csv
-CLIENTS = 10  # pgbench -c 10 (labs/drbd/run.py)
-
-
-def _wide(run: RecordedRun, workloads: list[str], keys: list[str]) -> pd.DataFrame:
-    """The rows of these workloads, one per config, metrics as columns, with `keys`."""
-    rows = run.results[run.results["workload"].isin(workloads)]
-    table = rows.pivot_table(index=["config", "workload"], columns="metric",
-                             values="value").reset_index()
-    table.columns.name = None
-    present = [k for k in keys if k in rows.columns]
-    dims = rows.drop_duplicates(["config", "workload"])[["config", "workload", *present]]
-    return table.merge(dims, on=["config", "workload"], how="left")
-
-
-def ping_results(run: RecordedRun) -> pd.DataFrame:
-    return _wide(run, ["ping"], ["added_rtt_ms"])
-
-
-def _local(fio: pd.DataFrame, config: str, variant: str) -> pd.Series:
-    rows = fio[(fio["config"] == config) & (fio["variant"] == variant)]
-    if len(rows) != 1:
-        raise KeyError(f"{config} {variant}: {len(rows)} rows")
-    return rows.iloc[0]
-
-
-def send_ms(table: pd.DataFrame, variant: str, part: str = "write_p50_ms") -> float:
-    """The model's one number fitted from the run: the time to hand a write to the network,
-    read as protocol A's median at the smallest added round trip (A waits for nothing else).
-    0 when the run measured no protocol A."""
-    rows = table[(table["protocol"] == "A") & (table["variant"] == variant)]
-    if rows.empty:
-        return 0.0
-    return float(rows.sort_values("added_rtt_ms").iloc[0][part])
-
-
-def _predict(protocol: str, local: pd.Series, peer: pd.Series, rtt_ms: float,
-             sends: dict[str, float], parts: tuple[str, ...]) -> float:
-    return sum(model.write_latency_ms(protocol, local_write_ms=local[part],
-                                      peer_write_ms=peer[part], rtt_ms=rtt_ms,
-                                      send_ms=sends[part]) for part in parts)
-
-
-def _parts(variant: str) -> tuple[str, ...]:
-    return ("write_p50_ms", "sync_p50_ms") if variant == "fdatasync" else ("write_p50_ms",)
-
-
-def fio_results(run: RecordedRun) -> pd.DataFrame:
-    """One row per fio measurement; DRBD rows carry the model and its error."""
-    table = _wide(run, ["fio-4k-direct", "fio-4k-fdatasync"],
-                  ["variant", "protocol", "added_rtt_ms", "rtt_ms"])
-    peer_host = run.meta["parameters"]["peer"]
-    sends = {variant: {part: send_ms(table, variant, part) for part in _parts(variant)}
-             for variant in ("direct", "fdatasync")}
-    models = []
-    for row in table.itertuples():
-        if row.protocol not in model.PROTOCOLS:
-            models.append(float("nan"))
-            continue
-        local = _local(table, "drbd-disconnected", row.variant)
-        peer = _local(table, f"local-{peer_host}", row.variant)
-        models.append(_predict(row.protocol, local, peer, row.rtt_ms, sends[row.variant],
-                               _parts(row.variant)))
-    table["model_ms"] = models
-    # The measured figure the model is held to: a direct write's median latency; for a write
-    # with fdatasync, the median write plus the median sync.
-    table["measured_ms"] = table["write_p50_ms"] + table.get("sync_p50_ms", 0).fillna(0)
-    table["error_pct"] = 100 * (table["measured_ms"] / table["model_ms"] - 1)
-    table.attrs["send_ms"] = sends
-    return table
-
-
-ARTICLE_JOB_LABELS = {"seq-write-1m": "1 MiB sequential", "rand-write-1m": "1 MiB random",
-                      "rand-write-512k": "512 KiB random", "rand-write-4k": "4 KiB random"}
-
-
-def link_results(run: RecordedRun) -> pd.DataFrame:
-    """One TCP stream's bandwidth over the link: before DRBD ("link") and at each added
-    round trip of the sweep ("added-N")."""
-    return _wide(run, ["link-bandwidth"], ["added_rtt_ms"])
-
-
-def _sweep_rtts(run: RecordedRun) -> dict[float, float]:
-    pings = ping_results(run)
-    pings = pings[pings["config"].str.startswith("added-")]
-    return dict(zip(pings["added_rtt_ms"], pings["rtt_p50_ms"], strict=True))
-
-
-def _sweep_bandwidths(run: RecordedRun) -> dict[float, float]:
-    links = link_results(run)
-    links = links[links["config"].str.startswith("added-")]
-    return dict(zip(links["added_rtt_ms"], links["link_mib_s"], strict=True))
-
-
-def article_results(run: RecordedRun) -> pd.DataFrame:
-    """The article's four jobs per configuration; DRBD rows carry the model and its error.
-    The model's write times per job come from the same job on the DRBD device with its peer
-    disconnected (the local write) and on the peer's own disk; the link's bandwidth from one
-    TCP stream measured at the same round trip; the time to hand a write to the network
-    from the 4 KiB sweep. All of them are times per write in a stream (1000 / IOPS)."""
-    workloads = [f"article-{job}" for job in ARTICLE_JOB_LABELS]
-    table = _wide(run, workloads, ["job", "rw", "block_kib", "protocol", "added_rtt_ms",
-                                   "rtt_ms"])
-    table["label"] = table["job"].map(ARTICLE_JOB_LABELS)
-    peer_host = run.meta["parameters"]["peer"]
-    cycles = table.set_index(["config", "job"])["cycle_ms"]
-    links = _sweep_bandwidths(run)
-    # A stream's cost is the mean time per write (1000 / IOPS), not the median: the sending
-    # cost too is read as protocol A's 4 KiB time per write, not its median latency.
-    send = send_ms(fio_results(run), "direct", part="cycle_ms")
-    models = []
-    for row in table.itertuples():
-        if row.protocol not in model.PROTOCOLS:
-            models.append(float("nan"))
-            continue
-        write_ms = model.depth1_write_ms(
-            row.protocol, block_kib=row.block_kib,
-            local_write_ms=cycles[("drbd-disconnected", row.job)],
-            peer_write_ms=cycles[(f"local-{peer_host}", row.job)], rtt_ms=row.rtt_ms,
-            link_mib_s=links[row.added_rtt_ms], send_ms=send)
-        models.append(model.depth1_mib_s(row.block_kib, write_ms))
-    table["model_mib_s"] = models
-    table["link_mib_s"] = table["added_rtt_ms"].map(links)
-    table["error_pct"] = 100 * (table["mib_s"] / table["model_mib_s"] - 1)
-    return table
-
-
-def pgbench_results(run: RecordedRun) -> pd.DataFrame:
-    """TPS per configuration; the model from the local run's work per transaction."""
-    table = _wide(run, ["pgbench"], ["protocol", "added_rtt_ms", "rtt_ms"])
-    fio = fio_results(run)
-    local = table[table["config"] == "local"].iloc[0]
-    local_commit = _local(fio, "drbd-disconnected", "fdatasync")
-    local_commit_ms = local_commit["measured_ms"]
-    cpu_ms = model.cpu_ms_per_transaction(local_tps=local["tps"], clients=CLIENTS,
-                                          local_commit_ms=local_commit_ms)
-    peer = _local(fio, f"local-{run.meta['parameters']['peer']}", "fdatasync")
-    models = []
-    for row in table.itertuples():
-        if row.protocol not in model.PROTOCOLS:
-            models.append(local["tps"])
-            continue
-        commit_ms = _predict(row.protocol, local_commit, peer, row.rtt_ms,
-                             fio.attrs["send_ms"]["fdatasync"], _parts("fdatasync"))
-        models.append(model.pgbench_tps(clients=CLIENTS, cpu_ms=cpu_ms, commit_ms=commit_ms))
-    table["model_tps"] = models
-    # Where the machine's processors went: each VM's QEMU, in cores (CPU seconds a second)
-    # and in host CPU milliseconds per transaction.
-    for role in ("primary", "peer"):
-        table[f"{role}_cores"] = table[f"{role}_vm_cpu_s"] / table["wall_s"]
-        table[f"{role}_cpu_ms_per_tx"] = 1000 * table[f"{role}_vm_cpu_s"] / table["transactions"]
-    table["both_cores"] = table["primary_cores"] + table["peer_cores"]
-    table["cpu_ms_per_tx"] = table["primary_cpu_ms_per_tx"] + table["peer_cpu_ms_per_tx"]
-    # A second model, for a machine whose processors are the limit: the rate scales with
-    # the processor time each transaction costs (the local run's over this run's).
-    table["cpu_ratio_pct"] = 100 * table.loc[table["config"] == "local", "cpu_ms_per_tx"].iloc[0] \
-        / table["cpu_ms_per_tx"]
-    table["sent_kib_per_tx"] = table["sent_bytes"] / 1024 / table["transactions"]
-    table["written_kib_per_tx"] = table["disk_write_bytes"] / 1024 / table["transactions"]
-    table["ratio_pct"] = 100 * table["tps"] / local["tps"]
-    table["model_ratio_pct"] = 100 * table["model_tps"] / local["tps"]
-    table["error_pct"] = 100 * (table["tps"] / table["model_tps"] - 1)
-    table.attrs["cpu_ms"] = cpu_ms
-    table.attrs["local_commit_ms"] = local_commit_ms
-    return table
-
-
-def resync_results(run: RecordedRun) -> pd.DataFrame:
-    table = _wide(run, ["resync"], [])
-    table["mib_s"] = table["resync_bytes"] / 2**20 / table["resync_s"]
-    return table
-
-
-def drill_results(run: RecordedRun) -> pd.DataFrame:
-    table = _wide(run, ["drill"], ["protocol", "added_rtt_ms", "rtt_ms"])
-    table["resync_mib_s"] = table["resync_bytes"] / 2**20 / table["resync_s"]
-    return table
-
 
 def _ms(value: float) -> str:
     return f"{value:.1f}" if value >= 1 else f"{value:.2f}"
@@ -235,7 +56,7 @@ def figures(run: RecordedRun) -> dict[str, str]:
          "link_rtt_p99_ms": _ms(pings.loc["link", "rtt_p99_ms"])}
     for name, config in (("local", f"local-{host}"), ("peer", f"local-{peer}"),
                          ("disc", "drbd-disconnected")):
-        direct, synced = _local(fio, config, "direct"), _local(fio, config, "fdatasync")
+        direct, synced = local_row(fio, config, "direct"), local_row(fio, config, "fdatasync")
         f[f"{name}_p50_ms"] = _ms(direct["write_p50_ms"])
         f[f"{name}_sync_ms"] = _ms(synced["measured_ms"])
     direct = fio[(fio["variant"] == "direct") & fio["protocol"].isin(model.PROTOCOLS)]
@@ -272,6 +93,9 @@ def figures(run: RecordedRun) -> dict[str, str]:
             first_row = mine[mine["added_rtt_ms"] == first]
             if not first_row.empty:
                 f[f"{key}_{protocol}_first_error_pct"] = _pct(first_row["error_pct"].iloc[0])
+    c_direct = modelled[(modelled["variant"] == "direct") & (modelled["protocol"] == "C")]
+    f["direct_C_above_count"] = str(int((c_direct["error_pct"] > 0).sum()))
+    f["direct_C_points"] = str(len(c_direct))
     synced = modelled[modelled["variant"] == "fdatasync"].set_index(["protocol", "added_rtt_ms"])
     for protocol in [p for p in ("C",) if p in at_top.index]:
         for label, added in (("first", first), ("top", top)):
@@ -289,11 +113,18 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f["cpu_ms"] = _ms(tps.attrs["cpu_ms"])
     f["tps_model_first_pct"] = f"{c['model_ratio_pct'].iloc[0]:.0f}"
     f["tps_model_last_pct"] = f"{c['model_ratio_pct'].iloc[-1]:.0f}"
+    f["tps_fall_points"] = f"{c['ratio_pct'].iloc[0] - c['ratio_pct'].iloc[-1]:.0f}"
+    f["tps_model_fall_points"] = \
+        f"{c['model_ratio_pct'].iloc[0] - c['model_ratio_pct'].iloc[-1]:.0f}"
+    f["c_cpu_ms_per_tx_first"] = _ms(c["cpu_ms_per_tx"].iloc[0])
+    f["c_cpu_ms_per_tx_last"] = _ms(c["cpu_ms_per_tx"].iloc[-1])
+    f["c_cpu_gap_points_max"] = f"{(c['ratio_pct'] - c['cpu_ratio_pct']).abs().max():.0f}"
     f["tps_ratio_min_pct"] = f"{c['ratio_pct'].min():.0f}"
     f["tps_ratio_max_pct"] = f"{c['ratio_pct'].max():.0f}"
     others = tps[tps["protocol"].isin(["A", "B"])].set_index("protocol")
     for protocol in others.index:
         f[f"tps_{protocol}_pct"] = f"{others.loc[protocol, 'ratio_pct']:.0f}"
+        f[f"tps_{protocol}_model_pct"] = f"{others.loc[protocol, 'model_ratio_pct']:.0f}"
     local = tps[tps["config"] == "local"].iloc[0]
     mirrored = tps[tps["protocol"].isin(model.PROTOCOLS)]
     f["cores"] = str(run.meta["host"]["controller"]["cpu_count"])
@@ -301,9 +132,9 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f["local_primary_cpu_ms_per_tx"] = _ms(local["primary_cpu_ms_per_tx"])
     f["mirror_primary_cpu_ms_per_tx_min"] = _ms(mirrored["primary_cpu_ms_per_tx"].min())
     f["mirror_primary_cpu_ms_per_tx_max"] = _ms(mirrored["primary_cpu_ms_per_tx"].max())
-    f["local_both_cores"] = f"{local['both_cores']:.1f}"
-    f["mirror_both_cores_min"] = f"{mirrored['both_cores'].min():.1f}"
-    f["mirror_both_cores_max"] = f"{mirrored['both_cores'].max():.1f}"
+    f["local_both_cores"] = f"{local['both_cores']:.2f}"
+    f["mirror_both_cores_min"] = f"{mirrored['both_cores'].min():.2f}"
+    f["mirror_both_cores_max"] = f"{mirrored['both_cores'].max():.2f}"
     f["mirror_peer_cores_min"] = f"{mirrored['peer_cores'].min():.1f}"
     f["mirror_peer_cores_max"] = f"{mirrored['peer_cores'].max():.1f}"
     f["local_cpu_ms_per_tx"] = _ms(local["primary_cpu_ms_per_tx"] + local["peer_cpu_ms_per_tx"])
@@ -335,6 +166,8 @@ def figures(run: RecordedRun) -> dict[str, str]:
         f[f"drill_{protocol}_rate"] = f"{row['commits_per_s']:.0f}"
         f[f"drill_{protocol}_differing_mib"] = f"{row['differing_mib']:.0f}"
         f[f"drill_{protocol}_rtt_ms"] = _ms(row["rtt_ms"])
+        f[f"drill_{protocol}_commit_ms"] = _ms(1000 / row["commits_per_s"])
+        f[f"drill_{protocol}_commit_trips"] = f"{1000 / row['commits_per_s'] / row['rtt_ms']:.1f}"
         # What protocol A's model expects to lose: the commits made during the time an
         # acknowledged write still travels to the peer (half a round trip, Little's law).
         expected = row["commits_per_s"] * row["rtt_ms"] / 2000
@@ -373,16 +206,19 @@ def article_figures(run: RecordedRun, first: float, top: float) -> dict[str, str
     table = article_results(run)
     host = run.meta["parameters"]["host"]
     links = link_results(run).set_index("config")
-    bandwidths = _sweep_bandwidths(run)
+    bandwidths = sweep_bandwidths(run)
+    probe_mib = links.loc["link", "link_bytes"] / 2**20
     f = {"art_link_mib_s": f"{links.loc['link', 'link_mib_s']:.1f}",
          "art_link_first_mib_s": f"{bandwidths[first]:.1f}",
          "art_link_top_mib_s": f"{bandwidths[top]:.1f}",
+         "link_probe_mib": f"{probe_mib:.0f}",
          "throughput_s": str(run.meta["parameters"]["throughput_s"])}
     # What one stream kept in flight: its bandwidth times the round trip (KiB), at every
     # point with a round trip added (the link's own is too short to fill the window).
-    windows = {added: bandwidths[added] * 1.024 * rtt for added, rtt in _sweep_rtts(run).items()
+    windows = {added: bandwidths[added] * 1.024 * rtt for added, rtt in sweep_rtts(run).items()
                if added > 0}
     if windows:
+        f["art_window_first_added"] = f"{min(windows):g}"
         f["art_window_first_kib"] = f"{windows[min(windows)]:.0f}"
         f["art_window_top_kib"] = f"{windows[max(windows)]:.0f}"
     keys = {"seq-write-1m": "seq1m", "rand-write-1m": "rand1m", "rand-write-512k": "rand512k",
@@ -408,17 +244,35 @@ def article_figures(run: RecordedRun, first: float, top: float) -> dict[str, str
     if not seq_top.empty:
         row = seq_top.iloc[0]
         transfer = model.transfer_ms(1024, bandwidths[top])
+        send = send_ms(fio_results(run), "direct", part="cycle_ms")
+        peer = table[(table["config"] == f"local-{run.meta['parameters']['peer']}")
+                     & (table["job"] == "seq-write-1m")]["cycle_ms"].iloc[0]
         f["ex_art_cycle_ms"] = _ms(row["cycle_ms"])
+        f["ex_art_link_mib_s"] = f"{bandwidths[top]:.2f}"
         f["ex_art_transfer_ms"] = _ms(transfer)
         f["ex_art_rtt_ms"] = _ms(row["rtt_ms"])
-        f["ex_art_rest_ms"] = _ms(row["cycle_ms"] - transfer - row["rtt_ms"])
+        f["ex_art_send_ms"] = _ms(send)
+        f["ex_art_peer_ms"] = _ms(peer)
+        expected = transfer + row["rtt_ms"] + send + peer
+        f["ex_art_expected_ms"] = _ms(expected)
+        f["ex_art_gap_ms"] = _ms(abs(expected - row["cycle_ms"]))
+        f["ex_art_gap_faster"] = "faster" if row["cycle_ms"] < expected else "slower"
+        # C's large write beyond A's, measured and modelled (a round trip and the peer's write).
+        a_top = table[(table["job"] == "seq-write-1m") & (table["protocol"] == "A")
+                      & (table["added_rtt_ms"] == top)]
+        if not a_top.empty:
+            a_row = a_top.iloc[0]
+            f["art_seq1m_top_c_beyond_a_ms"] = _ms(row["cycle_ms"] - a_row["cycle_ms"])
+            # A 1 MiB write's time is 1000 / (MiB/s) ms.
+            f["art_seq1m_top_model_c_beyond_a_ms"] = _ms(
+                1000 / row["model_mib_s"] - 1000 / a_row["model_mib_s"])
     modelled = table[table["model_mib_s"].notna()]
     f["art_points"] = str(len(modelled))
     f["art_max_abs_error_pct"] = f"{modelled['error_pct'].abs().max():.0f}"
     a_large = modelled[(modelled["protocol"] == "A") & (modelled["block_kib"] >= 512)]
     if not a_large.empty:
-        f["art_A_large_min_error_pct"] = _pct(a_large["error_pct"].min())
-        f["art_A_large_max_error_pct"] = _pct(a_large["error_pct"].max())
+        f["art_A_large_min_error_pct"] = f"{a_large['error_pct'].abs().min():.0f}"
+        f["art_A_large_max_error_pct"] = f"{a_large['error_pct'].abs().max():.0f}"
     large = modelled[modelled["block_kib"] >= 512]
     f["art_large_max_abs_error_pct"] = f"{large['error_pct'].abs().max():.0f}"
     small = modelled[modelled["block_kib"] < 512]
@@ -503,6 +357,10 @@ def article_table(run: RecordedRun):
     wide = wide.reindex(index=list(dict.fromkeys(where)),
                         columns=list(ARTICLE_JOB_LABELS.values()))
     wide.columns.name = None
+    # The link's bandwidth the model used for each mirrored row (one TCP stream, measured).
+    streams = dict(zip(where, table["link_mib_s"], strict=True))
+    wide["one TCP stream"] = ["" if where_.startswith(("local", "DRBD, peer")) else
+                              _mib_s(streams[where_]) for where_ in wide.index]
     return wrapping_table(wide.reset_index().rename(columns={"where": "MiB/s (model)"}))
 
 
