@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from labs.drbd.params import LINK_PROBE_MIB, LINK_PROBE_PORT, PING_COUNT
+from labs.drbd.params import LINK_PROBE_PORT, PING_COUNT
 from labs.errors import LabError
 from labs.infra.vm import machine
 from labs.infra.vm.servers import SERVERS
@@ -41,6 +41,7 @@ class Pair:
     device: str
     jitter_ms: float = 0.0  # netem, on each side, with every added round trip
     loss_pct: float = 0.0
+    link_probe_mib: int = 128  # sent to measure the link's bandwidth
 
     @property
     def both(self) -> tuple[LabWorkspace, LabWorkspace]:
@@ -178,7 +179,7 @@ stream.close()
 
 def record_link_bandwidth(pair: Pair, rec: RunRecorder, config: str,
                           added_rtt_ms: float) -> float:
-    """Send LINK_PROBE_MIB MiB from the primary to the peer over one TCP connection; record
+    """Send pair.link_probe_mib MiB from the primary to the peer over one TCP connection; record
     and return the MiB/s the peer received: what one stream, as DRBD's is, carries over the
     link at this round trip (a large write must cross it before the peer can acknowledge)."""
     address = pair.address(pair.peer)
@@ -186,16 +187,16 @@ def record_link_bandwidth(pair: Pair, rec: RunRecorder, config: str,
         receiving = pool.submit(pair.peer.host.run, ["python3", "-c", RECEIVER, address,
                                                      str(LINK_PROBE_PORT)], timeout_s=180)
         pair.primary.host.run(["python3", "-c", SENDER, address, str(LINK_PROBE_PORT),
-                               str(LINK_PROBE_MIB)], timeout_s=180)
+                               str(pair.link_probe_mib)], timeout_s=180)
         text = receiving.result().stdout
     rec.add_raw(f"link/{config}.txt", text)
     try:
         received_bytes, seconds = (float(word) for word in text.split()[-2:])
     except ValueError:
         raise LabError(f"link bandwidth: the receiver printed {text.strip()!r}") from None
-    if received_bytes != LINK_PROBE_MIB * 2**20 or seconds <= 0:
+    if received_bytes != pair.link_probe_mib * 2**20 or seconds <= 0:
         raise LabError(f"link bandwidth: {received_bytes:.0f} bytes in {seconds:.2f} s, "
-                       f"expected {LINK_PROBE_MIB} MiB")
+                       f"expected {pair.link_probe_mib} MiB")
     mib_s = received_bytes / 2**20 / seconds
     for metric, value, unit in (("link_mib_s", mib_s, "MiB/s"),
                                 ("link_bytes", received_bytes, "bytes"),

@@ -9,7 +9,6 @@ from labs.lab import LabParameters, option
 from labs.models.drbd import PROTOCOLS
 
 PING_COUNT = 20  # pings per round-trip measurement, 0.2 s apart
-LINK_PROBE_MIB = 128  # sent over the link once to measure its bandwidth
 LINK_PROBE_PORT = 7790  # DRBD's own connection uses 7789
 ADDED_RTT_MS_MAX = 200.0  # a round trip longer than this is no zone or region pair
 
@@ -23,8 +22,9 @@ class Parameters(LabParameters):
     LAB = "drbd"
     PROFILES = {
         # The ci profile adds a little jitter and loss, so that CI drives netem with both.
-        "ci": {"protocols": ("A", "C"), "added_rtt_ms": (0.0, 6.0), "jitter_ms": 0.5,
-               "loss_pct": 0.1, "fio_s": 2,
+        # It also starts with the delayed point, where a kill test finds both DRBD and netem.
+        "ci": {"protocols": ("A", "C"), "added_rtt_ms": (6.0, 0.0), "jitter_ms": 0.5,
+               "loss_pct": 0.1, "link_probe_mib": 32, "fio_s": 2,
                "throughput_s": 1, "pgbench_s": 5, "drill_s": 4, "drill_protocols": ("C",)},
         "quick": {"added_rtt_ms": (0.0, 4.0, 10.0), "fio_s": 4, "throughput_s": 2,
                   "pgbench_s": 10, "drill_s": 6},
@@ -45,6 +45,8 @@ class Parameters(LabParameters):
                               maximum=50.0)
     loss_pct: float = option(0.0, "percent of packets each side drops at every added round "
                              "trip (netem; TCP sends them again)", minimum=0.0, maximum=10.0)
+    link_probe_mib: int = option(128, "MiB sent over one TCP connection to measure the link's "
+                                 "bandwidth at each round trip", minimum=8, maximum=1024)
     fio_s: int = option(8, "seconds of each fio latency measurement (after a 2 s warm-up)",
                         minimum=2, maximum=120)
     throughput_s: int = option(5, "seconds of each job of the article's throughput job file "

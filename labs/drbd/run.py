@@ -42,7 +42,7 @@ from labs.drbd.pair import (
     vm_cpu_s,
     wait_for,
 )
-from labs.drbd.params import LINK_PROBE_MIB, Parameters
+from labs.drbd.params import Parameters
 from labs.errors import LabError, UsageError
 from labs.infra.facts import host_facts
 from labs.infra.hosts import Host
@@ -117,7 +117,7 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
             drbd.DrbdHost(peer_host.name, peer_ip, peer_host.lab_devices[0])),
             protocol="C", disk_options=DISK_OPTIONS)
         pair = Pair(ws1, ws2, resource, resource.hosts[0].device, jitter_ms=params.jitter_ms,
-                    loss_pct=params.loss_pct)
+                    loss_pct=params.loss_pct, link_probe_mib=params.link_probe_mib)
         for ws in pair.both:
             drbd.check_host_name(resource.host(ws.host.name),
                                  ws.host.run("uname -n", timeout_s=60).stdout)
@@ -125,7 +125,8 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
         measure_baselines(params, pair, rec, progress)
         progress.step(f"the link's own round trip ({primary_ip} to {peer_ip})")
         record_rtt(pair, rec, "link", 0.0)
-        progress.step(f"the link's bandwidth ({LINK_PROBE_MIB} MiB over one TCP connection)")
+        progress.step(f"the link's bandwidth ({params.link_probe_mib} MiB over one TCP "
+                      "connection)")
         link_mib_s = record_link_bandwidth(pair, rec, "link", 0.0)
         progress.detail(f"link: {link_mib_s:.1f} MiB/s")
         bring_up(pair, resource, major, rec, progress)
