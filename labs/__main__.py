@@ -14,6 +14,7 @@ import signal
 import sys
 
 from labs.errors import LabError, UsageError
+from labs.progress import keep_swallowed_interrupts
 
 # command name -> module in labs/commands/ (each has HELP, add_arguments(parser), main(args)).
 COMMANDS: dict[str, str] = {
@@ -64,6 +65,8 @@ def _terminated(signum: int, frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminated)
+    # A Ctrl-C that lands in a finalizer is not lost: the next progress step raises it.
+    sys.unraisablehook = keep_swallowed_interrupts
     try:
         parser = build_parser()
         args = parser.parse_args(argv)

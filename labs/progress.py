@@ -31,6 +31,21 @@ STEP_LINE = re.compile(r"^\[(?P<name>\S+)\s+(?P<elapsed>\d+) s\] step (?P<step>\
                        r": (?P<text>.*)$")
 QUIET_DETAIL_S = 20.0  # without a terminal, transient details are printed this often at most
 
+# A Ctrl-C (or a SIGTERM, which unwinds like one) that lands while Python runs a finalizer (a
+# weakref callback, a __del__) cannot unwind the lab: Python prints "Exception ignored" and
+# goes on. `keep_swallowed_interrupts` notes it here, and the next step or detail raises it.
+_swallowed_interrupt = False
+
+
+def keep_swallowed_interrupts(unraisable) -> None:
+    """A `sys.unraisablehook`: a KeyboardInterrupt that could not be raised is kept, silently,
+    for the next progress report; anything else is printed as Python would."""
+    global _swallowed_interrupt
+    if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+        _swallowed_interrupt = True
+        return
+    sys.__unraisablehook__(unraisable)
+
 
 class Progress:
     def __init__(self, name: str, total_steps: int, *, stream: IO[str] | None = None,
@@ -72,6 +87,10 @@ class Progress:
         self.stop_requested = True
 
     def _stop_if_asked(self) -> None:
+        global _swallowed_interrupt
+        if _swallowed_interrupt:
+            _swallowed_interrupt = False  # once, as Ctrl-C would have been
+            raise KeyboardInterrupt
         if self.stop_requested:
             self.stop_requested = False  # once: the lab's cleanup may report progress too
             raise Interrupted(f"{self.name}: interrupted")
