@@ -25,6 +25,7 @@ from labs.lab import LabParameters
 # The packages, in the order the book presents their chapters. A new lab adds one line.
 PACKAGES = (
     "labs.quorum",
+    "labs.consistency",
     "labs.torn_pages",
     "labs.doublewrite",
     "labs.caches",

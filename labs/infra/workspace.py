@@ -326,9 +326,10 @@ class LabWorkspace:
             self._engine = containers.engine_for(self.host)
         return self._engine
 
-    def run_container(self, spec: containers.ContainerSpec, *,
-                      health_timeout_s: float = 120.0) -> Container:
-        """Start a container carrying the owner label; wait for its health check if any."""
+    def run_container(self, spec: containers.ContainerSpec, *, health_timeout_s: float = 120.0,
+                      wait: bool = True) -> Container:
+        """Start a container carrying the owner label; wait for its health check if any
+        (`wait=False`: the caller starts several at once, then waits for each)."""
         _check_name(spec.name)
         owner = command_marker()
         labels = {containers.OWNER_LABEL: owner, containers.LAB_LABEL: self.lab}
@@ -340,7 +341,7 @@ class LabWorkspace:
         except containers.ContainerError:
             self.remove("container", spec.name)  # a half-made container is removed at once
             raise
-        if spec.health_command:
+        if spec.health_command and wait:
             containers.wait_healthy(container, health_timeout_s)
         return container
 

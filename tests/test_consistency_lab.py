@@ -1,0 +1,124 @@
+"""The consistency lab end to end (ci profile) on this machine, as root, with docker.
+
+One real run on a real three-node Cassandra cluster, then what the model guarantees, checked
+on it: every request at a level does what the count of live replicas predicts, and no read
+that must meet the latest write returns an older one. Bad input stops with one line and
+creates nothing; a killed run leaves nothing after `python -m labs clean`.
+"""
+
+import json
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import docker
+import pytest
+from conftest import kill_at_step_then_clean, local_lab_env, owner_label, run_cli, run_local_ci
+
+from labs.consistency import page
+from labs.consistency.params import CASES, NEW, OLD
+from labs.infra.containers import OWNER_LABEL
+from labs.infra.journal import Journal
+from labs.models import consistency as model
+from labs.records import list_runs, load_run
+
+pytestmark = pytest.mark.slow
+
+
+def leftovers(base: Path) -> list[str]:
+    """Journal entries and containers of this test's state dir."""
+    found = [f"journal {e.kind} {e.id}" for e in
+             Journal("local", base / "state" / "journal-local.jsonl").live_entries()]
+    owner = owner_label(base / "state")
+    found += [f"container {c.name}" for c in docker.from_env().containers.list(
+        all=True, filters={"label": f"{OWNER_LABEL}={owner}"})]
+    return found
+
+
+@pytest.fixture(scope="module")
+def ci_run(docker_engine):
+    base = Path(tempfile.mkdtemp(prefix="storage-labs-test-consistency-", dir="/var/tmp"))
+    outcome = run_local_ci("consistency", base, timeout=900)
+    outcome["recorded"] = load_run(outcome["run"])
+    yield outcome
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def test_parameters_echoed_and_progress_counted(ci_run):
+    lines = ci_run["stdout"].splitlines()
+    assert lines[0].startswith("python -m labs run consistency --host local --profile ci")
+    assert lines[1].startswith("using image storage-labs/cassandra:5.0.9")
+    steps = re.findall(r"step (\d+)/(\d+):", ci_run["stderr"])
+    assert len({total for _, total in steps}) == 1 and steps[-1][0] == steps[-1][1]
+
+
+def test_every_request_did_what_the_model_predicts(ci_run):
+    grid = page.availability(ci_run["recorded"])
+    assert len(grid) == 3 * 3 * 2  # 0, 1, 2 stopped x three levels x write and read
+    assert grid["agrees"].all(), grid[~grid["agrees"]]
+    refused = grid[~grid["succeeded"]]
+    assert set(refused["outcome"]) == {"Unavailable"}
+    # Refused only where fewer replicas were up than the level waits for.
+    assert (refused["nodes_up"] < refused["needs"]).all()
+    assert len(refused) == 6
+
+
+def test_no_read_that_must_meet_the_write_returned_the_old_value(ci_run):
+    table = page.stale(ci_run["recorded"])
+    assert len(table) == 3 * 3 * 3  # rows x levels x coordinators
+    fresh_by_rule = table[table["model_fresh_guaranteed"] == 1]
+    assert len(fresh_by_rule) == 3 * 6  # A and B at QUORUM and ALL, C at ALL: via each node
+    assert fresh_by_rule["stale_reads"].sum() == 0
+    assert (table["stale_reads"] + table["fresh_reads"] == table["reads"]).all()
+
+
+def test_every_read_names_enough_replicas_and_stale_ones_only_missed_ones(ci_run):
+    reads = page.reads(ci_run["recorded"])
+    assert reads
+    for item in reads:
+        assert item["value"] in (OLD, NEW)
+        assert len(item["replicas"]) >= model.replicas_needed(item["level"], 3), item
+        if item["value"] == OLD:
+            assert set(item["replicas"]) <= set(CASES[item["case"]][2]), item
+        else:  # a fresh read reached a replica that holds the write
+            assert set(item["replicas"]) - set(CASES[item["case"]][2]), item
+
+
+def test_the_run_keeps_the_traces_and_the_ring_it_saw(ci_run):
+    raw = Path(ci_run["run"]) / "raw"
+    lines = (raw / "reads.jsonl").read_text().splitlines()
+    assert json.loads(lines[0])["coordinator"] in (1, 2, 3)
+    for stopped in (0, 1, 2):
+        status = (raw / "nodetool" / f"status-{stopped}-stopped.txt").read_text().splitlines()
+        assert sum(line.startswith("DN") for line in status) == stopped
+
+
+def test_nothing_left_behind(ci_run):
+    assert leftovers(ci_run["base"]) == []
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--host", "vm1"], "run it with --host local"),
+    (["--reads-per-case", "0"], "--reads-per-case must be at least 1"),
+    (["--heap-mib", "128"], "--heap-mib must be at least 256"),
+    (["--heap-mib", "512", "--memory-mib", "600"], "leaves a 512 MiB heap too little room"),
+    (["--memory-mib", "32768", "--heap-mib", "8192"], "MiB of free memory"),
+])
+def test_bad_input_is_one_line_and_creates_nothing(docker_engine, tmp_path, args, message):
+    env = local_lab_env(tmp_path)
+    result = run_cli(["run", "consistency", "--profile", "ci", *args], env, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert message in result.stderr
+    assert leftovers(tmp_path) == []
+    assert list_runs("consistency", tmp_path / "runs") == []
+
+
+def test_a_killed_run_leaves_nothing_after_clean(docker_engine):
+    base = Path(tempfile.mkdtemp(prefix="storage-labs-test-consistency-kill-", dir="/var/tmp"))
+    # At "stopping node 3": three containers, one of them about to stop.
+    kill_at_step_then_clean(["run", "consistency", "--host", "local", "--profile", "ci"],
+                            local_lab_env(base), "stopping node 3", lambda: leftovers(base))
+    assert list_runs("consistency", base / "runs") == []
+    shutil.rmtree(base, ignore_errors=True)
