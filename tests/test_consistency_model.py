@@ -54,3 +54,13 @@ def test_bad_levels_and_counts_are_refused_in_one_line():
         model.stale_probability_uniform("ONE", 4, 3)
     with pytest.raises(UsageError, match="replication factor must be at least 1"):
         model.replicas_needed("ONE", 0)
+
+
+def test_the_replication_factor_5_exercise():
+    # book/quorum/consistency.md, exercise cl-ex-rf5: two of five replicas stopped.
+    served = [level for level in model.LEVELS if model.succeeds(level, 3, 5)]
+    assert served == ["ONE", "QUORUM"]
+    safe = [(w, r) for w in served for r in served if model.overlap_guaranteed(w, r, 5)]
+    assert safe == [("QUORUM", "QUORUM")]
+    assert model.overlap_guaranteed("ONE", "ALL", 5)
+    assert not model.overlap_guaranteed("ONE", "QUORUM", 5)

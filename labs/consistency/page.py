@@ -25,6 +25,7 @@ LEVELS = list(model.LEVELS)
 CASE_TEXT = {"A": "row A: written at ONE, node 3 down",
              "B": "row B: written at QUORUM, node 3 down",
              "C": "row C: written at ONE, nodes 2 and 3 down"}
+CASE_SHORT = {"A": "A (ONE; 3 down)", "B": "B (QUORUM; 3 down)", "C": "C (ONE; 2, 3 down)"}
 
 
 # --- tables ----------------------------------------------------------------------------------
@@ -88,7 +89,7 @@ def stale_overview(run: RecordedRun) -> pd.DataFrame:
     out = []
     for (case, level), group in table.groupby(["case", "read_level"], sort=False):
         first = group.iloc[0]
-        row = {"row": CASE_TEXT[case], "read at": level,
+        row = {"row (written at; down)": CASE_SHORT[case], "read at": level,
                "R + W > N": yes_no[first["model_overlap_guaranteed"]],
                "R > replicas that missed it": yes_no[first["model_fresh_guaranteed"]],
                "uniform model": f"{first['model_uniform_pct']:.0f} %"}
@@ -99,12 +100,18 @@ def stale_overview(run: RecordedRun) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def replica_sets(run: RecordedRun) -> pd.DataFrame:
-    """Which replicas each coordinator asked, per level, and how often (from the traces)."""
+def replica_set_counts(run: RecordedRun) -> dict[tuple[int, str], Counter]:
+    """(coordinator, level) -> how often each set of replicas ("1 + 3") answered a read."""
     counts: dict[tuple[int, str], Counter] = {}
     for item in reads(run):
         key = (item["coordinator"], item["level"])
         counts.setdefault(key, Counter())[" + ".join(map(str, item["replicas"])) or "?"] += 1
+    return counts
+
+
+def replica_sets(run: RecordedRun) -> pd.DataFrame:
+    """Which replicas each coordinator asked, per level, and how often (from the traces)."""
+    counts = replica_set_counts(run)
     rows = []
     for coordinator in sorted({c for c, _ in counts}):
         row = {"coordinator": f"node {coordinator}"}
@@ -141,43 +148,53 @@ def availability_chart(run: RecordedRun) -> alt.TopLevelMixin:
     model's answer."""
     table = availability(run).assign(
         result=lambda t: t["succeeded"].map({True: "done", False: "refused"}),
-        model=lambda t: t["model_succeeds"].map({True: "model: done", False: "model: refused"}),
+        model=lambda t: t["model_succeeds"].map({True: "done", False: "refused"}),
         stopped_text=lambda t: t["stopped"].map(lambda s: f"{s} of {NODES} stopped"))
     base = alt.Chart(table).encode(
-        x=alt.X("level:N", sort=LEVELS, title="consistency level"),
+        x=alt.X("level:N", sort=LEVELS, title="consistency level",
+                axis=alt.Axis(labelAngle=0)),
         y=alt.Y("stopped_text:N", title=None))
     cells = base.mark_rect(stroke="white", strokeWidth=2).encode(
         color=alt.Color("result:N", scale=alt.Scale(domain=["done", "refused"],
                                                     range=["#009E73", "#CC79A7"]),
                         title="what node 1 answered"),
-        tooltip=["operation:N", "level:N", "nodes_up:Q", "needs:Q", "outcome:N", "model:N"])
-    text = base.mark_text(fontSize=12, color="white").encode(text="model:N")
-    return (cells + text).properties(width=230, height=150).facet(
+        tooltip=["operation:N", "level:N", "nodes_up:Q", "needs:Q", "outcome:N",
+                 alt.Tooltip("model:N", title="the model says"),
+                 alt.Tooltip("answer_ms:Q", format=".1f", title="answered in (ms)")])
+    text = base.mark_text(fontSize=12, color="white").encode(
+        text=alt.Text("model:N"))
+    return (cells + text).properties(width=240, height=150).facet(
         column=alt.Column("operation:N", title=None, sort=["write", "read"])).properties(
-        title="Each level with nodes stopped: measured (colour) and the model (text)")
+        title="Each level with nodes stopped: what happened (colour), the model (text)")
 
 
 def stale_chart(run: RecordedRun) -> alt.TopLevelMixin:
-    """Share of stale reads per read level and coordinator (bars), the uniform model (ticks),
-    one row at a time."""
-    table = stale(run).assign(via=lambda t: t["coordinator"].map(lambda c: f"via node {c}"))
+    """Share of stale reads per read level and coordinator (bars, labelled "stale/reads"),
+    the uniform model (ticks), one row at a time."""
+    table = stale(run).assign(
+        via=lambda t: t["coordinator"].map(lambda c: f"via node {c}"),
+        label=lambda t: [f"{s}/{n}" for s, n in zip(t["stale_reads"], t["reads"],
+                                                    strict=True)])
     case = dropdown("STALE_CASE", "A", ["A", "B", "C"],
                     labels=[CASE_TEXT[c] for c in "ABC"], label="row")
-    base = alt.Chart(table).transform_filter("datum.case == STALE_CASE")
+    base = alt.Chart(table).transform_filter("datum.case == STALE_CASE").encode(
+        x=alt.X("read_level:N", sort=LEVELS, title="read at", axis=alt.Axis(labelAngle=0)),
+        xOffset=alt.XOffset("via:N"))
     bars = base.mark_bar().encode(
-        x=alt.X("read_level:N", sort=LEVELS, title="read at"),
-        xOffset=alt.XOffset("via:N"),
-        y=alt.Y("stale_pct:Q", scale=alt.Scale(domain=[0, 100]),
+        y=alt.Y("stale_pct:Q", scale=alt.Scale(domain=[0, 105]),
                 title="reads that returned the old value (%)"),
         color=alt.Color("via:N", title="coordinator",
                         scale=alt.Scale(range=["#009E73", "#E69F00", "#0072B2"])),
         tooltip=["case_text:N", "read_level:N", "via:N", "reads:Q", "stale_reads:Q",
                  alt.Tooltip("model_uniform_pct:Q", format=".0f", title="uniform model (%)")])
-    ticks = base.mark_tick(color=MODEL_COLOR, thickness=3, size=60).encode(
+    labels = base.mark_text(dy=-6, fontSize=10).encode(y="stale_pct:Q", text="label:N")
+    ticks = alt.Chart(table).transform_filter("datum.case == STALE_CASE").mark_tick(
+        color=MODEL_COLOR, thickness=3, size=90).encode(
         x=alt.X("read_level:N", sort=LEVELS), y="model_uniform_pct:Q")
-    return (bars + ticks).add_params(case).properties(
-        width=360, height=240,
-        title="Stale reads per coordinator (bars); a uniform choice of replicas (ticks)")
+    return (bars + labels + ticks).add_params(case).properties(
+        width=420, height=260,
+        title="Stale reads per coordinator (bars, stale/reads); a uniform choice of "
+              "replicas (ticks)")
 
 
 # --- figures for the text --------------------------------------------------------------------
@@ -249,6 +266,12 @@ def figures(run: RecordedRun) -> dict[str, str]:
         key = f"{item['case'].lower()}_{item['read_level'].lower()}_n{item['coordinator']}"
         figures[f"{key}_stale"] = str(item["stale_reads"])
         figures[f"{key}_reads"] = str(item["reads"])
+    for (coordinator, level), found in replica_set_counts(run).items():
+        top, count = found.most_common(1)[0]
+        key = f"n{coordinator}_{level.lower()}"
+        figures[f"{key}_top_set"] = top
+        figures[f"{key}_top_count"] = str(count)
+        figures[f"{key}_reads"] = str(sum(found.values()))
     for item in table.drop_duplicates(["case", "read_level"]).to_dict("records"):
         key = f"{item['case'].lower()}_{item['read_level'].lower()}"
         figures[f"{key}_model_pct"] = f"{item['model_uniform_pct']:.0f}"
