@@ -139,6 +139,20 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     return load_run(recorder.final_path)
 
 
+def run_fio(ws: LabWorkspace, rec: RunRecorder, jobs: list[fio.FioJob], device: str,
+            label: str, timeout_s: float) -> dict:
+    """Run fio's jobs on `device`, keep its JSON as raw/fio/LABEL.json, return it parsed."""
+    # Safe: fio writes only the lab's device (a lab VM disk or the lab's DRBD device).
+    text = ws.run_guarded(fio.fio_command(jobs, output_format="json"), [device],
+                          timeout_s=timeout_s).stdout
+    rec.add_raw(f"fio/{label}.json", text)
+    document = fio.load_fio_json(text, source=f"fio {label}")
+    errors = fio.job_errors(document)
+    if errors:
+        raise LabError(f"fio {label}: job failed with errno {errors}")
+    return document
+
+
 def fio_write_latency(params: Parameters, ws: LabWorkspace, rec: RunRecorder, device: str,
                       config: str, *, protocol: str, added_rtt_ms: float,
                       rtt_ms: float | None) -> None:
@@ -150,14 +164,8 @@ def fio_write_latency(params: Parameters, ws: LabWorkspace, rec: RunRecorder, de
         job = fio.FioJob(name=f"{config}-{variant}", filename=device, rw="randwrite", bs="4k",
                          iodepth=1, size=f"{FIO_REGION_MIB}M", runtime_s=params.fio_s,
                          seed=params.seed, options=options)
-        # Safe: fio writes only the lab's device (a lab VM disk or the lab's DRBD device).
-        text = ws.run_guarded(fio.fio_command([job], output_format="json"), [device],
-                              timeout_s=params.fio_s + 300).stdout
-        rec.add_raw(f"fio/{config}-{variant}.json", text)
-        document = fio.load_fio_json(text, source=f"fio {config}-{variant}")
-        errors = fio.job_errors(document)
-        if errors:
-            raise LabError(f"fio {config}-{variant}: job failed with errno {errors}")
+        document = run_fio(ws, rec, [job], device, f"{config}-{variant}",
+                           timeout_s=params.fio_s + 300)
         row = next(r for r in fio.fio_rows(document) if r["op"] == "write")
         values = {"write_p50_ms": row["clat_p50_us"] / 1000,
                   "write_p99_ms": row["clat_p99_us"] / 1000,
@@ -183,14 +191,8 @@ def fio_article_throughput(params: Parameters, ws: LabWorkspace, rec: RunRecorde
     jobs = [fio.FioJob(name=name, filename=device, rw=rw, bs=f"{kib}k", iodepth=1,
                        size=f"{FIO_REGION_MIB}M", runtime_s=params.throughput_s, seed=params.seed)
             for name, rw, kib in ARTICLE_JOBS]
-    # Safe: fio writes only the lab's device (a lab VM disk or the lab's DRBD device).
-    text = ws.run_guarded(fio.fio_command(jobs, output_format="json"), [device],
-                          timeout_s=len(jobs) * params.throughput_s + 300).stdout
-    rec.add_raw(f"fio/{config}-article.json", text)
-    document = fio.load_fio_json(text, source=f"fio {config}-article")
-    errors = fio.job_errors(document)
-    if errors:
-        raise LabError(f"fio {config}-article: job failed with errno {errors}")
+    document = run_fio(ws, rec, jobs, device, f"{config}-article",
+                       timeout_s=len(jobs) * params.throughput_s + 300)
     writes = {row["job"]: row for row in fio.fio_rows(document) if row["op"] == "write"}
     for name, rw, kib in ARTICLE_JOBS:
         row = writes[name]
