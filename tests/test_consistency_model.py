@@ -64,3 +64,18 @@ def test_the_replication_factor_5_exercise():
     assert safe == [("QUORUM", "QUORUM")]
     assert model.overlap_guaranteed("ONE", "ALL", 5)
     assert not model.overlap_guaranteed("ONE", "QUORUM", 5)
+
+
+def test_the_pages_level_table():
+    # book/quorum/consistency.md: "replicas waited for (of 3)" and "nodes that may be down"
+    waited = [model.replicas_needed(level, 3) for level in model.LEVELS]
+    assert waited == [1, 2, 3]
+    may_be_down = [max(down for down in range(4) if model.succeeds(level, 3 - down, 3))
+                   for level in model.LEVELS]
+    assert may_be_down == [2, 1, 0]
+    # "QUORUM writes with QUORUM reads give R + W = 4 > 3, and so do ONE with ALL; ONE with
+    # ONE, or ONE with QUORUM, give 2 or 3"
+    assert model.overlap_guaranteed("QUORUM", "QUORUM", 3)
+    assert model.overlap_guaranteed("ONE", "ALL", 3)
+    assert not model.overlap_guaranteed("ONE", "ONE", 3)
+    assert not model.overlap_guaranteed("ONE", "QUORUM", 3)

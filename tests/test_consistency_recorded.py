@@ -1,5 +1,7 @@
 """The shipped consistency run, and every sentence of the page that describes its shape."""
 
+import re
+
 import pytest
 from conftest import PROJECT_ROOT
 
@@ -50,29 +52,28 @@ def test_no_guaranteed_read_was_stale_and_every_stale_read_only_met_missed_repli
 
 
 def test_staleness_depended_mostly_on_the_coordinator(figures):
-    # "depended mostly on which node coordinated it": node 3 (missed everything) far above
-    # node 1 (holds everything), and the uniform model in between.
-    n1, n3 = int(figures["possible_n1_pct"]), int(figures["possible_n3_pct"])
-    assert n3 - n1 >= 30
-    assert n1 < int(figures["possible_model_pct"]) < n3
-    # "A client talking to a node that took the write mostly reads the new value"
-    assert n1 < 50
+    # "depended mostly on which node coordinated it": through a coordinator that missed the
+    # write far more often than through one that holds it, the uniform model in between.
+    holder, missed = int(figures["possible_holder_pct"]), int(figures["possible_missed_pct"])
+    assert missed - holder >= 30
+    assert holder < int(figures["possible_model_pct"]) < missed
 
 
-def test_coordinators_mostly_read_their_own_copy_and_the_ranking_moved(run, figures):
-    # "mostly reads that node's stale copy"; "a coordinator did not always ask the same
-    # replicas"
+def test_at_one_a_coordinator_mostly_reads_its_own_copy(run, figures):
+    # "tends to win"; "a client reading at ONE through a node that was down mostly gets that
+    # node's stale copy"; "... through a node that took the write mostly gets the new value"
     assert int(figures["one_local_pct"]) > 50
-    assert int(figures["possible_n3_pct"]) > 50
-    assert page.coordinators_that_changed_replicas(run) != []
+    table = page.stale(run)
+    one = table[table["read_level"] == "ONE"]
+    missed = one.apply(lambda r: r["coordinator"] in page.MISSED[r["case"]], axis=1)
+    assert one[missed]["stale_reads"].sum() / one[missed]["reads"].sum() > 0.5
+    assert one[~missed]["stale_reads"].sum() / one[~missed]["reads"].sum() < 0.5
 
 
-def test_the_page_quotes_no_figure_it_does_not_compute(figures):
-    text = PAGE.read_text()
-    assert 'shipped_run("consistency")' in text
-    for name in ("possible_n3_stale", "c_quorum_n2_stale", "one_local_pct", "refused_max_ms"):
-        assert f"{{glue:text}}`{name}`" in text
-        assert figures[name] not in ("nan", "")
+def test_row_a_reached_both_live_replicas(figures):
+    # "this run confirms both applied it": no read at ONE of row A through node 1 or 2 was
+    # stale (each of them reads its own copy at ONE, or the other's).
+    assert figures["a_one_n1_stale"] == figures["a_one_n2_stale"] == "0"
 
 
 def test_row_c_quorum_model_is_right_on_average_and_wrong_for_each_node(run, figures):
@@ -82,4 +83,16 @@ def test_row_c_quorum_model_is_right_on_average_and_wrong_for_each_node(run, fig
               for c in (1, 2, 3)]
     assert abs(sum(shares) / 3 - model_pct) <= 10
     assert all(abs(share - model_pct) >= 20 for share in shares)
-    assert figures["n2_quorum_top_set"] == "2 + 3"  # both missed row C
+    # Every stale QUORUM read of row C asked nodes 2 and 3, the two that missed it.
+    for coordinator in (2, 3):
+        assert figures[f"c_quorum_n{coordinator}_asked_23_stale"] == \
+            figures[f"c_quorum_n{coordinator}_asked_23"] == \
+            figures[f"c_quorum_n{coordinator}_stale"]
+
+
+def test_every_glued_figure_is_computed_and_a_number_or_a_word(figures):
+    names = set(re.findall(r"\{glue:text\}`([a-z0-9_]+)`", PAGE.read_text()))
+    assert len(names) > 25
+    assert names <= set(figures), sorted(names - set(figures))
+    for name in names:
+        assert figures[name] not in ("nan", "", "None"), name

@@ -100,26 +100,33 @@ def stale_overview(run: RecordedRun) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def replica_set_counts(run: RecordedRun) -> dict[tuple[int, str], Counter]:
-    """(coordinator, level) -> how often each set of replicas ("1 + 3") answered a read."""
+def replica_set_counts(run: RecordedRun, case: str | None = None
+                       ) -> dict[tuple[int, str], Counter]:
+    """(coordinator, level) -> how often each set of replicas ("1 + 3") answered a read, over
+    every row or over one row's reads."""
     counts: dict[tuple[int, str], Counter] = {}
     for item in reads(run):
+        if case is not None and item["case"] != case:
+            continue
         key = (item["coordinator"], item["level"])
         counts.setdefault(key, Counter())[" + ".join(map(str, item["replicas"])) or "?"] += 1
     return counts
 
 
 def replica_sets(run: RecordedRun) -> pd.DataFrame:
-    """Which replicas each coordinator asked, per level, and how often (from the traces)."""
-    counts = replica_set_counts(run)
+    """Per row and coordinator: which replicas read the row at ONE and at QUORUM, and how
+    often (from the traces; ALL always asks all three)."""
     rows = []
-    for coordinator in sorted({c for c, _ in counts}):
-        row = {"coordinator": f"node {coordinator}"}
-        for level in LEVELS:
-            found = counts.get((coordinator, level), Counter())
-            total = sum(found.values())
-            row[level] = ", ".join(f"nodes {s} ({n} of {total})" for s, n in found.most_common())
-        rows.append(row)
+    for case in CASES:
+        counts = replica_set_counts(run, case)
+        for coordinator in sorted({c for c, _ in counts}):
+            row = {"row": case, "coordinator": f"node {coordinator}"}
+            for level in ("ONE", "QUORUM"):
+                found = counts.get((coordinator, level), Counter())
+                total = sum(found.values())
+                row[f"{level}: nodes read"] = ", ".join(f"{s} ({n} of {total})"
+                                                        for s, n in found.most_common())
+            rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -165,7 +172,9 @@ def availability_chart(run: RecordedRun) -> alt.TopLevelMixin:
         text=alt.Text("model:N"))
     return (cells + text).properties(width=240, height=150).facet(
         column=alt.Column("operation:N", title=None, sort=["write", "read"])).properties(
-        title="Each level with nodes stopped: what happened (colour), the model (text)")
+        title=alt.TitleParams(
+            "Each level with nodes stopped: what happened (colour), the model (text)",
+            subtitle="colour: what node 1 answered; white text: what the model predicts"))
 
 
 def stale_chart(run: RecordedRun) -> alt.TopLevelMixin:
@@ -199,12 +208,14 @@ def stale_chart(run: RecordedRun) -> alt.TopLevelMixin:
 
 # --- figures for the text --------------------------------------------------------------------
 
-def possible_by_coordinator(table: pd.DataFrame) -> dict[int, tuple[int, int]]:
-    """Per coordinator, over the reads where a stale answer is possible (R <= replicas that
-    missed the write): (stale reads, reads)."""
+def possible_by_holder(table: pd.DataFrame) -> dict[str, tuple[int, int]]:
+    """Over the reads where a stale answer is possible (R <= replicas that missed the write):
+    (stale reads, reads) through a coordinator that holds the new value ("holder") and
+    through one that missed it ("missed")."""
     possible = table[table["model_fresh_guaranteed"] == 0]
-    return {int(c): (int(g["stale_reads"].sum()), int(g["reads"].sum()))
-            for c, g in possible.groupby("coordinator")}
+    missed = possible.apply(lambda r: r["coordinator"] in MISSED[r["case"]], axis=1)
+    return {name: (int(part["stale_reads"].sum()), int(part["reads"].sum()))
+            for name, part in (("holder", possible[~missed]), ("missed", possible[missed]))}
 
 
 def possible_model_pct(table: pd.DataFrame) -> float:
@@ -241,8 +252,6 @@ def figures(run: RecordedRun) -> dict[str, str]:
         "operations": str(len(grid)),
         "operations_agreeing": str(int(grid["agrees"].sum())),
         "operations_refused": str(int((~grid["succeeded"]).sum())),
-        "refused_max_ms": f"{grid.loc[~grid['succeeded'], 'answer_ms'].max():.1f}",
-        "done_median_ms": f"{grid.loc[grid['succeeded'], 'answer_ms'].median():.1f}",
         "reads_per_case": str(int(table["reads"].iloc[0])),
         "reads_total": str(len(every)),
         "stale_total": str(len(stale_reads)),
@@ -258,20 +267,21 @@ def figures(run: RecordedRun) -> dict[str, str]:
         "one_local_pct": f"{100 * one_local / len(one):.0f}",
         "possible_model_pct": f"{possible_model_pct(table):.0f}",
     }
-    for coordinator, (stale_count, total) in possible_by_coordinator(table).items():
-        figures[f"possible_n{coordinator}_stale"] = str(stale_count)
-        figures[f"possible_n{coordinator}_reads"] = str(total)
-        figures[f"possible_n{coordinator}_pct"] = f"{100 * stale_count / total:.0f}"
+    for name, (stale_count, total) in possible_by_holder(table).items():
+        figures[f"possible_{name}_stale"] = str(stale_count)
+        figures[f"possible_{name}_reads"] = str(total)
+        figures[f"possible_{name}_pct"] = f"{100 * stale_count / total:.0f}"
+    for coordinator in (2, 3):  # row C at QUORUM: how often each asked nodes 2 and 3
+        row_c = [r for r in every if (r["case"], r["level"], r["coordinator"])
+                 == ("C", "QUORUM", coordinator)]
+        both_missed = [r for r in row_c if set(r["replicas"]) <= set(MISSED["C"])]
+        figures[f"c_quorum_n{coordinator}_asked_23"] = str(len(both_missed))
+        figures[f"c_quorum_n{coordinator}_asked_23_stale"] = str(
+            sum(r["value"] == OLD for r in both_missed))
     for item in table.to_dict("records"):
         key = f"{item['case'].lower()}_{item['read_level'].lower()}_n{item['coordinator']}"
         figures[f"{key}_stale"] = str(item["stale_reads"])
         figures[f"{key}_reads"] = str(item["reads"])
-    for (coordinator, level), found in replica_set_counts(run).items():
-        top, count = found.most_common(1)[0]
-        key = f"n{coordinator}_{level.lower()}"
-        figures[f"{key}_top_set"] = top
-        figures[f"{key}_top_count"] = str(count)
-        figures[f"{key}_reads"] = str(sum(found.values()))
     for item in table.drop_duplicates(["case", "read_level"]).to_dict("records"):
         key = f"{item['case'].lower()}_{item['read_level'].lower()}"
         figures[f"{key}_model_pct"] = f"{item['model_uniform_pct']:.0f}"
