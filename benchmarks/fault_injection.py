@@ -176,8 +176,8 @@ class Harness:
             after_s = self.rng.uniform(0.5, uncut_s)
             if on_vm:
                 self.ensure_vm()
-            phase, step, _ = self.run_lab(command, after_s, how,
-                                          logs / f"{name}-{number}.log")
+            phase, step, code = self.run_lab(command, after_s, how,
+                                             logs / f"{name}-{number}.log")
             if phase == "after the end":
                 self.log(f"{name}: the run ended before the kill at {after_s:.1f} s: not counted")
                 self.cli("clean", "--keep-vms", timeout_s=900)
@@ -189,6 +189,9 @@ class Harness:
             unfinished = list((self.base / "runs").glob("*/.staging-*"))
             if unfinished:
                 left["unfinished runs"] = len(unfinished)
+            if how in ("SIGINT", "SIGTERM", "SIGKILL") and code == 0:
+                # The lab ignored the signal and ran to the end (it may have recorded a run).
+                left["ran on after the signal"] = 1
             kill = Kill(name, how, after_s, phase, step, left, cleaned.returncode == 0)
             self.kills.append(kill)
             self.log(f"kill {len(self.kills)}: {name} {how} at {after_s:.1f} s ({phase}; "

@@ -142,6 +142,22 @@ def kill_at_step_then_clean(args: list[str], env: dict, step_line: str, leftover
     assert leftovers() == []
 
 
+def journal_and_container_leftovers(base: Path) -> list[str]:
+    """Live journal entries on this machine, and containers carrying the owner label, of a
+    local lab run whose state dir is base/state."""
+    import docker
+
+    from labs.infra.containers import OWNER_LABEL
+    from labs.infra.journal import Journal
+
+    found = [f"journal {e.kind} {e.id}" for e in
+             Journal("local", base / "state" / "journal-local.jsonl").live_entries()]
+    owner = owner_label(base / "state")
+    found += [f"container {c.name}" for c in docker.from_env().containers.list(
+        all=True, filters={"label": f"{OWNER_LABEL}={owner}"})]
+    return found
+
+
 def loops_over(folder: Path) -> list[str]:
     """`losetup -a` lines of loop devices over files in `folder`."""
     out = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout

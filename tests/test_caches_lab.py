@@ -10,20 +10,17 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import docker
 import pytest
 from conftest import (
+    journal_and_container_leftovers,
     kill_at_step_then_clean,
     local_lab_env,
     loops_over,
-    owner_label,
     run_cli,
     run_local_ci,
 )
 
 from labs.caches import tables
-from labs.infra.containers import OWNER_LABEL
-from labs.infra.journal import Journal
 from labs.records import list_runs
 
 pytestmark = pytest.mark.slow
@@ -31,13 +28,7 @@ pytestmark = pytest.mark.slow
 
 def leftovers(base: Path) -> list[str]:
     """Journal entries, containers and loop devices of this test's state dir."""
-    found = [f"journal {e.kind} {e.id}" for e in
-             Journal("local", base / "state" / "journal-local.jsonl").live_entries()]
-    owner = owner_label(base / "state")
-    found += [f"container {c.name}" for c in docker.from_env().containers.list(
-        all=True, filters={"label": f"{OWNER_LABEL}={owner}"})]
-    found += loops_over(base)
-    return found
+    return journal_and_container_leftovers(base) + loops_over(base)
 
 
 @pytest.fixture(scope="module")
