@@ -9,9 +9,10 @@ again and again and stops it after a random time drawn over that run's length: m
 SIGKILL, sometimes with SIGINT (what Ctrl-C sends) or SIGTERM, and for labs on a VM
 sometimes by killing the VM's QEMU process or its SSH sessions instead. After every kill it
 runs `python -m labs clean` and counts, from the systems' own view (labs/infra/leftovers.py),
-what is left on this machine and in the VM, and the unfinished runs in data/runs. The phase
-a kill landed in (set-up, measurement, teardown) comes from the lab's own step lines. The
-last run of each lab runs to the end and must record a valid run.
+what is left on this machine and in the VM, the unfinished runs in data/runs, and a lab
+that ran on to the end past its signal (it exited 0). The phase a kill landed in (set-up,
+measurement, teardown) comes from the lab's own step lines. The last run of each lab runs
+to the end and must record a valid run.
 
 Prints one line per kill, then totals per lab and phase. Exit code 1 if anything leaked.
 """
