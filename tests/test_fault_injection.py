@@ -1,6 +1,6 @@
 """The fault-injection harness (benchmarks/fault_injection.py), CI-sized, on real labs.
 
-Kills a few runs of the template lab and of the torn-pages lab on this machine and one of
+Kills a few runs of the template lab and one of the torn-pages lab on this machine and one of
 the write-mostly lab on the session's shared VM (SIGKILL, SIGINT, SIGTERM, and the VM's SSH
 sessions), runs `python -m labs clean` after each, and counts what is left from the
 systems' own view. The full run (200 kills and more) is the benchmark script itself.
@@ -26,14 +26,14 @@ def test_killed_local_labs_leave_nothing_after_clean(docker_engine, figures):
     base = Path(tempfile.mkdtemp(prefix="storage-labs-test-faults-", dir="/var/tmp"))
     harness = Harness(base, seed=20261122, log=lambda line: None)
     harness.lab("template", 3)
-    # Kills within the first two minutes (set-up and the first legs); the torn-pages lab's own
-    # test runs it to the end, and its Ctrl-C test interrupts it once more.
-    harness.lab("torn-pages", 2, window_s=120, final_run=False)
+    # One kill within the first two minutes (set-up or the first legs); the torn-pages lab's
+    # own test runs it to the end, and its Ctrl-C test interrupts it once more.
+    harness.lab("torn-pages", 1, window_s=120, final_run=False)
     assert harness.report() == 0, [k for k in harness.kills if k.leaked]
     kills = [k for k in harness.kills if k.how != "final run"]
     figures(f"fault injection (CI subset, local): {len(kills)} kills, phases "
             f"{sorted({k.phase for k in kills})}, 0 leaks")
-    assert len(kills) == 5
+    assert len(kills) == 4
     shutil.rmtree(base)  # its logs stay in /var/tmp only when an assertion above failed
 
 
