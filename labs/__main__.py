@@ -65,6 +65,9 @@ def _terminated(signum: int, frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminated)
+    # Ctrl-C (SIGINT) always unwinds the lab, even when it was started from a shell that
+    # ignores SIGINT for its background jobs (Python then leaves it ignored).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     # A Ctrl-C that lands in a finalizer is not lost: the next progress step raises it.
     sys.unraisablehook = keep_swallowed_interrupts
     try:

@@ -54,11 +54,15 @@ def test_other_errors_in_finalizers_are_printed_and_do_not_stop_the_lab(monkeypa
     assert "broken finalizer" in capsys.readouterr().err
 
 
-def test_the_command_line_installs_the_guard(monkeypatch, capsys):
+def test_the_command_line_installs_the_guard_and_honours_ctrl_c(monkeypatch, capsys):
     monkeypatch.setattr(sys, "unraisablehook", sys.__unraisablehook__)
-    sigterm_before = signal.getsignal(signal.SIGTERM)
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    # As in a background job of a shell script: SIGINT ignored on entry.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         assert main(["list"]) == 0
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     finally:
-        signal.signal(signal.SIGTERM, sigterm_before)  # main makes SIGTERM unwind like Ctrl-C
+        for sig, handler in before.items():
+            signal.signal(sig, handler)  # main makes SIGTERM unwind like Ctrl-C
     assert sys.unraisablehook is keep_swallowed_interrupts

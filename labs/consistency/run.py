@@ -131,10 +131,17 @@ def read(cluster: Cluster, coordinator: int, key: int, level: str) -> tuple[str,
         return outcome_of(error), None
 
 
-def must_write(cluster: Cluster, key: int, value: int, level: str, why: str) -> None:
-    outcome = write(cluster, 1, key, value, level)
-    if outcome != "done":
-        raise LabError(f"writing row {key} at {level} ({why}) failed: {outcome}")
+def must_write(cluster: Cluster, key: int, value: int, level: str, why: str,
+               attempts: int = 3) -> None:
+    """A write the experiment is built on. A timeout (a busy machine) is tried again: the
+    same value written twice is the same row; a refusal is not."""
+    for attempt in range(1, attempts + 1):
+        outcome = write(cluster, 1, key, value, level)
+        if outcome == "done":
+            return
+        if outcome not in ("WriteTimeout", "OperationTimedOut") or attempt == attempts:
+            raise LabError(f"writing row {key} at {level} ({why}) failed: {outcome}")
+        time.sleep(attempt)
 
 
 # --- part 1: availability, and the writes the stopped nodes miss ---------------------------
