@@ -20,7 +20,7 @@ from labs.caches.params import Parameters
 from labs.caches.rocks import RocksNode
 from labs.errors import UsageError
 from labs.infra import containers, images
-from labs.infra.facts import host_facts
+from labs.infra.facts import available_memory_mib, host_facts
 from labs.infra.hosts import Host
 from labs.infra.workspace import LabWorkspace
 from labs.progress import Progress
@@ -43,9 +43,7 @@ def choose_cql_image(engine: docker.DockerClient, p: Parameters) -> tuple[str, s
 
 
 def check_memory(host: Host, p: Parameters) -> None:
-    text = host.run(["awk", "/^MemAvailable:/ {print $2}", "/proc/meminfo"],
-                    timeout_s=60).stdout.strip()
-    available_mib = int(text) // 1024 if text.isdigit() else 0
+    available_mib = available_memory_mib(host)
     needed_mib = p.cql_memory_mib + p.rocks_memory_mib + 512
     if available_mib < needed_mib:
         raise UsageError(f"the caches lab needs about {needed_mib} MiB of free memory for its "

@@ -23,7 +23,7 @@ from labs.consistency.cluster import Cluster
 from labs.consistency.params import CASES, NEW, NODES, OLD, Parameters
 from labs.errors import LabError, UsageError
 from labs.infra import images
-from labs.infra.facts import host_facts
+from labs.infra.facts import available_memory_mib, host_facts
 from labs.infra.hosts import Host
 from labs.infra.workspace import LabWorkspace
 from labs.models import consistency as model
@@ -43,9 +43,7 @@ READERS = (1, 2, 3)
 
 
 def check_memory(host: Host, p: Parameters) -> None:
-    text = host.run(["awk", "/^MemAvailable:/ {print $2}", "/proc/meminfo"],
-                    timeout_s=60).stdout.strip()
-    available_mib = int(text) // 1024 if text.isdigit() else 0
+    available_mib = available_memory_mib(host)
     needed_mib = NODES * p.memory_mib + 512
     if available_mib < needed_mib:
         raise UsageError(f"the consistency lab needs about {needed_mib} MiB of free memory "

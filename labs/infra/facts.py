@@ -42,3 +42,10 @@ def host_facts(host: Host) -> dict[str, Any]:
                 "accel", "cpus", "memory_mib", "slow_iops", "slow_bps", "image_hash", "release")}
     facts["controller"] = local_host_facts()
     return facts
+
+
+def available_memory_mib(host: Host) -> int:
+    """The lab host's MemAvailable in MiB (0 when /proc/meminfo does not say)."""
+    text = host.run(["awk", "/^MemAvailable:/ {print $2}", "/proc/meminfo"],
+                    timeout_s=60).stdout.strip()
+    return int(text) // 1024 if text.isdigit() else 0
