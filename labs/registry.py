@@ -26,6 +26,7 @@ from labs.lab import LabParameters
 PACKAGES = (
     "labs.quorum",
     "labs.consistency",
+    "labs.quorum_commit",
     "labs.torn_pages",
     "labs.doublewrite",
     "labs.caches",

@@ -7,8 +7,8 @@ the journal lost track of would still be found: loop devices over files in the h
 work dir, mounts below it, containers carrying this state dir's owner label, processes
 carrying its command marker, and run folders left in the work dir. On a lab VM (a
 throw-away machine where everything of the kind is the labs') it also counts every md
-array, device-mapper device, configured DRBD resource, netem queueing discipline and
-PostgreSQL or MariaDB server process.
+array, device-mapper device, configured DRBD resource, netem queueing discipline, network
+namespace and PostgreSQL or MariaDB server process.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from labs.infra.hosts import Host
 from labs.infra.paths import command_marker
 
 SECTIONS = ("loop", "mount", "work_dir", "container", "process", "md", "dm", "drbd", "netem",
-            "server")
+            "netns", "server")
 
 
 def _script(host: Host, on_lab_vm: bool) -> str:
@@ -44,6 +44,8 @@ def _script(host: Host, on_lab_vm: bool) -> str:
             "dm": "dmsetup ls 2>/dev/null | grep -v -c 'No devices found' || true",
             "drbd": "grep -c -E '^ *[0-9]+: cs:' /proc/drbd 2>/dev/null || true",
             "netem": "tc qdisc show 2>/dev/null | grep -c netem || true",
+            # Network namespaces (the quorum-commit lab's copies; each holds its own netem).
+            "netns": "ip netns list 2>/dev/null | wc -l",
             # Database servers a lab started in the VM itself (the power-loss lab's).
             "server": "pgrep -c -x 'postgres|mariadbd' || true",
         })

@@ -40,7 +40,7 @@ from typing import Any
 from docker.models.containers import Container
 
 from labs.errors import LabError, UsageError
-from labs.infra import containers
+from labs.infra import containers, netns  # noqa: F401 - netns registers a teardown
 from labs.infra.devices import loop_devices_by_backing_file, md_members, mounted_at
 from labs.infra.guard import check_device
 from labs.infra.hosts import CommandResult, Host

@@ -430,3 +430,37 @@ def simulate_kth_ack(replicas: list[ReplicaLatency], k: int, samples: int,
     """Sampled k-th fastest acknowledgement times (to check kth_ack_cdf)."""
     times = np.column_stack([r.sample(rng, samples) for r in replicas])
     return np.sort(times, axis=1)[:, k - 1]
+
+
+# ----------------------------------------------------------------------------------------
+# Quorum commit (PostgreSQL's synchronous_standby_names, laid out like Aurora)
+# ----------------------------------------------------------------------------------------
+
+
+def lognormal_sigma(p50_ms: float, p99_ms: float) -> float:
+    """The spread of a lognormal time with this median and 99th percentile."""
+    if not 0 < p50_ms <= p99_ms:
+        raise UsageError(f"percentiles {p50_ms} <= {p99_ms} ms: not so")
+    return max(math.log(p99_ms / p50_ms) / 2.3263479, 0.01)
+
+
+def quorum_commit_ms(standby_rtts_ms: list[float], k: int, local_commit_ms: float,
+                     flush_p50_ms: float, flush_sigma: float, quantile: float = 0.5,
+                     first: bool = False) -> float:
+    """Commit latency under `ANY k` (or `FIRST k`: the first k standbys listed, all of them).
+
+    The commit costs what it costs on the primary alone (`local_commit_ms`), plus the wait
+    for standbys: the primary sends the commit's WAL once it is flushed, each standby writes
+    and flushes it (a lognormal time, median `flush_p50_ms`) and answers one round trip
+    after it was sent. The commit returns at the k-th answer.
+    """
+    if not 1 <= k <= len(standby_rtts_ms):
+        raise UsageError(f"k = {k}: between 1 and the {len(standby_rtts_ms)} standbys")
+    rtts = standby_rtts_ms[:k] if first else standby_rtts_ms
+    replicas = [ReplicaLatency(rtt, flush_p50_ms, flush_sigma) for rtt in rtts]
+    return local_commit_ms + kth_ack_quantile(replicas, k, quantile)
+
+
+def commits_go_on(standbys_up: int, k: int) -> bool:
+    """`ANY k` commits return while at least k standbys answer; otherwise they wait."""
+    return standbys_up >= k

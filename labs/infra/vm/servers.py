@@ -97,17 +97,18 @@ class Server:
     def table(self) -> str:
         return "acks" if self.name == "postgres" else "lab.acks"
 
-    def insert_loop(self, data: str) -> str:
+    def insert_loop(self, data: str, socket: str | None = None) -> str:
         """Commit rows 1, 2, 3, ... in one client session; print `ack N` after each commit.
 
         A shell loop writes the statements into the client's input: an INSERT (a commit of
         its own) and then a line that prints `ack N`, which the client reaches only after
         the commit returned. The client's output is line-buffered (stdbuf), so no
-        acknowledgement waits in a buffer when the power goes.
+        acknowledgement waits in a buffer when the power goes. `socket`: PostgreSQL's socket
+        folder, when it is not the data folder.
         """
         if self.name == "postgres":
             lines = "'INSERT INTO acks VALUES (%d);\\n\\\\echo ack %d\\n'"
-            client = (f"stdbuf -oL psql -h {shlex.quote(data)} -XAtq -v ON_ERROR_STOP=1")
+            client = f"stdbuf -oL psql -h {shlex.quote(socket or data)} -XAtq -v ON_ERROR_STOP=1"
         else:
             lines = "'INSERT INTO lab.acks VALUES (%d);\\nSELECT \"ack %d\";\\n'"
             client = (f"stdbuf -oL mariadb --socket={shlex.quote(data + '/server.sock')} "

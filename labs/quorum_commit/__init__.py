@@ -1,0 +1,19 @@
+"""Quorum-commit lab: PostgreSQL's quorum commit laid out like Aurora, six copies over zones.
+
+params.py   the parameters, the layout of copies over zones, the points of the sweep
+copies.py   the six PostgreSQL servers in a lab VM, each standby in its own network
+            namespace with its own netem delay; losing copies and getting them back
+run.py      the lab: commit latency for ANY k and FIRST k beside the model's k-th
+            acknowledgement, then a zone lost, then one more copy
+page.py     the book page: the charts and tables beside the model (labs/models/quorum.py)
+"""
+
+from labs.quorum_commit.params import Parameters
+
+NAME = "quorum-commit"
+DESCRIPTION = ("quorum-commit: six PostgreSQL copies over three zones in a lab VM; commit "
+               "latency under ANY k, and what a lost zone (and one more copy) does")
+BOOK_PAGE = "book/quorum/quorum-commit.md"
+NEEDS = "a lab VM (`python -m labs vm up`); about 1 GiB of its memory; minutes"
+
+__all__ = ["BOOK_PAGE", "DESCRIPTION", "NAME", "NEEDS", "Parameters"]

@@ -1,0 +1,342 @@
+"""Run the quorum-commit lab in a lab VM: six PostgreSQL copies over zones, like Aurora's.
+
+1. The copies: a primary and five standbys (pg_basebackup), each standby in a network
+   namespace of its own with netem on its link (labs/quorum_commit/copies.py).
+2. The flush: fio times an 8 KiB write and its fdatasync on the data file system, what a
+   standby does before it answers (an input of the model).
+3. The sweep, for each layout (every other zone at the cross-zone delay; then one zone
+   slow): the round trip to each standby (ping), then pgbench commits for a few seconds at
+   each point: no standby waited for (the local commit), ANY 1..5, FIRST k, remote_apply and
+   several clients; beside each, the model's k-th acknowledgement (labs/models/quorum.py).
+4. The drill, under ANY k: a client commits numbered rows and the controller writes down
+   each acknowledgement; a whole zone is killed, then one more copy; the primary's view of
+   the waiting commit and the rows each survivor holds are counted; the copies come back.
+
+Everything the lab makes is journaled in a LabWorkspace: `clean` removes it after a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+
+from labs.errors import LabError, UsageError
+from labs.infra import netns
+from labs.infra.acks import AckStream
+from labs.infra.facts import available_memory_mib, host_facts
+from labs.infra.hosts import Host
+from labs.infra.vm import machine
+from labs.infra.vm.servers import PG_BIN, SERVERS
+from labs.infra.workspace import LabWorkspace
+from labs.models import quorum as model
+from labs.progress import Progress
+from labs.quorum_commit.copies import Copies
+from labs.quorum_commit.params import LAYOUTS, STANDBYS, Parameters, points
+from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
+from labs.tools import fio, netem, pgbench
+
+NEEDED = ("psql", "pgbench", "pg_basebackup", "ping", "tc", "ip", "fio", "runuser", "stdbuf")
+MEMORY_PER_COPY_MIB = 96
+SCRIPT = "INSERT INTO commits (client) VALUES (:client_id);"
+
+
+def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
+    p = params
+    machine.require_lab_vm(host, p.LAB, NEEDED)
+    needed_mib = (STANDBYS + 1) * MEMORY_PER_COPY_MIB + 256
+    if available_memory_mib(host) < needed_mib:
+        raise UsageError(f"host {host.name} has {available_memory_mib(host)} MiB available; "
+                         f"six copies need about {needed_mib} MiB")
+    disk = p.data_disk or (host.lab_devices[0] if host.lab_devices else None)
+    if not disk:
+        raise UsageError(f"host {host.name} has no lab disk for the data")
+    progress.expect(5 + len(LAYOUTS) * (1 + len(points(p))) + 7)
+    run_id = new_run_id(host.name)
+    started = time.monotonic()
+    recorder = RunRecorder(p.LAB, p.as_record(), seed=p.seed, run_id=run_id,
+                           lab_host=host.name, host=host_facts(host))
+    with recorder as rec, LabWorkspace(host, lab=p.LAB, run_id=run_id,
+                                       on_command=rec.add_command) as ws:
+        rec.add_command(p.command_line())
+        progress.step(f"an ext4 file system on {disk}, for the six copies")
+        ws.make_filesystem(disk, "ext4", label="quorum")
+        point = ws.mount(disk, "data")
+        for tool, command in (("postgres", f"{PG_BIN}/postgres --version"),
+                              ("pgbench", "pgbench --version"), ("fio", "fio --version")):
+            rec.add_tool_version(tool, host.sudo(command, timeout_s=60).stdout.strip())
+        progress.step("a primary and five standbys (pg_basebackup), each standby in a "
+                      "network namespace of its own")
+        copies = Copies(ws, point, secrets.token_hex(2))
+        for part, seconds in copies.create().items():
+            rec.add_result(config="copies", workload="set-up", metric=f"{part}_s",
+                           value=round(seconds, 1), unit="s")
+        copies.psql(copies.primary, "CREATE TABLE commits (client int, "
+                                    "at timestamptz DEFAULT clock_timestamp())")
+        progress.step("the flush a standby makes before it answers (fio: 8 KiB, fdatasync)")
+        flush = measure_flush(ws, rec, point, p)
+        progress.detail(f"flush p50 {flush['p50_ms']:.2f} ms, p99 {flush['p99_ms']:.2f} ms")
+        for layout in LAYOUTS:
+            sweep(copies, rec, p, progress, layout, flush)
+        drill(copies, rec, p, progress)
+        rec.add_result(config="lab", workload="all", metric="wall_time",
+                       value=round(time.monotonic() - started, 1), unit="s")
+        progress.step("stopping the six servers, removing the namespaces and the file "
+                      "system; writing the run")
+    return load_run(recorder.final_path)
+
+
+# --- the model's inputs ----------------------------------------------------------------------
+
+def measure_flush(ws: LabWorkspace, rec: RunRecorder, point: str, p: Parameters) -> dict:
+    """One 8 KiB WAL-sized write and its fdatasync, again and again, on the copies' disk."""
+    job = fio.FioJob(name="flush", filename=f"{point}/flush.fio", rw="write", bs="8k",
+                     direct=False, ioengine="psync", size="16M",
+                     runtime_s=max(2, min(p.point_s, 5)), options={"fdatasync": 1})
+    # Safe: fio writes one file of its own on the lab's file system.
+    text = ws.host.sudo(fio.fio_command([job], output_format="json"), timeout_s=300).stdout
+    ws.host.sudo(["rm", "-f", "--", job.filename], timeout_s=60)
+    rec.add_raw("fio/flush.json", text)
+    document = fio.load_fio_json(text, source="fio flush")
+    row = fio.fio_rows(document, source="fio flush")[0]
+    sync = fio.sync_latencies(document, source="fio flush")
+    p50_ms = (row["clat_p50_us"] + sync["sync_p50_us"]) / 1000
+    p99_ms = (row["clat_p99_us"] + sync["sync_p99_us"]) / 1000
+    for metric, value in (("p50_ms", p50_ms), ("p99_ms", p99_ms)):
+        rec.add_result(config="flush", workload="fio 8k write+fdatasync", metric=metric,
+                       value=round(value, 3), unit="ms")
+    return {"p50_ms": p50_ms, "p99_ms": p99_ms,
+            "sigma": model.lognormal_sigma(p50_ms, max(p99_ms, p50_ms))}
+
+
+def measure_rtts(copies: Copies, rec: RunRecorder, p: Parameters, layout: str,
+                 added: dict[int, float]) -> dict[int, float]:
+    """Ping each standby from the primary's side of its link; the median round trip, ms."""
+    rtts = {}
+    for standby in copies.standbys:
+        text = copies.ws.host.sudo(netem.ping_command(netns.inside_address(standby.number),
+                                                      count=p.pings, interval_s=0.05),
+                                   timeout_s=120).stdout
+        rec.add_raw(f"ping/{layout}-{standby.name}.txt", text)
+        summary = netem.rtt_summary(netem.parse_ping(text, source=f"ping {standby.name}"))
+        rtts[standby.number] = summary.p50_ms
+        for metric, value in (("rtt_p50_ms", summary.p50_ms), ("rtt_p99_ms", summary.p99_ms)):
+            rec.add_result(config=layout, workload="ping", metric=metric,
+                           value=round(value, 3), unit="ms", standby=standby.name,
+                           zone=p.zone_of(standby.number),
+                           added_rtt_ms=added[standby.number])
+    return rtts
+
+
+# --- the sweep ---------------------------------------------------------------------------
+
+def sweep(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress, layout: str,
+          flush: dict) -> None:
+    progress.step(f"{layout}: netem on each standby's link; the round trips, measured")
+    added = copies.set_layout(p, layout)
+    rec.add_raw(f"netem/{layout}.txt", copies.netem_shown())
+    rtts = measure_rtts(copies, rec, p, layout, added)
+    progress.detail("round trips (ms): " + ", ".join(
+        f"s{n} {rtt:.1f}" for n, rtt in sorted(rtts.items())))
+    host, primary = copies.ws.host, copies.primary
+    logs = f"{copies.point}/pgbench"
+    host.sudo(f"install -d -o postgres -g postgres {logs} && printf '%s\\n' {SCRIPT!r} > "
+              f"{logs}/commit.sql && chmod 644 {logs}/commit.sql", timeout_s=60)
+    local: dict[str, float] = {}
+    for point in points(p):
+        progress.step(f"{layout}: {point.label}, {point.clients} client(s), {p.point_s} s")
+        copies.set_sync(point.standby_names())
+        prefix = f"{logs}/{layout}-{point.slug}"
+        command = pgbench.run_command(point.clients, point.clients, p.point_s,
+                                      log_prefix=prefix,
+                                      extra=["-h", primary.socket, "-f", f"{logs}/commit.sql"])
+        options = f"-c synchronous_commit={point.synchronous_commit}"
+        # One command: pgbench, then each of its -l files (one per thread), then none left.
+        out = host.sudo(f"cd {logs} && PGOPTIONS={options!r} runuser -u postgres -- "
+                        + " ".join(command) + f" && for f in $(ls | grep -F -- "
+                        f"'{layout}-{point.slug}.'); do echo \"==> $f\"; cat \"$f\"; "
+                        "rm -f \"$f\"; done", timeout_s=p.point_s + 300).stdout
+        summary, _, texts = out.partition("==> ")
+        rec.add_raw(f"pgbench/{layout}-{point.slug}.txt", summary)
+        texts = "==> " + texts
+        files = [part.split("\n", 1) for part in texts.split("==> ")[1:]]
+        log = pgbench.parse_log_texts([(name.strip(), body) for name, body in files])
+        measured = {"p50_ms": log.percentile_ms(50), "p99_ms": log.percentile_ms(99),
+                    "mean_ms": float(log.latencies_us.mean()) / 1000}
+        if point.method == "none" and point.clients == 1:
+            local = measured
+        dims = {"layout": layout, "method": point.method, "k": point.k,
+                "clients": point.clients, "synchronous_commit": point.synchronous_commit}
+        for metric, value in (("latency_p50_ms", measured["p50_ms"]),
+                              ("latency_p99_ms", measured["p99_ms"]),
+                              ("latency_mean_ms", measured["mean_ms"])):
+            rec.add_result(config=layout, workload=point.label, metric=metric,
+                           value=round(value, 3), unit="ms", **dims)
+        rec.add_result(config=layout, workload=point.label, metric="commits",
+                       value=len(log.latencies_us), unit="count", **dims)
+        rec.add_result(config=layout, workload=point.label, metric="failed",
+                       value=log.failed, unit="count", **dims)
+        if point.k and local:
+            order = [rtts[n] for n in sorted(rtts)]
+            for quantile, metric in ((0.5, "model_p50_ms"), (0.99, "model_p99_ms")):
+                rec.add_result(config=layout, workload=point.label, metric=metric,
+                               value=round(model.quorum_commit_ms(
+                                   order, point.k, local["p50_ms"], flush["p50_ms"],
+                                   flush["sigma"], quantile, first=point.method == "FIRST"),
+                                   3), unit="ms", **dims)
+        progress.detail(f"p50 {measured['p50_ms']:.1f} ms, p99 {measured['p99_ms']:.1f} ms, "
+                        f"{len(log.latencies_us)} commits")
+
+
+# --- the drill -------------------------------------------------------------------------------
+
+def lsn(text: str) -> int:
+    """A WAL position 'X/Y' as a byte number."""
+    high, _, low = text.partition("/")
+    try:
+        return (int(high, 16) << 32) + int(low, 16)
+    except ValueError:
+        raise LabError(f"not a WAL position: {text!r}") from None
+
+
+def drill(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress) -> None:
+    k, lost, extra = p.quorum, p.lost_zone(), p.one_more()
+    host, primary = copies.ws.host, copies.primary
+    progress.step(f"drill: ANY {k}, every other zone at {p.cross_zone_ms:g} ms; a client "
+                  "commits numbered rows")
+    copies.set_layout(p, "even")
+    names = f"ANY {k} ({', '.join(s.name for s in copies.standbys)})"
+    copies.set_sync(names)
+    copies.psql(primary, SERVERS["postgres"].create_table_sql())
+    writer = AckStream(SERVERS["postgres"].insert_loop(primary.data, socket=primary.socket))
+    began = time.monotonic()
+    writer.start(host, began)
+    events: dict[str, float] = {}
+
+    def now() -> float:
+        return time.monotonic() - began
+
+    def phase(name: str, standbys_up: int) -> None:
+        events[f"{name} starts"] = now()
+        rec.add_result(config="drill", workload=name, metric="model_commits_go_on",
+                       value=int(model.commits_go_on(standbys_up, k)), unit="count",
+                       standbys_up=standbys_up, k=k)
+
+    deadline = time.monotonic() + 120
+    while not writer.acks:
+        if time.monotonic() > deadline or not writer.thread.is_alive():
+            why = writer.ended or "no answer within 120 s"
+            raise LabError(f"the drill's client committed nothing ({why})")
+        time.sleep(0.1)
+    phase("all up", STANDBYS)
+    time.sleep(p.phase_s)
+    zone = ", ".join(f"s{n}" for n in lost)
+    progress.step(f"drill: zone {p.zones} lost ({zone} killed at once)")
+    copies.kill(lost)
+    phase("zone lost", STANDBYS - len(lost))
+    time.sleep(p.phase_s)
+    progress.step(f"drill: one more copy lost (s{extra} killed)")
+    copies.kill([extra])
+    phase("zone + 1 lost", STANDBYS - len(lost) - 1)
+    time.sleep(p.phase_s)
+    progress.step("drill: the waiting commit, and the rows each survivor holds")
+    count_survivors(copies, rec, writer, [n for n in range(1, STANDBYS + 1)
+                                          if n not in lost and n != extra])
+    progress.step(f"drill: the {len(lost) + 1} lost copies come back")
+    target = lsn(copies.psql(primary, "SELECT pg_current_wal_lsn()"))
+    acked_before = writer.acked
+    phase("back", STANDBYS)
+    copies.restart([*lost, extra])
+    events["restarted"] = now()
+    events["resumed"] = wait_for(lambda: writer.acked > acked_before, "commits to resume",
+                                 began, timeout_s=600)
+    events["caught up"] = wait_for(
+        lambda: all(row["state"] == "streaming" and lsn(row["replay_lsn"]) >= target
+                    for row in copies.replication().values())
+        and len(copies.replication()) == STANDBYS, "every standby to catch up", began, 600)
+    time.sleep(p.phase_s)
+    events["end"] = now()
+    # Safe: only this run's client (its psql, on this run's socket; not any other psql).
+    # (psql is Debian's wrapper, which runs the real one: the pattern matches both.)
+    host.sudo(f"pkill -KILL -f -- '[p]sql -h {primary.socket} -XAtq -v ON_ERROR_STOP=1$'",
+              timeout_s=60, check=False)
+    writer.thread.join(timeout=60)
+    target = lsn(copies.psql(primary, "SELECT pg_current_wal_lsn()"))
+    wait_for(lambda: all(lsn(row["replay_lsn"]) >= target
+                         for row in copies.replication().values()),
+             "every standby to replay the last commit", began, 600)
+    record_drill(rec, writer, events, copies)
+
+
+def wait_for(ready, what: str, began: float, timeout_s: float) -> float:
+    deadline = time.monotonic() + timeout_s
+    while not ready():
+        if time.monotonic() > deadline:
+            raise LabError(f"drill: waited {timeout_s:.0f} s for {what}")
+        time.sleep(0.2)
+    return time.monotonic() - began
+
+
+def count_survivors(copies: Copies, rec: RunRecorder, writer: AckStream,
+                    survivors: list[int]) -> None:
+    """While the commit waits: what the primary shows, and which acknowledged rows each
+    surviving standby holds (the one with the newest WAL should hold them all)."""
+    primary = copies.primary
+    waiting = copies.psql(primary, "SELECT count(*), coalesce(round(max(extract(epoch FROM "
+                                   "now() - query_start))::numeric, 2), 0) FROM "
+                                   "pg_stat_activity WHERE wait_event = 'SyncRep'")
+    waiters, waited_s = waiting.split("|")
+    acked = writer.acked
+    dims = {"acknowledged": acked}
+    rec.add_result(config="drill", workload="zone + 1 lost", metric="syncrep_waiters",
+                   value=int(waiters), unit="count", **dims)
+    rec.add_result(config="drill", workload="zone + 1 lost", metric="syncrep_wait_s",
+                   value=float(waited_s), unit="s", **dims)
+    rec.add_result(config="drill", workload="zone + 1 lost", metric="primary_rows",
+                   value=int(copies.psql(primary, "SELECT count(*) FROM acks")), unit="count",
+                   **dims)
+    holds, replays = {}, {}
+    for number in survivors:
+        copy = copies.copies[number]
+        replay, found, rows = copies.psql(copy, f"SELECT pg_last_wal_replay_lsn(), count(*) "
+                                                f"FILTER (WHERE id <= {acked}), count(*) "
+                                                "FROM acks").split("|")
+        holds[number] = int(found)
+        rec.add_result(config="drill", workload="zone + 1 lost", metric="acknowledged_found",
+                       value=int(found), unit="count", standby=copy.name, replay_lsn=replay,
+                       **dims)
+        rec.add_result(config="drill", workload="zone + 1 lost", metric="rows_found",
+                       value=int(rows), unit="count", standby=copy.name, **dims)
+        replays[number] = lsn(replay)
+    newest = max(replays, key=replays.get)
+    rec.add_result(config="drill", workload="zone + 1 lost",
+                   metric="newest_survivor_acknowledged_found", value=holds[newest],
+                   unit="count", standby=f"s{newest}", **dims)
+
+
+def record_drill(rec: RunRecorder, writer: AckStream, events: dict[str, float],
+                 copies: Copies) -> None:
+    rec.add_raw("drill/acks.csv", "id,seconds\n" + "".join(
+        f"{n},{t:.4f}\n" for n, t in writer.acks))
+    rec.add_raw("drill/events.json", json.dumps(events, indent=2) + "\n")
+    marks = sorted((t, name) for name, t in events.items() if name.endswith("starts"))
+    for index, (start, name) in enumerate(marks):
+        end = marks[index + 1][0] if index + 1 < len(marks) else events["end"]
+        acked = sum(start <= t < end for _, t in writer.acks)
+        phase = name.removesuffix(" starts")
+        rec.add_result(config="drill", workload=phase, metric="commits_acknowledged",
+                       value=acked, unit="count", seconds=round(end - start, 2))
+        rec.add_result(config="drill", workload=phase, metric="commits_per_s",
+                       value=round(acked / max(end - start, 1e-9), 2), unit="tps")
+    back = events["back starts"]
+    rec.add_result(config="drill", workload="back", metric="resumed_after_s",
+                   value=round(events["resumed"] - back, 2), unit="s")
+    rec.add_result(config="drill", workload="back", metric="caught_up_after_s",
+                   value=round(events["caught up"] - back, 2), unit="s")
+    rec.add_result(config="drill", workload="back", metric="restarted_after_s",
+                   value=round(events["restarted"] - back, 2), unit="s")
+    acked = writer.acked
+    for copy in copies.copies:
+        found = int(copies.psql(copy, f"SELECT count(*) FROM acks WHERE id <= {acked}"))
+        rec.add_result(config="drill", workload="end", metric="acknowledged_found",
+                       value=found, unit="count", standby=copy.name, acknowledged=acked)
