@@ -159,6 +159,7 @@ def sweep(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress, l
         summary, _, texts = out.partition("==> ")
         rec.add_raw(f"pgbench/{layout}-{point.slug}.txt", summary)
         texts = "==> " + texts
+        rec.add_raw(f"pgbench/{layout}-{point.slug}.log", texts)
         files = [part.split("\n", 1) for part in texts.split("==> ")[1:]]
         log = pgbench.parse_log_texts([(name.strip(), body) for name, body in files])
         measured = {"p50_ms": log.percentile_ms(50), "p99_ms": log.percentile_ms(99),
