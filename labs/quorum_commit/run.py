@@ -32,7 +32,7 @@ from labs.infra.workspace import LabWorkspace
 from labs.models import quorum as model
 from labs.progress import Progress
 from labs.quorum_commit.copies import Copies
-from labs.quorum_commit.params import LAYOUTS, STANDBYS, Parameters, points
+from labs.quorum_commit.params import LAYOUTS, STANDBYS, Parameters, Point, points
 from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
 from labs.tools import fio, netem, pgbench
 
@@ -76,8 +76,7 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
         progress.step("the flush a standby makes before it answers (fio: 8 KiB, fdatasync)")
         flush = measure_flush(ws, rec, point, p)
         progress.detail(f"flush p50 {flush['p50_ms']:.2f} ms, p99 {flush['p99_ms']:.2f} ms")
-        for layout in LAYOUTS:
-            sweep(copies, rec, p, progress, layout, flush)
+        sweep(copies, rec, p, progress, flush)
         drill(copies, rec, p, progress)
         rec.add_result(config="lab", workload="all", metric="wall_time",
                        value=round(time.monotonic() - started, 1), unit="s")
@@ -130,63 +129,83 @@ def measure_rtts(copies: Copies, rec: RunRecorder, p: Parameters, layout: str,
 
 # --- the sweep ---------------------------------------------------------------------------
 
-def sweep(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress, layout: str,
+def sweep(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress,
           flush: dict) -> None:
-    progress.step(f"{layout}: netem on each standby's link; the round trips, measured")
-    added = copies.set_layout(p, layout)
-    rec.add_raw(f"netem/{layout}.txt", copies.netem_shown())
-    rtts = measure_rtts(copies, rec, p, layout, added)
-    progress.detail("round trips (ms): " + ", ".join(
-        f"s{n} {rtt:.1f}" for n, rtt in sorted(rtts.items())))
-    host, primary = copies.ws.host, copies.primary
+    """The round trips of each layout, then each point in each layout in turn: the layouts
+    are measured side by side, so a drift of the VM over the run cannot pass for theirs."""
+    rtts: dict[str, dict[int, float]] = {}
+    for layout in LAYOUTS:
+        progress.step(f"{layout}: netem on each standby's link; the round trips, measured")
+        added = copies.set_layout(p, layout)
+        rec.add_raw(f"netem/{layout}.txt", copies.netem_shown())
+        rtts[layout] = measure_rtts(copies, rec, p, layout, added)
+        progress.detail("round trips (ms): " + ", ".join(
+            f"s{n} {rtt:.1f}" for n, rtt in sorted(rtts[layout].items())))
     logs = f"{copies.point}/pgbench"
-    host.sudo(f"install -d -o postgres -g postgres {logs} && printf '%s\\n' {SCRIPT!r} > "
-              f"{logs}/commit.sql && chmod 644 {logs}/commit.sql", timeout_s=60)
-    local: dict[str, float] = {}
+    copies.ws.host.sudo(f"install -d -o postgres -g postgres {logs} && printf '%s\\n' "
+                        f"{SCRIPT!r} > {logs}/commit.sql && chmod 644 {logs}/commit.sql",
+                        timeout_s=60)
+    local: dict[str, dict[str, float]] = {}  # per layout: the primary alone (no standby)
     for point in points(p):
-        progress.step(f"{layout}: {point.label}, {point.clients} client(s), {p.point_s} s")
         copies.set_sync(point.standby_names())
-        prefix = f"{logs}/{layout}-{point.slug}"
-        command = pgbench.run_command(point.clients, point.clients, p.point_s,
-                                      log_prefix=prefix,
-                                      extra=["-h", primary.socket, "-f", f"{logs}/commit.sql"])
-        options = f"-c synchronous_commit={point.synchronous_commit}"
-        # One command: pgbench, then each of its -l files (one per thread), then none left.
-        out = host.sudo(f"cd {logs} && PGOPTIONS={options!r} runuser -u postgres -- "
-                        + " ".join(command) + f" && for f in $(ls | grep -F -- "
-                        f"'{layout}-{point.slug}.'); do echo \"==> $f\"; cat \"$f\"; "
-                        "rm -f \"$f\"; done", timeout_s=p.point_s + 300).stdout
-        summary, _, texts = out.partition("==> ")
-        rec.add_raw(f"pgbench/{layout}-{point.slug}.txt", summary)
-        texts = "==> " + texts
-        rec.add_raw(f"pgbench/{layout}-{point.slug}.log", texts)
-        files = [part.split("\n", 1) for part in texts.split("==> ")[1:]]
-        log = pgbench.parse_log_texts([(name.strip(), body) for name, body in files])
-        measured = {"p50_ms": log.percentile_ms(50), "p99_ms": log.percentile_ms(99),
-                    "mean_ms": float(log.latencies_us.mean()) / 1000}
-        if point.method == "none" and point.clients == 1:
-            local = measured
-        dims = {"layout": layout, "method": point.method, "k": point.k,
-                "clients": point.clients, "synchronous_commit": point.synchronous_commit}
-        for metric, value in (("latency_p50_ms", measured["p50_ms"]),
-                              ("latency_p99_ms", measured["p99_ms"]),
-                              ("latency_mean_ms", measured["mean_ms"])):
-            rec.add_result(config=layout, workload=point.label, metric=metric,
-                           value=round(value, 3), unit="ms", **dims)
-        rec.add_result(config=layout, workload=point.label, metric="commits",
-                       value=len(log.latencies_us), unit="count", **dims)
-        rec.add_result(config=layout, workload=point.label, metric="failed",
-                       value=log.failed, unit="count", **dims)
-        if point.k and local:
-            order = [rtts[n] for n in sorted(rtts)]
-            for quantile, metric in ((0.5, "model_p50_ms"), (0.99, "model_p99_ms")):
-                rec.add_result(config=layout, workload=point.label, metric=metric,
-                               value=round(model.quorum_commit_ms(
-                                   order, point.k, local["p50_ms"], flush["p50_ms"],
-                                   flush["sigma"], quantile, first=point.method == "FIRST"),
-                                   3), unit="ms", **dims)
-        progress.detail(f"p50 {measured['p50_ms']:.1f} ms, p99 {measured['p99_ms']:.1f} ms, "
-                        f"{len(log.latencies_us)} commits")
+        for layout in LAYOUTS:
+            progress.step(f"{point.label}, {point.clients} client(s), {layout}: {p.point_s} s")
+            copies.set_layout(p, layout)
+            measured = commit_point(copies, rec, p, logs, layout, point)
+            progress.detail(f"p50 {measured['p50_ms']:.1f} ms, p99 {measured['p99_ms']:.1f} "
+                            f"ms, {measured['commits']:.0f} commits")
+            if point.method == "none":
+                local[layout] = measured
+            elif layout in local:
+                order = [rtts[layout][n] for n in sorted(rtts[layout])]
+                for quantile, metric in ((0.5, "model_p50_ms"), (0.99, "model_p99_ms")):
+                    rec.add_result(config=layout, workload=point.label, metric=metric,
+                                   value=round(model.quorum_commit_ms(
+                                       order, point.k, local[layout]["p50_ms"],
+                                       flush["p50_ms"], flush["sigma"], quantile,
+                                       first=point.method == "FIRST"), 3),
+                                   unit="ms", **point_dims(layout, point))
+
+
+def point_dims(layout: str, point: Point) -> dict:
+    return {"layout": layout, "method": point.method, "k": point.k, "clients": point.clients,
+            "synchronous_commit": point.synchronous_commit}
+
+
+def commit_point(copies: Copies, rec: RunRecorder, p: Parameters, logs: str, layout: str,
+                 point: Point) -> dict[str, float]:
+    """pgbench's clients commit for point_s seconds; every commit's latency from its log."""
+    host = copies.ws.host
+    name = f"{layout}-{point.slug}"
+    command = pgbench.run_command(point.clients, point.clients, p.point_s,
+                                  log_prefix=f"{logs}/{name}",
+                                  extra=["-h", copies.primary.socket, "-f",
+                                         f"{logs}/commit.sql"])
+    options = f"-c synchronous_commit={point.synchronous_commit}"
+    # One command: pgbench, then each of its -l files (one per thread), then none left.
+    out = host.sudo(f"cd {logs} && PGOPTIONS={options!r} runuser -u postgres -- "
+                    + " ".join(command) + f" && for f in $(ls | grep -F -- '{name}.'); do "
+                    "echo \"==> $f\"; cat \"$f\"; rm -f \"$f\"; done",
+                    timeout_s=p.point_s + 300).stdout
+    summary, _, texts = out.partition("==> ")
+    rec.add_raw(f"pgbench/{name}.txt", summary)
+    rec.add_raw(f"pgbench/{name}.log", "==> " + texts)
+    files = [part.split("\n", 1) for part in texts.split("==> ")] if texts else []
+    log = pgbench.parse_log_texts([(title.strip(), body) for title, body in files])
+    measured = {"p50_ms": log.percentile_ms(50), "p99_ms": log.percentile_ms(99),
+                "mean_ms": float(log.latencies_us.mean()) / 1000}
+    dims = point_dims(layout, point)
+    for metric, value in (("latency_p50_ms", measured["p50_ms"]),
+                          ("latency_p99_ms", measured["p99_ms"]),
+                          ("latency_mean_ms", measured["mean_ms"])):
+        rec.add_result(config=layout, workload=point.label, metric=metric,
+                       value=round(value, 3), unit="ms", **dims)
+    rec.add_result(config=layout, workload=point.label, metric="commits",
+                   value=len(log.latencies_us), unit="count", **dims)
+    rec.add_result(config=layout, workload=point.label, metric="failed", value=log.failed,
+                   unit="count", **dims)
+    measured["commits"] = float(len(log.latencies_us))
+    return measured
 
 
 # --- the drill -------------------------------------------------------------------------------
