@@ -465,13 +465,23 @@ def labs_with_runs(root: Path | None = None) -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
+def _commands_shown(commands: list[str], shown: int = 3) -> str:
+    """The run's first commands (the lab's own command line first), and how many more
+    run.json lists: a lab that records every command on its host records hundreds."""
+    if not commands:
+        return "-"
+    more = len(commands) - shown
+    return "; ".join(commands[:shown]) + (f"; and {more} more, listed in run.json" if more > 0
+                                          else "")
+
+
 def run_summary(run: RecordedRun) -> pd.DataFrame:
     """Provenance of a run as a two-column table for a book page."""
     meta = run.meta
     host = meta["host"]
     rows = [
         ("run", f"{meta['lab']}/{meta['run_id']}"),
-        ("command", "; ".join(meta["commands"]) or "-"),
+        ("command", _commands_shown(meta["commands"])),
         ("seed", "-" if meta["seed"] is None else str(meta["seed"])),
         ("host", f"{host.get('name', '?')}, kernel {host.get('kernel', '?')}, "
                  f"{host.get('cpu_count', '?')} CPUs"

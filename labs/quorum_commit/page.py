@@ -40,10 +40,14 @@ def sweep(run: RecordedRun) -> pd.DataFrame:
         / table["latency_p50_ms"]
     table["error_p99_pct"] = 100 * (table["model_p99_ms"] - table["latency_p99_ms"]) \
         / table["latency_p99_ms"]
-    order = {layout: index for index, layout in enumerate(LAYOUTS)}
-    return table.sort_values(["layout", "method", "k", "clients"],
-                             key=lambda c: c.map(order) if c.name == "layout" else c
-                             ).reset_index(drop=True)
+    # The sweep's own order: the primary alone, ANY 1..5, FIRST k, remote_apply, clients.
+    table["order"] = table.apply(lambda r: (
+        0 if r["method"] == "none" else 2 if r["method"] == "FIRST"
+        else 3 if r["synchronous_commit"] != "on" else 4 if r["clients"] > 1 else 1,
+        r["k"]), axis=1)
+    table["layout_order"] = table["layout"].map(LAYOUTS.index)
+    return table.sort_values(["layout_order", "order"]).drop(
+        columns=["order", "layout_order"]).reset_index(drop=True)
 
 
 def any_k(run: RecordedRun) -> pd.DataFrame:
@@ -65,6 +69,39 @@ def rtts(run: RecordedRun) -> pd.DataFrame:
     table["zone"] = table["zone"].astype(int)
     table["base_ms"] = table["rtt_p50_ms"] - table["added_rtt_ms"]
     return table
+
+
+def rtt_table(run: RecordedRun) -> pd.DataFrame:
+    """The round trips as the page shows them: one row per standby, a column per layout."""
+    table = rtts(run)
+    rows = []
+    for (standby, zone), mine in table.groupby(["standby", "zone"]):
+        item = {"standby": standby, "zone": int(zone)}
+        for row in mine.sort_values("layout", key=lambda c: c.map(LAYOUTS.index)).itertuples():
+            item[f"{row.layout}: added (ms)"] = f"{row.added_rtt_ms:g}"
+            item[f"{row.layout}: measured (ms)"] = f"{row.rtt_p50_ms:.1f}"
+        rows.append(item)
+    return pd.DataFrame(rows)
+
+
+def sweep_table(run: RecordedRun) -> pd.DataFrame:
+    """Every point of the sweep as the page shows it."""
+    rows = []
+    for row in sweep(run).to_dict("records"):
+        modelled = pd.notna(row.get("model_p50_ms"))
+
+        def shown(column: str, form: str, row=row, modelled=modelled) -> str:
+            return format(row[column], form) if modelled or "latency" in column else ""
+
+        rows.append({"layout": row["layout"], "waits for": row["point"],
+                     "clients": row["clients"], "commits": row["commits"],
+                     "p50 (ms)": shown("latency_p50_ms", ".1f"),
+                     "model p50 (ms)": shown("model_p50_ms", ".1f"),
+                     "error p50 (%)": shown("error_p50_pct", "+.0f"),
+                     "p99 (ms)": shown("latency_p99_ms", ".1f"),
+                     "model p99 (ms)": shown("model_p99_ms", ".1f"),
+                     "error p99 (%)": shown("error_p99_pct", "+.0f")})
+    return pd.DataFrame(rows)
 
 
 def drill(run: RecordedRun) -> pd.DataFrame:
@@ -198,8 +235,13 @@ def figures(run: RecordedRun) -> dict[str, str]:
            "flush_p50_ms": f"{value[('flush', 'fio 8k write+fdatasync', 'p50_ms')]:.1f}",
            "flush_p99_ms": f"{value[('flush', 'fio 8k write+fdatasync', 'p99_ms')]:.1f}",
            "points": str(len(table)),
+           "points_with_model": str(int(table["model_p50_ms"].notna().sum())),
            "points_within_10": str(int((table["error_p50_pct"].abs() <= 10).sum())),
            "max_abs_error_p50_pct": f"{table['error_p50_pct'].abs().max():.0f}",
+           "p99_too_low": str(int((table["error_p99_pct"] < 0).sum())),
+           "p99_worst_pct": f"{-table['error_p99_pct'].min():.0f}",
+           "p99_worst_one_client_pct":
+               f"{-table[table['clients'] == 1]['error_p99_pct'].min():.0f}",
            "base_rtt_max_ms": f"{ping['base_ms'].max():.1f}",
            "k": str(drill_k(run))}
     for part in ("namespaces", "primary", "base_backups", "standbys"):
@@ -214,6 +256,7 @@ def figures(run: RecordedRun) -> dict[str, str]:
                 out[f"{key}_{metric.removesuffix('_ms').replace('latency_', '')}"] = \
                     f"{row[metric]:.0f}" if metric.startswith("error") else f"{row[metric]:.1f}"
         out[f"{key}_commits"] = str(row["commits"])
+    out.update(comparisons(run, table, ping))
     for row in ping.to_dict("records"):
         out[f"{row['layout'].replace('-', '_')}_{row['standby']}_rtt"] = f"{row['rtt_p50_ms']:.1f}"
     for phase, row in phases.iterrows():
@@ -242,6 +285,26 @@ def figures(run: RecordedRun) -> dict[str, str]:
     end = results[(results["config"] == "drill") & (results["workload"] == "end")]
     out["end_acked"] = str(int(end["acknowledged"].iloc[0]))
     out["end_copies_holding_all"] = str(int((end["value"] == end["acknowledged"]).sum()))
+    return out
+
+
+def comparisons(run: RecordedRun, table: pd.DataFrame, ping: pd.DataFrame) -> dict[str, str]:
+    """The figures the text compares: the slow zone's effect at k and k + 1, the wait
+    beyond the primary's own cost at ANY 2, the first exercise's sum."""
+    p50 = {(r["layout"], r["point"]): r["latency_p50_ms"]
+           for r in table[table["clients"] == 1].to_dict("records")}
+    k = drill_k(run)
+    out = {}
+    for name, point in (("any3", f"ANY {k}"), ("any4", f"ANY {k + 1}")):
+        rise = p50[("slow-zone", point)] / p50[("even", point)] - 1
+        out[f"slow_{name}_rise_pct"] = f"{100 * rise:.0f}"
+    out["even_any2_wait_ms"] = f"{p50[('even', 'ANY 2')] - p50[('even', 'no standby')]:.1f}"
+    far = ping[(ping["layout"] == "even") & (ping["zone"] > 1)]
+    out["even_far_rtt_min_ms"] = f"{far['rtt_p50_ms'].min():.1f}"
+    second = sorted(ping[ping["layout"] == "slow-zone"]["rtt_p50_ms"])[1]
+    flush = run.results.set_index(["config", "metric"])["value"][("flush", "p50_ms")]
+    out["ex_any2_rtt_ms"] = f"{second:.1f}"
+    out["ex_any2_sum_ms"] = f"{p50[('slow-zone', 'no standby')] + second + flush:.1f}"
     return out
 
 

@@ -1,0 +1,110 @@
+"""The quorum-commit lab on the session's shared vm1 (ci profile): six real PostgreSQL
+servers, five of them standbys in network namespaces with netem delays.
+
+Asserted: netem really added the round trips it was asked for; every point of the sweep
+committed and carries the model beside it; a slow zone slows ANY k only once k reaches into
+it; in the drill, commits go on after a zone is lost and wait after one more copy, every
+acknowledged commit is on every surviving standby, and all six copies hold them at the end;
+nothing is left in the VM. (Its kill test is the fault-injection CI subset's VM kill.)
+Bad input stops with one line and makes nothing.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from conftest import PROJECT_ROOT, report, run_vm_ci
+
+from labs.quorum_commit import page
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def ci_run(lab_vms, request):
+    run, seconds = run_vm_ci(lab_vms, "quorum-commit", "--host", "vm1")
+    table = page.sweep(run)
+    report(request.config, f"quorum-commit ci run on vm1: {seconds:.0f} s; p50 model error "
+                           f"{table['error_p50_pct'].abs().max():.0f} % at most over "
+                           f"{len(table)} points")
+    return run
+
+
+def p50(run, layout: str, label: str, clients: int = 1) -> float:
+    table = page.sweep(run)
+    row = table[(table["layout"] == layout) & (table["point"] == label)
+                & (table["clients"] == clients)]
+    assert len(row) == 1, (layout, label)
+    return float(row["latency_p50_ms"].iloc[0])
+
+
+def test_netem_added_the_round_trips_it_was_asked_for(ci_run):
+    rtts = page.rtts(ci_run)
+    assert len(rtts) == 10  # five standbys, two layouts
+    # At least what netem added, and not much more (the VM's own loopback-like link).
+    assert ((rtts["rtt_p50_ms"] >= rtts["added_rtt_ms"])
+            & (rtts["rtt_p50_ms"] < rtts["added_rtt_ms"] + 10)).all(), rtts.to_dict("records")
+
+
+def test_every_point_committed_and_has_the_model_beside_it(ci_run):
+    table = page.sweep(ci_run)
+    assert len(table) == 14  # ci: no standby, ANY 1, 3, 5, FIRST 3, remote_apply, 4 clients
+    assert (table["commits"] > 0).all() and (table["failed"] == 0).all()
+    waited = table[table["k"] > 0]
+    assert waited["model_p50_ms"].notna().all() and waited["model_p99_ms"].notna().all()
+    assert (waited["latency_p99_ms"] >= waited["latency_p50_ms"]).all()
+
+
+def test_a_slow_zone_slows_only_the_ks_that_reach_into_it(ci_run):
+    slow = 60.0  # the slow zone's added round trip (the ci profile keeps the default)
+    assert p50(ci_run, "slow-zone", "ANY 3") < slow
+    assert p50(ci_run, "slow-zone", "ANY 5") > slow
+    assert p50(ci_run, "slow-zone", "FIRST 3") > slow  # FIRST 3 waits for s2 and s3
+    assert p50(ci_run, "even", "ANY 5") < slow
+
+
+def test_the_drill_goes_on_after_a_zone_and_waits_after_one_more(ci_run):
+    phases = page.drill(ci_run).set_index("phase")
+    assert phases.loc["all up", "commits acknowledged"] > 0
+    assert phases.loc["zone lost", "commits acknowledged"] > 0
+    # (An acknowledgement already on its way when the copy died may arrive just after.)
+    assert phases.loc["zone + 1 lost", "commits acknowledged"] <= 1
+    assert phases.loc["back", "commits acknowledged"] > 0
+    assert list(phases["model: commits go on"]) == ["yes", "yes", "no (they wait)", "yes"]
+    figures = page.figures(ci_run)
+    assert int(figures["syncrep_waiters"]) >= 1
+
+
+def test_every_acknowledged_commit_is_on_the_survivors_and_then_everywhere(ci_run):
+    held = page.survivors(ci_run)
+    assert list(held["standby"]) == ["s1", "s2"]
+    assert (held["acknowledged commits it holds"] == held["acknowledged"]).all()
+    figures = page.figures(ci_run)
+    assert figures["newest_survivor_found"] == figures["acked_at_wait"]
+    assert figures["end_copies_holding_all"] == "6"
+
+
+def test_nothing_is_left_in_the_vm(ci_run, lab_vms):
+    out = lab_vms.cli("leftovers", "--host", "vm1", timeout_s=300)
+    first = out.stdout.splitlines()[0]
+    assert "netns=0" in first and all(w.endswith("=0") for w in first.split()), first
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--host", "local"], "inside a lab VM"),
+    (["--quorum", "6"], "--quorum must be at most 5"),
+    (["--zones", "4"], "does not divide"),
+    (["--ks", "2,7"], "--ks must be at most 5"),
+    (["--cross-zone-ms", "0.5"], "--cross-zone-ms"),
+    (["--in-zone-ms", "25"], "delays must rise"),
+    (["--host", "vm7"], "vm7 is not running"),
+])
+def test_bad_input_is_one_line_and_makes_nothing(args, words, runs_dir):
+    ran = subprocess.run([sys.executable, "-m", "labs", "run", "quorum-commit", *args],
+                         cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    assert ran.returncode != 0
+    lines = ran.stderr.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0], ran.stderr
+    assert not list(runs_dir.rglob("run.json"))
