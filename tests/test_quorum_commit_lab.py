@@ -3,10 +3,11 @@ servers, five of them standbys in network namespaces with netem delays.
 
 Asserted: netem really added the round trips it was asked for; every point of the sweep
 committed and carries the model beside it; a slow zone slows ANY k only once k reaches into
-it; in the drill, commits go on after a zone is lost and wait after one more copy, every
-acknowledged commit is on every surviving standby, and all six copies hold them at the end;
-nothing is left in the VM. (Its kill test is the fault-injection CI subset's VM kill.)
-Bad input stops with one line and makes nothing.
+it (by the fastest commit of each point, which a busy machine cannot make faster); in the
+drill, commits go on after a zone is lost and wait after one more copy, every acknowledged
+commit is on every surviving standby, and all six copies hold them at the end; nothing is
+left in the VM. (Its kill test is the fault-injection CI subset's VM kill.) Bad input stops
+with one line and makes nothing.
 """
 
 from __future__ import annotations
@@ -32,14 +33,6 @@ def ci_run(lab_vms, request):
     return run
 
 
-def p50(run, layout: str, label: str, clients: int = 1) -> float:
-    table = page.sweep(run)
-    row = table[(table["layout"] == layout) & (table["point"] == label)
-                & (table["clients"] == clients)]
-    assert len(row) == 1, (layout, label)
-    return float(row["latency_p50_ms"].iloc[0])
-
-
 def test_netem_added_the_round_trips_it_was_asked_for(ci_run):
     rtts = page.rtts(ci_run)
     assert len(rtts) == 10  # five standbys, two layouts
@@ -57,12 +50,25 @@ def test_every_point_committed_and_has_the_model_beside_it(ci_run):
     assert (waited["latency_p99_ms"] >= waited["latency_p50_ms"]).all()
 
 
+def fastest(run, layout: str, label: str) -> float:
+    table = page.sweep(run)
+    row = table[(table["layout"] == layout) & (table["point"] == label)
+                & (table["clients"] == 1)]
+    assert len(row) == 1, (layout, label)
+    return float(row["latency_min_ms"].iloc[0])
+
+
 def test_a_slow_zone_slows_only_the_ks_that_reach_into_it(ci_run):
+    # A commit that waits for a standby 60 ms away cannot take less than 60 ms; a busy
+    # machine can only make commits slower. So: every commit that had to wait for the slow
+    # zone took at least its round trip, and under ANY 3 at least one commit did not wait
+    # for it (medians, under a busy machine, prove neither).
     slow = 60.0  # the slow zone's added round trip (the ci profile keeps the default)
-    assert p50(ci_run, "slow-zone", "ANY 3") < slow
-    assert p50(ci_run, "slow-zone", "ANY 5") > slow
-    assert p50(ci_run, "slow-zone", "FIRST 3") > slow  # FIRST 3 waits for s2 and s3
-    assert p50(ci_run, "even", "ANY 5") < slow
+    assert fastest(ci_run, "slow-zone", "ANY 5") > slow
+    assert fastest(ci_run, "slow-zone", "FIRST 3") > slow  # FIRST 3 waits for s2 and s3
+    assert fastest(ci_run, "slow-zone", "ANY 3") < slow
+    assert fastest(ci_run, "even", "ANY 5") < slow
+    assert fastest(ci_run, "even", "ANY 3") > 20.0  # a cross-zone standby's round trip
 
 
 def test_the_drill_goes_on_after_a_zone_and_waits_after_one_more(ci_run):
