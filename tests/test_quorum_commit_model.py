@@ -102,3 +102,18 @@ def test_namespace_commands():
     for name, index in (("Bad", 1), ("a" * 12, 1), ("ok1", 0), ("x;rm", 1)):
         with pytest.raises(UsageError):
             netns.create_command(name, index)
+
+
+def test_too_little_memory_is_refused_before_anything_is_made(monkeypatch):
+    """The lab's memory check, on a stand-in host (a VM with 500 MiB free): one-line error,
+    raised before a recorder or a workspace exists."""
+    from types import SimpleNamespace
+
+    from labs.quorum_commit import run as lab
+
+    monkeypatch.setattr(lab.machine, "require_lab_vm", lambda *args, **kwargs: None)
+    monkeypatch.setattr(lab, "available_memory_mib", lambda host: 500)
+    monkeypatch.setattr(lab, "RunRecorder", None)  # would fail loudly if reached
+    host = SimpleNamespace(name="vm1", lab_devices=["/dev/vdb"])
+    with pytest.raises(UsageError, match=r"host vm1 has 500 MiB available; six copies need"):
+        lab.run(Parameters.for_profile("ci"), host, progress=None)
