@@ -14,6 +14,6 @@ NAME = "quorum-commit"
 DESCRIPTION = ("quorum-commit: six PostgreSQL copies over three zones in a lab VM; commit "
                "latency under ANY k, and what a lost zone (and one more copy) does")
 BOOK_PAGE = "book/quorum/quorum-commit.md"
-NEEDS = "a lab VM (`python -m labs vm up`); about 1 GiB of its memory; minutes"
+NEEDS = "a lab VM (`python -m labs vm up`) with about 850 MiB of free memory; minutes"
 
 __all__ = ["BOOK_PAGE", "DESCRIPTION", "NAME", "NEEDS", "Parameters"]
