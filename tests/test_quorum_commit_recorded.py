@@ -61,15 +61,22 @@ def test_a_slow_zone_leaves_any_3_within_10_percent_and_doubles_any_4(run, figur
     assert p50(run, "slow-zone", "FIRST 3") > 60 > p50(run, "slow-zone", "ANY 3")
 
 
-def test_where_the_model_misses_it_expects_too_much(run, figures):
-    # "where it is off by most, it expects too much"; at ANY 2 the wait beyond the primary
-    # alone is shorter than the round trip to the nearest standby it could wait for.
+def test_where_the_model_misses(run, figures):
     table = page.sweep(run)
+    one = table[(table["clients"] == 1) & table["model_p50_ms"].notna()]
+    # "too high at every point of the even layout ... within X to Y % in the slow-zone"
+    assert (one[one["layout"] == "even"]["error_p50_pct"] > 0).all()
+    assert (one[one["layout"] == "slow-zone"]["error_p50_pct"].abs() <= 10).all()
+    # "with every other zone 20 ms away, ANY 4 came out faster than ANY 3"
+    assert p50(run, "even", "ANY 4") < p50(run, "even", "ANY 3")
+    # "The largest error is at ANY 2 in the even layout ... less than the round trip"
     worst = table.loc[table["error_p50_pct"].abs().idxmax()]
     assert worst["error_p50_pct"] > 0 and (worst["layout"], worst["point"]) == ("even", "ANY 2")
     assert float(figures["even_any2_wait_ms"]) < float(figures["even_far_rtt_min_ms"])
-    # "of which a flush is only X ms"
+    # "most of its X ms is the emulated processors' time (a flush is Y ms)"
     assert float(figures["flush_p50_ms"]) < float(figures["even_none0_p50"]) / 2
+    # "the primary alone had a p99 of X ms": above the model's p99 at the p99 misses
+    assert float(figures["even_none0_p99"]) > float(figures["even_any1_model_p99"])
 
 
 def test_the_model_tails_are_too_low(run, figures):
@@ -92,7 +99,12 @@ def test_the_drill_went_on_then_waited_then_resumed(run, figures):
     assert phases.loc["zone lost", "commits acknowledged"] > 0
     assert phases.loc["zone + 1 lost", "commits acknowledged"] == 0  # "not one commit"
     assert figures["syncrep_waiters"] == "1"  # "showed 1 session waiting"
+    # "The waiting commit returned X s after the first start ... as soon as one restarted
+    # standby made three again": before the three were all up, and before all caught up.
+    assert float(figures["resumed_after_s"]) < float(figures["restarted_after_s"])
     assert float(figures["resumed_after_s"]) <= float(figures["caught_up_after_s"])
+    # the stall covers the whole phase in which no commit returned
+    assert float(figures["stall_s"]) >= float(figures["drill_zone_plus_1_lost_s"])
 
 
 def test_the_survivors_hold_every_acknowledged_commit_and_the_waiting_one(run, figures):

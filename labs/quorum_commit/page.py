@@ -212,6 +212,17 @@ def timeline_chart(run: RecordedRun) -> alt.LayerChart:
                                      f"{int(drill_k(run))})")
 
 
+def first_ack_after(run: RecordedRun, moment_s: float) -> float:
+    """Seconds from `moment_s` to the first acknowledgement after it."""
+    times = acks(run)["seconds"]
+    return float(times[times > moment_s].min() - moment_s)
+
+
+def longest_gap_s(run: RecordedRun) -> float:
+    """The longest time between two acknowledgements in a row (the stall)."""
+    return float(acks(run)["seconds"].diff().max())
+
+
 def drill_k(run: RecordedRun) -> int:
     results = run.results
     return int(results[results["metric"] == "model_commits_go_on"]["k"].iloc[0])
@@ -278,7 +289,9 @@ def figures(run: RecordedRun) -> dict[str, str]:
                                           == acknowledged).sum())),
         "newest_survivor_found": str(int(by_metric["newest_survivor_acknowledged_found"])),
         "restarted_after_s": f"{value[('drill', 'back', 'restarted_after_s')]:.1f}",
-        "resumed_after_s": f"{value[('drill', 'back', 'resumed_after_s')]:.1f}",
+        # From the acknowledgements themselves (the lab only looks once all are started).
+        "resumed_after_s": f"{first_ack_after(run, marks['back starts']):.1f}",
+        "stall_s": f"{longest_gap_s(run):.1f}",
         "caught_up_after_s": f"{value[('drill', 'back', 'caught_up_after_s')]:.1f}",
         "drill_s": f"{marks['end']:.0f}",
     })
@@ -299,6 +312,13 @@ def comparisons(run: RecordedRun, table: pd.DataFrame, ping: pd.DataFrame) -> di
         if ("even", point) in p50:  # (a run may sweep only some k: the ci profile)
             rise = p50[("slow-zone", point)] / p50[("even", point)] - 1
             out[f"slow_{name}_rise_pct"] = f"{100 * rise:.0f}"
+    for layout, name in (("even", "even"), ("slow-zone", "slow")):
+        errors = table[(table["layout"] == layout) & (table["clients"] == 1)
+                       & table["model_p50_ms"].notna()]["error_p50_pct"]
+        out[f"{name}_err_min_pct"] = f"{errors.min():+.0f}"
+        out[f"{name}_err_max_pct"] = f"{errors.max():+.0f}"
+    alone = [p50[(layout, "no standby")] for layout in ("even", "slow-zone")]
+    out["alone_moved_ms"] = f"{abs(alone[0] - alone[1]):.1f}"
     if ("even", "ANY 2") in p50:
         out["even_any2_wait_ms"] = \
             f"{p50[('even', 'ANY 2')] - p50[('even', 'no standby')]:.1f}"
