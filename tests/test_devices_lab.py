@@ -84,10 +84,16 @@ def test_sc1_charges_a_16k_read_like_a_1m_read_and_stays_under_its_budget(ci_run
     assert (reads["iops"] >= reads["model_iops"] * 0.85).all(), reads[["workload", "iops"]]
 
 
-def test_the_unthrottled_disk_is_far_above_both_contracts(ci_run):
+def test_the_unthrottled_disk_is_far_above_sc1_and_above_gp3_with_requests_in_flight(ci_run):
+    # At depth 1 a busy machine's emulated disk can fall below gp3's 3,000 (CI once saw
+    # 2,796): the model then takes the disk's own figure, and the run stays valid. With
+    # requests in flight it is above both contracts; the recorded run's test holds it above
+    # both at every depth, as its page says.
     table = page.fio_results(ci_run["run"])
     reference = table[(table["volume"] == "unthrottled") & (table["workload"] == "depth-sweep")]
-    assert (reference["iops"] > 3000).all()
+    budget = page.throttle_of(ci_run["run"], "sc1").iops_total
+    assert (reference["iops"] > 10 * budget).all()
+    assert reference.loc[reference["depth"].idxmax(), "iops"] > 3000
 
 
 def test_the_scaled_sc1_bursts_then_falls_to_its_baseline(ci_run):

@@ -51,25 +51,34 @@ def _qmp(name: str, command: str, arguments: dict | None = None) -> object:
             sock.connect(str(_socket_path(name)))
         except OSError as error:
             raise VMError(f"{name}: QEMU monitor did not answer: {error}") from None
-        stream = sock.makefile("rw")
+        # The file is closed with the socket: a socket stays open while a file made from it
+        # lives, and an exception's traceback keeps this one alive. QEMU's monitor serves
+        # one client at a time, so the next connection (the teardown's, after a Ctrl-C
+        # here) would wait for a greeting that never comes.
+        with sock.makefile("rw") as stream:
+            return _qmp_session(name, stream, command, arguments)
 
-        def call(execute: str, args: dict | None = None) -> object:
-            message = {"execute": execute, **({"arguments": args} if args else {})}
-            stream.write(json.dumps(message) + "\n")
-            stream.flush()
-            while True:
-                reply = json.loads(stream.readline() or "{}")
-                if "event" in reply:
-                    continue  # asynchronous events can arrive between a command and its reply
-                if "error" in reply:
-                    raise VMError(f"{name}: QEMU refused {execute}: {reply['error'].get('desc')}")
-                if "return" not in reply:
-                    raise VMError(f"{name}: QEMU monitor closed during {execute}")
-                return reply["return"]
 
-        json.loads(stream.readline() or "{}")  # the greeting
-        call("qmp_capabilities")
-        return call(command, arguments)
+def _qmp_session(name: str, stream, command: str, arguments: dict | None) -> object:
+    """The greeting, the capabilities handshake, then `command`, on an open QMP stream."""
+
+    def call(execute: str, args: dict | None = None) -> object:
+        message = {"execute": execute, **({"arguments": args} if args else {})}
+        stream.write(json.dumps(message) + "\n")
+        stream.flush()
+        while True:
+            reply = json.loads(stream.readline() or "{}")
+            if "event" in reply:
+                continue  # asynchronous events can arrive between a command and its reply
+            if "error" in reply:
+                raise VMError(f"{name}: QEMU refused {execute}: {reply['error'].get('desc')}")
+            if "return" not in reply:
+                raise VMError(f"{name}: QEMU monitor closed during {execute}")
+            return reply["return"]
+
+    json.loads(stream.readline() or "{}")  # the greeting
+    call("qmp_capabilities")
+    return call(command, arguments)
 
 
 def _check_disk(disk: str) -> str:
