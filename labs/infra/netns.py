@@ -81,6 +81,17 @@ def delay_command(name: str, added_rtt_ms: float) -> str:
     return run_inside(name, shlex.join(netem.netem_command(inside_link(name), added_rtt_ms)))
 
 
+def kill_all_command(names: list[str], wait_s: float = 30) -> str:
+    """SIGKILL every process inside these namespaces at once, then wait until none is left
+    (exit 1 if some outlived `wait_s`): a lost machine, or a namespace's teardown."""
+    quoted = " ".join(shlex.quote(name) for name in names)
+    tries = max(1, round(wait_s / 0.2))
+    return (f"for ns in {quoted}; do ip netns pids $ns | xargs -r kill -KILL; done; "
+            f"for i in $(seq {tries}); do left=0; for ns in {quoted}; do "
+            "[ -n \"$(ip netns pids $ns)\" ] && left=1; done; [ $left = 0 ] && break; "
+            "sleep 0.2; done; [ $left = 0 ]")
+
+
 def exists_command(name: str) -> str:
     return f"ip netns list | cut -d' ' -f1 | grep -qx -- {shlex.quote(name)}"
 
@@ -90,10 +101,8 @@ def _teardown_netns(host: Host, entry: JournalEntry) -> None:
     ns = shlex.quote(entry.id)
     # Safe: kills only the processes inside this lab's own namespace, then deletes it (its
     # veth pair and netem go with it); the host side of the link goes too if it outlived it.
-    script = (f"if {exists_command(entry.id)}; then "
-              f"ip netns pids {ns} | xargs -r kill -KILL; "
-              f"for i in $(seq 60); do [ -z \"$(ip netns pids {ns})\" ] && break; sleep 0.5; "
-              f"done; ip netns delete {ns}; fi; "
+    script = (f"if {exists_command(entry.id)}; then {kill_all_command([entry.id])}; "
+              f"ip netns delete {ns}; fi; "
               f"ip link delete {shlex.quote(outside_link(entry.id))} 2>/dev/null; "
               f"! {exists_command(entry.id)}")
     if not host.sudo(script, timeout_s=120, check=False).ok:

@@ -206,12 +206,9 @@ class Copies:
 
     def kill(self, numbers: list[int]) -> None:
         """Every process of these standbys at once, with SIGKILL (as a lost machine)."""
-        names = " ".join(shlex.quote(self.copies[n].namespace) for n in numbers)
         # Safe: only the processes inside the lab's own namespaces.
-        self.ws.host.sudo(f"for ns in {names}; do ip netns pids $ns | xargs -r kill -KILL; "
-                          "done; for i in $(seq 100); do left=0; for ns in " + names +
-                          "; do [ -n \"$(ip netns pids $ns)\" ] && left=1; done; "
-                          "[ $left = 0 ] && exit 0; sleep 0.2; done; exit 1", timeout_s=60)
+        self.ws.host.sudo(netns.kill_all_command([self.copies[n].namespace for n in numbers],
+                                                 wait_s=20), timeout_s=60)
 
     def restart(self, numbers: list[int]) -> None:
         """Start killed standbys again (each recovers from its WAL, then streams)."""

@@ -45,13 +45,16 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     p = params
     machine.require_lab_vm(host, p.LAB, NEEDED)
     needed_mib = (STANDBYS + 1) * MEMORY_PER_COPY_MIB + 256
-    if available_memory_mib(host) < needed_mib:
-        raise UsageError(f"host {host.name} has {available_memory_mib(host)} MiB available; "
+    available_mib = available_memory_mib(host)
+    if available_mib < needed_mib:
+        raise UsageError(f"host {host.name} has {available_mib} MiB available; "
                          f"six copies need about {needed_mib} MiB")
     disk = p.data_disk or (host.lab_devices[0] if host.lab_devices else None)
     if not disk:
         raise UsageError(f"host {host.name} has no lab disk for the data")
-    progress.expect(5 + len(LAYOUTS) * (1 + len(points(p))) + 7)
+    # Three set-up steps, a round-trip step per layout and a step per point and layout,
+    # the drill's five, and the teardown.
+    progress.expect(3 + len(LAYOUTS) * (1 + len(points(p))) + 5 + 1)
     run_id = new_run_id(host.name)
     started = time.monotonic()
     recorder = RunRecorder(p.LAB, p.as_record(), seed=p.seed, run_id=run_id,
