@@ -12,7 +12,7 @@ import random
 import time
 from dataclasses import dataclass
 
-from labs.errors import LabError, UsageError
+from labs.errors import LabError
 from labs.infra.acks import AckStream
 from labs.infra.facts import host_facts
 from labs.infra.hosts import Host
@@ -65,9 +65,7 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     machine.require_lab_vm(host, params.LAB,
                            ("mariadbd", "mariadb-install-db", "psql", "runuser", "setsid"),
                            "ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1 || echo initdb")
-    disk = params.data_disk or (host.lab_devices[0] if host.lab_devices else None)
-    if not disk:
-        raise UsageError(f"host {host.name} has no lab disk for the data")
+    disk = machine.data_disk(host, params.data_disk)
     progress.expect(2 + 4 * params.cuts)
     rng = random.Random(params.seed)
     run_id = new_run_id(host.name)

@@ -49,9 +49,7 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     if available_mib < needed_mib:
         raise UsageError(f"host {host.name} has {available_mib} MiB available; "
                          f"six copies need about {needed_mib} MiB")
-    disk = p.data_disk or (host.lab_devices[0] if host.lab_devices else None)
-    if not disk:
-        raise UsageError(f"host {host.name} has no lab disk for the data")
+    disk = machine.data_disk(host, p.data_disk)
     # Three set-up steps, a round-trip step per layout and a step per point and layout,
     # the drill's five, and the teardown.
     progress.expect(3 + len(LAYOUTS) * (1 + len(points(p))) + 5 + 1)

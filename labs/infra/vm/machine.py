@@ -118,6 +118,15 @@ def require_lab_vm(host: Any, lab: str, commands: tuple[str, ...], extra_check: 
                          "image (`python -m labs vm build --force`)")
 
 
+def data_disk(host: Any, chosen: str | None) -> str:
+    """The disk a VM lab keeps its data on: the one the reader chose, else the VM's first
+    lab disk."""
+    disk = chosen or (host.lab_devices[0] if host.lab_devices else None)
+    if not disk:
+        raise UsageError(f"host {host.name} has no lab disk for the data")
+    return disk
+
+
 def is_running(name: str) -> bool:
     state = read_state(name)
     return bool(state and state.pid in qemu_pids(state.directory))
