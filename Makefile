@@ -34,7 +34,7 @@ site: system-book $(STAMP)
 	LABS_CLASS=$(CLASS) $(VPY) -m labs.book.site
 
 test: system-test $(STAMP)
-	$(VPY) -m pytest --durations=25
+	$(VPY) -m pytest --durations=40
 
 lint: $(STAMP)
 	$(VPY) -m ruff check labs tests benchmarks

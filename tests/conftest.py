@@ -122,20 +122,35 @@ def glued_names(page: Path) -> set[str]:
     return set(re.findall(r"\{glue:text\}`([A-Za-z0-9_\-]+)`", page.read_text()))
 
 
-def kill_at_step_then_clean(args: list[str], env: dict, step_line: str, leftovers) -> None:
-    """Start `python -m labs ARGS`, SIGKILL it once its progress on stderr shows
-    `step_line`, and check that `leftovers()` lists something that `clean` then removes."""
-    lab = subprocess.Popen([sys.executable, "-m", "labs", *args], cwd=PROJECT_ROOT, env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+def kill_once_it_prints(args: list[str], env: dict, marker: str, settle_s: float = 0) -> str:
+    """Start `python -m labs ARGS`, SIGKILL it `settle_s` after a line of its output (stdout
+    and stderr together) shows `marker`, and return what it printed: a SIGKILL leaves the
+    lab no cleanup of its own, only its journal."""
+    lab = subprocess.Popen([sys.executable, "-m", "labs", *args], cwd=PROJECT_ROOT,
+                           env={**env, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+    seen = []
     try:
-        for line in lab.stderr:
-            if step_line in line:
+        for line in lab.stdout:
+            seen.append(line)
+            if marker in line:
                 break
+        time.sleep(settle_s)
         lab.send_signal(signal.SIGKILL)
         lab.wait(timeout=60)
     finally:
         if lab.poll() is None:
             lab.kill()
+            lab.wait()
+    printed = "".join(seen)
+    assert marker in printed, f"the lab ended before {marker!r}:\n{printed[-3000:]}"
+    return printed
+
+
+def kill_at_step_then_clean(args: list[str], env: dict, step_line: str, leftovers) -> None:
+    """Kill a local lab once its progress shows `step_line` (kill_once_it_prints), and check
+    that `leftovers()` lists something that `clean` then removes."""
+    kill_once_it_prints(args, env, step_line)
     assert leftovers() != []  # a SIGKILL cleans nothing by itself
     cleaned = run_cli(["clean"], env, timeout=600)
     assert cleaned.returncode == 0, cleaned.stderr
@@ -258,6 +273,74 @@ def lab_vms(request, tmp_path_factory):
             for pid in leaked:  # only ours: their command line names our tmp folder
                 os.kill(pid, signal.SIGKILL)
             assert not leaked, f"QEMU processes left behind: {leaked}"
+
+
+def vm_inventory_entry(name: str, vm: str, **extra: str) -> str:
+    """An inventory entry naming a running lab VM as the SSH host `name`, as a reader names a
+    machine of their own (address, port, key, pinned host key, the VM's work dir), with any
+    `extra` string fields."""
+    from labs.infra.vm import machine
+
+    state = machine.read_state(vm)
+    fields = {"address": "127.0.0.1", "port": state.ssh_port, "user": "root",
+              "key": str(machine.ensure_keys().client_key),
+              "known_hosts": f"{state.directory}/known_hosts",
+              "work_dir": machine.GUEST_WORK_DIR, **extra}
+    return f"[hosts.{name}]\n" + "".join(
+        f"{key} = {value}\n" if isinstance(value, int) else f'{key} = "{value}"\n'
+        for key, value in fields.items())
+
+
+class BackgroundCiRuns:
+    """Lab ci runs started in the background on one VM while other tests use the other: the
+    quorum-commit lab (vm1) runs beside the power-loss tests (vm2), which cut only vm2's
+    power and clean only vm2. `start` is a no-op for a lab already started; `finish` waits
+    for it (starting it first if needed) and returns (its run, its wall time in s)."""
+
+    def __init__(self, lab_vms):
+        self.lab_vms = lab_vms
+        self.runs: dict[str, tuple[subprocess.Popen, set, float]] = {}
+
+    def start(self, lab: str, *args: str) -> None:
+        from labs.records import list_runs
+
+        if lab in self.runs:
+            return
+        before = set(list_runs(lab, self.lab_vms.base / "runs"))
+        # Output to files: a pipe that nobody reads while other tests run would fill up.
+        with (self.lab_vms.base / f"{lab}-ci.out").open("w") as out:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "labs", "run", lab, *args, "--profile", "ci"],
+                cwd=PROJECT_ROOT, env={**os.environ, **self.lab_vms.env}, stdout=out,
+                stderr=subprocess.STDOUT, text=True)
+        self.runs[lab] = (process, before, time.monotonic())
+
+    def finish(self, lab: str, *args: str, timeout_s: float = 2400):
+        from labs.records import list_runs, load_run
+
+        self.start(lab, *args)
+        process, before, started = self.runs[lab]
+        process.wait(timeout=max(1.0, timeout_s - (time.monotonic() - started)))
+        output = (self.lab_vms.base / f"{lab}-ci.out").read_text()
+        assert process.returncode == 0, output[-6000:]
+        new = [p for p in list_runs(lab, self.lab_vms.base / "runs") if p not in before]
+        assert len(new) == 1
+        return load_run(new[0]), time.monotonic() - started
+
+    def stop_all(self) -> None:
+        for process, _, _ in self.runs.values():
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
+@pytest.fixture(scope="session")
+def background_ci(lab_vms):
+    runs = BackgroundCiRuns(lab_vms)
+    try:
+        yield runs
+    finally:
+        runs.stop_all()
 
 
 # --- the shared container engine -----------------------------------------------------------

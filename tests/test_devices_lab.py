@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 from conftest import (
     PROJECT_ROOT,
     assert_one_line_usage_error,
     interrupt_lab_at,
+    kill_once_it_prints,
     report,
     run_labs,
     run_vm_ci,
@@ -158,19 +157,8 @@ def test_ctrl_c_while_a_volume_is_throttled_puts_the_disks_back(ci_run, lab_vms,
 
 
 def test_a_killed_run_is_put_back_by_clean(ci_run, lab_vms):
-    process = subprocess.Popen([sys.executable, "-m", "labs", "run", "devices", "--host", VM,
-                                "--profile", "ci"], cwd=PROJECT_ROOT,
-                               env={**os.environ, **lab_vms.env, "PYTHONUNBUFFERED": "1"},
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    seen = []
-    for line in process.stdout:
-        seen.append(line)
-        if "fio on gp3" in line:
-            break
-    time.sleep(2)
-    process.send_signal(signal.SIGKILL)  # no cleanup of its own: only the journal is left
-    process.wait(timeout=60)
-    assert any("fio on gp3" in line for line in seen), "".join(seen)
+    kill_once_it_prints(["run", "devices", "--host", VM, "--profile", "ci"],
+                        {**os.environ, **lab_vms.env}, "fio on gp3", settle_s=2)
     assert throttles(lab_vms)["fast"] != ci_run["booted"]["fast"]  # still gp3's limits
     cleaned = lab_vms.cli("clean", "--keep-vms", timeout_s=900)
     assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr

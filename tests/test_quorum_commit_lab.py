@@ -16,7 +16,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import PROJECT_ROOT, report, run_vm_ci
+from conftest import PROJECT_ROOT, report
 
 from labs.quorum_commit import page
 
@@ -24,8 +24,9 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def ci_run(lab_vms, request):
-    run, seconds = run_vm_ci(lab_vms, "quorum-commit", "--host", "vm1")
+def ci_run(background_ci, request):
+    # Started beside the power-loss tests (conftest.BackgroundCiRuns), or here if alone.
+    run, seconds = background_ci.finish("quorum-commit", "--host", "vm1")
     table = page.sweep(run)
     report(request.config, f"quorum-commit ci run on vm1: {seconds:.0f} s; p50 model error "
                            f"{table['error_p50_pct'].abs().max():.0f} % at most over "

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import PROJECT_ROOT
+from conftest import PROJECT_ROOT, vm_inventory_entry
 
 from labs.__main__ import main
 from labs.infra.journal import Journal
@@ -39,16 +39,9 @@ def closed_port() -> int:
 @pytest.fixture(scope="module")
 def seats(lab_vms):
     """An inventory naming the two lab VMs as SSH hosts, plus one that does not answer."""
-    keys = ensure_keys()
-    entries = []
-    for seat, vm in SEATS.items():
-        state = machine.read_state(vm)
-        entries.append(f'[hosts.{seat}]\naddress = "127.0.0.1"\nport = {state.ssh_port}\n'
-                       f'user = "root"\nkey = "{keys.client_key}"\n'
-                       f'known_hosts = "{state.directory}/known_hosts"\n'
-                       f'work_dir = "{machine.GUEST_WORK_DIR}"\n')
+    entries = [vm_inventory_entry(seat, vm) for seat, vm in SEATS.items()]
     entries.append(f'[hosts.seat-gone]\naddress = "127.0.0.1"\nport = {closed_port()}\n'
-                   f'user = "root"\nkey = "{keys.client_key}"\n')
+                   f'user = "root"\nkey = "{ensure_keys().client_key}"\n')
     inventory = lab_vms.base / "seats.toml"
     inventory.write_text("\n".join(entries))
     return {"LABS_INVENTORY": str(inventory)}

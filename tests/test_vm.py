@@ -309,14 +309,23 @@ def test_fault_injection_kill_during_setup_then_clean_leaks_nothing(lab_env, tmp
 
 
 def test_a_killed_image_build_is_cleaned_up(tmp_path):
-    """Kill `vm build` while debootstrap runs (it mounts /proc in the new tree); clean must
-    stop what it left running, unmount, and delete the half-built tree."""
+    """Kill `vm build` while debootstrap runs, once it has mounted /proc in the new tree;
+    clean must stop what it left running, unmount, and delete the half-built tree."""
     env = {**os.environ, "LABS_STATE_DIR": str(tmp_path / "state"),
            "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    kill_after_s = random.Random(FAULT_SEED).uniform(40, 80)
     build = subprocess.Popen([sys.executable, "-m", "labs", "vm", "build"], cwd=ROOT, env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(kill_after_s)
+    started = time.monotonic()
+    # Wait for the first mount inside the build's tree, then kill a moment later: the kill
+    # always finds a mount to undo, and the test does not sit through the download first.
+    while not [line for line in Path("/proc/mounts").read_text().splitlines()
+               if str(tmp_path) in line]:
+        assert build.poll() is None, "the build ended before it mounted anything"
+        assert time.monotonic() - started < 600, "no mount in the build's tree after 600 s"
+        time.sleep(0.5)
+    mounted_s = time.monotonic() - started
+    time.sleep(random.Random(FAULT_SEED).uniform(0, 3))
+    kill_after_s = time.monotonic() - started
     assert build.poll() is None, "the build ended before the kill: nothing was tested"
     build.kill()
     build.wait()
@@ -331,7 +340,8 @@ def test_a_killed_image_build_is_cleaned_up(tmp_path):
               if str(tmp_path) in line]
     left = {"processes": len(processes_inside(str(scratch[0]))), "mounts": len(mounts),
             "scratch dirs": len(list(scratch[0].parent.glob(".build-*")))}
-    report(f"killed image build at {kill_after_s:.0f} s; left after clean: {left}")
+    report(f"killed image build at {kill_after_s:.0f} s (its first mount at "
+           f"{mounted_s:.0f} s); left after clean: {left}")
     assert left == {"processes": 0, "mounts": 0, "scratch dirs": 0}
 
 
