@@ -124,6 +124,7 @@ def inventory_cases(tmp: Path) -> list[tuple[str, list[str], dict, str]]:
         "port not a number": '[hosts.a]\naddress = "x"\nport = "22"\n',
         "port out of range": '[hosts.a]\naddress = "x"\nport = 70000\n',
         "user not a string": '[hosts.a]\naddress = "x"\nuser = 7\n',
+        "link address not a string": '[hosts.a]\naddress = "x"\nlink_address = 7\n',
         "binary file": None,
     }
     cases = []

@@ -1,5 +1,13 @@
 """The DRBD lab on the session's shared VM pair (ci profile): a real DRBD resource between
-vm1 and vm2, real netem on their link, real fio and pgbench, and a real power cut of vm1.
+vm1 and vm2, real netem on their link, real fio and pgbench, and a real failure of vm1.
+
+The ci run reaches the two VMs as a reader reaches two cloud machines: as SSH hosts of an
+inventory (zone-a, zone-b), which the lab knows only by their entries. So it mirrors a loop
+file on each, finds the link's interface itself, names the resource's sections by
+`uname -n`, and its drill freezes the primary's PostgreSQL and cuts its link, then makes the
+old primary discard what only it wrote. The lab's other path, on the VMs as lab VMs (their
+data disks, the drill's power cut), is what made the book's recorded run; here a run on it
+is killed mid-sweep and cleaned up.
 
 Asserted: every protocol was measured at every round trip, and the round trip netem added
 shows up in ping, with the profile's jitter and loss as tc reports them; protocol C waits
@@ -13,20 +21,26 @@ killed mid-sweep is cleaned up by `clean`. Bad input stops with one line.
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 import time
 
+import pandas as pd
 import pytest
-from conftest import PROJECT_ROOT, assert_one_line_usage_error, report, run_labs, run_vm_ci
+from conftest import (
+    assert_one_line_usage_error,
+    kill_once_it_prints,
+    report,
+    run_labs,
+    vm_inventory_entry,
+)
 
 from labs.drbd import page
+from labs.records import list_runs, load_run
 from labs.tools import netem
 
 pytestmark = pytest.mark.slow
 
 PAIR = ("--host", "vm1", "--peer", "vm2")
+SSH_PAIR = {"zone-a": "vm1", "zone-b": "vm2"}  # inventory name: the VM it reaches
 
 
 def leftovers(lab_vms, vm: str) -> str:
@@ -43,10 +57,30 @@ def assert_nothing_left(lab_vms) -> None:
 
 
 @pytest.fixture(scope="module")
-def ci_run(lab_vms, request):
-    run, wall_s = run_vm_ci(lab_vms, "drbd", *PAIR)
+def ssh_pair_env(lab_vms) -> dict:
+    """An inventory naming vm1 and vm2 as zone-a and zone-b: address, port, key, host key and
+    the address the other one reaches it at, as for two cloud machines."""
+    from labs.infra.vm import machine
+
+    entries = [vm_inventory_entry(name, vm, link_address=machine.read_state(vm).private_ip)
+               for name, vm in SSH_PAIR.items()]
+    inventory = lab_vms.base / "ssh-pair.toml"
+    inventory.write_text("\n".join(entries))
+    return {"LABS_INVENTORY": str(inventory)}
+
+
+@pytest.fixture(scope="module")
+def ci_run(lab_vms, ssh_pair_env, request):
+    before = set(list_runs("drbd", lab_vms.base / "runs"))
+    started = time.monotonic()
+    ran = lab_vms.cli("run", "drbd", "--host", "zone-a", "--peer", "zone-b", "--profile", "ci",
+                      timeout_s=2400, env=ssh_pair_env)
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    (path,) = [p for p in list_runs("drbd", lab_vms.base / "runs") if p not in before]
+    run, wall_s = load_run(path), time.monotonic() - started
     f = page.figures(run)
-    report(request.config, f"drbd ci run on vm1+vm2: {wall_s:.0f} s; link "
+    report(request.config, f"drbd ci run on zone-a+zone-b (vm1, vm2 as SSH hosts): "
+           f"{wall_s:.0f} s; link "
            f"{f['link_rtt_ms']} ms; 4 KiB write p50 at +{f['top_added']} ms (measured "
            f"{f['top_rtt_ms']} ms): A {f['top_A_p50_ms']}, C "
            f"{f['top_C_p50_ms']} ms (model C {f['top_C_model_ms']}); pgbench C at the link "
@@ -78,8 +112,8 @@ def test_each_side_got_half_the_round_trip_with_the_profiles_jitter_and_loss(ci_
     params = ci_run.meta["parameters"]
     assert params["jitter_ms"] > 0 and params["loss_pct"] > 0  # the ci profile drives both
     for added in params["added_rtt_ms"]:
-        for vm in ("vm1", "vm2"):
-            text = (ci_run.path / "raw" / "netem" / f"added-{added:g}-{vm}.txt").read_text()
+        for name in SSH_PAIR:
+            text = (ci_run.path / "raw" / "netem" / f"added-{added:g}-{name}.txt").read_text()
             settings = netem.root_netem(text)
             if added == 0:
                 assert settings is None, text  # the link as it is
@@ -104,7 +138,7 @@ def test_the_article_jobs_ran_everywhere_and_large_writes_wait_for_the_link(ci_r
     params = ci_run.meta["parameters"]
     table = page.article_results(ci_run)
     top = max(params["added_rtt_ms"])
-    expected = {("local-vm1", "none", 0.0), ("local-vm2", "none", 0.0),
+    expected = {("local-zone-a", "none", 0.0), ("local-zone-b", "none", 0.0),
                 ("drbd-disconnected", "none", 0.0)}
     expected |= {(f"drbd-C-added-{a:g}", "C", a) for a in params["added_rtt_ms"]}
     expected |= {(f"drbd-{p}-added-{top:g}", p, top) for p in params["protocols"] if p != "C"}
@@ -129,7 +163,11 @@ def test_the_article_jobs_ran_everywhere_and_large_writes_wait_for_the_link(ci_r
 
 def test_pgbench_ran_on_the_local_disk_and_on_drbd_and_the_resync_moved_the_difference(ci_run):
     tps = page.pgbench_results(ci_run)
-    assert "local" in set(tps["config"]) and (tps["tps"] > 0).all()
+    assert {"local", "drbd-disconnected"} <= set(tps["config"]) and (tps["tps"] > 0).all()
+    # The bare disk has no DRBD to count what is sent; disconnected, DRBD sends nothing.
+    by_config = tps.set_index("config")
+    assert pd.isna(by_config.loc["local", "sent_bytes"])
+    assert by_config.loc["drbd-disconnected", "sent_bytes"] == 0
     assert len(tps[tps["protocol"] == "C"]) == len(ci_run.meta["parameters"]["added_rtt_ms"])
     resync = page.resync_results(ci_run).set_index("config")
     assert resync.loc["resync-after-pgbench", "resync_bytes"] > 0
@@ -142,24 +180,24 @@ def test_the_drill_under_c_lost_nothing_and_the_disks_match(ci_run):
     assert drill.loc["C", "disks_match"] == 1
 
 
+def test_two_ssh_hosts_mirror_loop_files_under_their_own_names(ci_run):
+    resource = (ci_run.path / "raw" / "drbd" / "resource.res").read_text()
+    # drbdadm finds its section by `uname -n` (the VMs call themselves vm1 and vm2), and
+    # nothing of the hosts' own is mirrored: a loop device over a file of the lab's.
+    assert "on vm1 {" in resource and "on vm2 {" in resource, resource
+    assert resource.count("disk /dev/loop") == 2, resource
+    assert "address 10.77.0.1:" in resource and "address 10.77.0.2:" in resource
+
+
 def test_nothing_is_left_in_either_vm(ci_run, lab_vms):
+    # Counted on vm1 and vm2 as lab VMs: every DRBD resource, netem, loop, server process.
     assert_nothing_left(lab_vms)
 
 
 def test_a_run_killed_mid_sweep_is_cleaned_up_by_clean(ci_run, lab_vms, figures):
-    process = subprocess.Popen([sys.executable, "-m", "labs", "run", "drbd", *PAIR,
-                                "--profile", "ci"], cwd=PROJECT_ROOT,
-                               env={**os.environ, **lab_vms.env, "PYTHONUNBUFFERED": "1"},
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    seen = []
-    for line in process.stdout:
-        seen.append(line)
-        if "round trip +6 ms: ping" in line:  # DRBD up, netem on (the ci profile's +6 ms)
-            break
-    time.sleep(2)
-    process.send_signal(signal.SIGKILL)  # no cleanup of its own: only the journal is left
-    process.wait(timeout=60)
-    assert any("round trip +6 ms: ping" in line for line in seen), "".join(seen)
+    # The ci profile's first point is +6 ms: DRBD is up and netem on.
+    kill_once_it_prints(["run", "drbd", *PAIR, "--profile", "ci"],
+                        {**os.environ, **lab_vms.env}, "round trip +6 ms: ping", settle_s=2)
     for vm in ("vm1", "vm2"):
         left = leftovers(lab_vms, vm)
         assert "drbd=1" in left and "netem=1" in left, f"{vm}: {left}"
@@ -170,9 +208,9 @@ def test_a_run_killed_mid_sweep_is_cleaned_up_by_clean(ci_run, lab_vms, figures)
 
 
 @pytest.mark.parametrize("args, words", [
-    (["--peer", "vm1"], "the peer must be the other VM"),
+    (["--peer", "vm1"], "the peer must be another host"),
     (["--host", "local"], "runs on a lab VM pair"),
-    (["--peer", "db1"], "runs on a lab VM pair"),
+    (["--peer", "db1"], "both lab VMs of a pair or both SSH hosts"),
     (["--protocols", "D"], "--protocols D"),
     (["--protocols", "A,A"], "each value once"),
     (["--added-rtt-ms", "-1"], "--added-rtt-ms"),

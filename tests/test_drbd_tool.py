@@ -112,6 +112,8 @@ def test_command_lines():
         "drbdadm", "new-current-uuid", "--clear-bitmap", "r0"]
     assert drbd.disconnect_command("r0") == ["drbdadm", "disconnect", "r0"]
     assert drbd.connect_command("r0") == ["drbdadm", "connect", "r0"]
+    assert drbd.connect_command("r0", discard_my_data=True) == \
+        ["drbdadm", "connect", "--discard-my-data", "r0"]
     assert drbd.detach_command("r0") == ["drbdadm", "detach", "r0"]
     assert drbd.attach_command("r0") == ["drbdadm", "attach", "r0"]
     assert drbd.invalidate_command("r0") == ["drbdadm", "invalidate", "r0"]

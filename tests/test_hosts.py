@@ -13,7 +13,7 @@ import pytest
 from labs.errors import UsageError
 from labs.infra.guard import DeviceRefused, check_device, is_plain_device_path
 from labs.infra.hosts import CommandFailed, CommandTimedOut, LocalHost, SSHHost, UnknownHost
-from labs.infra.inventory import get_host, load_inventory
+from labs.infra.inventory import get_host, link_address, load_inventory
 from labs.infra.journal import Journal
 from labs.infra.workspace import LabWorkspace
 
@@ -97,6 +97,15 @@ def test_inventory_format_and_errors(private_state):
         load_inventory()
     inventory.write_text('[hosts.a]\naddress = "x"\npassword = "no"\n')
     with pytest.raises(UsageError, match="unknown field 'password'"):
+        load_inventory()
+    # A pair's link: where the other host reaches this one; the SSH address by default.
+    inventory.write_text('[hosts.a]\naddress = "203.0.113.10"\nlink_address = "10.0.1.10"\n'
+                         '[hosts.b]\naddress = "203.0.113.11"\n')
+    assert link_address("a") == "10.0.1.10" and link_address("b") == "203.0.113.11"
+    with pytest.raises(UsageError, match="not in the inventory"):
+        link_address("c")
+    inventory.write_text('[hosts.a]\naddress = "x"\nlink_address = 10\n')
+    with pytest.raises(UsageError, match="'link_address' must be a string"):
         load_inventory()
 
 

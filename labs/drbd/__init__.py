@@ -1,15 +1,17 @@
 """The DRBD chapter (book/drbd/) and its lab (`python -m labs run drbd --host vm1 --peer vm2`).
 
-Two lab VMs mirror one data disk each through DRBD over their private link. The lab adds
-network delay with netem, measures the round trip it got, and at each delay measures small
-synchronous writes (fio) under protocols A, B and C and PostgreSQL's pgbench, beside the
-model in labs/models/drbd.py. A failover drill then cuts the primary's power mid-write,
+Two lab VMs mirror one data disk each through DRBD over their private link (or two SSH
+hosts of the inventory mirror a loop file each, over the link between their
+`link_address`es). The lab adds network delay with netem, measures the round trip it got,
+and at each delay measures small synchronous writes (fio) under protocols A, B and C and
+PostgreSQL's pgbench, beside the model in labs/models/drbd.py. A failover drill then fails
+the primary mid-write (a VM's power cut; on SSH hosts, its server frozen and its link cut),
 promotes the peer and counts the acknowledged writes the peer does not hold.
 
 params.py   the parameters and profiles
-run.py      the baselines, the resource, the sweep and pgbench (touches both VMs)
-drill.py    the failover drill: numbered commits, the power cut, the count, the resync
-pair.py     the two VMs' workspaces and the small steps run.py and drill.py share
+run.py      the pair's checks, the baselines, the resource, the sweep and pgbench
+drill.py    the failover drill: numbered commits, the failure, the count, the resync
+pair.py     the two hosts' workspaces and the small steps run.py and drill.py share
 page.py     what the book pages show: the model's tables and the recorded run
 explain.py  the explanation page's model tables
 charts.py   the Altair charts
@@ -18,9 +20,10 @@ charts.py   the Altair charts
 from labs.drbd.params import Parameters
 
 NAME = "drbd"
-DESCRIPTION = ("synchronous mirroring with DRBD between two lab VMs: write latency and pgbench "
+DESCRIPTION = ("synchronous mirroring with DRBD between two hosts: write latency and pgbench "
                "by protocol and round trip, and a failover drill that counts lost writes")
 BOOK_PAGE = "book/drbd/lab.md"
-NEEDS = "two lab VMs started together (`python -m labs vm up --pair`), as root"
+NEEDS = ("two lab VMs started together (`python -m labs vm up --pair`), as root; or two SSH "
+         "hosts of the inventory with DRBD (README)")
 
 __all__ = ["BOOK_PAGE", "DESCRIPTION", "NAME", "NEEDS", "Parameters"]

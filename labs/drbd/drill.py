@@ -1,17 +1,26 @@
-"""The failover drill: commit numbered rows, cut the primary's power, promote the peer, count.
+"""The failover drill: commit numbered rows, fail the primary, promote the peer, count.
 
 A client loop on the primary commits rows 1, 2, 3, ... into PostgreSQL on the DRBD device
 and prints `ack N` after each commit returned; the controller writes down every
-acknowledgement it sees (labs/infra/acks.py). Then the primary's QEMU is killed: no
-shutdown, no last flush. The peer notices the link is gone, is promoted, mounts the file
-system and starts PostgreSQL, which recovers from its log. The count: acknowledged rows
-that the survivor does not hold. Then the old primary boots again, rejoins as the
-secondary, resyncs from the new primary, and the lab checks that both disks hold the same
-bytes. Last, the roles switch back, so the next drill starts where this one did.
+acknowledgement it sees (labs/infra/acks.py). Then the primary fails:
+
+- a lab VM loses its power: its QEMU is killed, no shutdown, no last flush;
+- an SSH host (a reader's machine, whose power the lab does not cut) has the lab's
+  PostgreSQL frozen (SIGSTOP: no commit is acknowledged after this) and, a moment later,
+  every packet it sends on the link dropped (netem, loss 100 %): what was still on its way
+  to the peer never arrives, as with a power cut.
+
+The peer notices the link is gone, is promoted, mounts the file system and starts
+PostgreSQL, which recovers from its log. The count: acknowledged rows that the survivor
+does not hold. Then the old primary comes back (boots again; or has its frozen server
+killed, its disk demoted and what it alone wrote discarded), rejoins as the secondary,
+resyncs from the new primary, and the lab checks that both disks hold the same bytes.
+Last, the roles switch back, so the next drill starts where this one did.
 """
 
 from __future__ import annotations
 
+import shlex
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -32,10 +41,11 @@ from labs.infra.vm import machine, power
 from labs.infra.workspace import LabWorkspace
 from labs.progress import Progress
 from labs.records import RunRecorder
-from labs.tools import drbd
+from labs.tools import drbd, netem
 
 FIRST_ACK_TIMEOUT_S = 300
 PEER_NOTICES_TIMEOUT_S = 60  # DRBD's ping-int (10 s) plus its timeouts, with room
+ACKS_IN_FLIGHT_S = 2.0  # from the client's output to the controller, with room
 
 
 def sql(ws: LabWorkspace, data: str, statement: str) -> str:
@@ -74,8 +84,9 @@ def failover(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progres
     primary, peer = pair.primary, pair.peer
     name, device, config = pair.resource.name, pair.device, f"drill-{protocol}"
     data = f"{point}/pg"
+    failure = "power is cut" if pair.vms else "server is frozen and its link cut"
     progress.step(f"drill under {protocol}, round trip +{added_rtt_ms:g} ms: commits, then "
-                  f"{primary.host.name}'s power is cut")
+                  f"{primary.host.name}'s {failure}")
     set_added_rtt(pair, added_rtt_ms)
     rtt = record_rtt(pair, rec, f"{config}-added-{added_rtt_ms:g}", added_rtt_ms)
     drbdadm(primary, pair, drbd.net_options_command(name, protocol=protocol))
@@ -92,9 +103,13 @@ def failover(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progres
         time.sleep(0.1)
     time.sleep(params.drill_s)
     try:
-        # The power cut: QEMU dies at once; the guest's memory is gone, its disks stay.
-        cut_at = power.power_cut(primary.host.name)
-        if stream.thread:
+        cut_at = fail(pair, data, added_rtt_ms)
+        if not pair.vms:
+            # The frozen server acknowledges nothing more; acknowledgements already printed
+            # reach the controller within moments (the client itself ends only once its
+            # server is killed, below).
+            time.sleep(ACKS_IN_FLIGHT_S)
+        elif stream.thread:
             stream.thread.join(timeout=60)
         acked, rate = stream.acked, stream.rate()
         rec.add_raw(f"drill/{config}-acks.txt",
@@ -102,12 +117,19 @@ def failover(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progres
         progress.step(f"drill under {protocol}: {peer.host.name} takes over")
         found, newest, notice_s = take_over(pair, data, config, rec, acked, cut_at)
     finally:
-        # Whatever happened, the VM gets its power back: its teardown runs inside it.
-        if not machine.is_running(primary.host.name):
-            power.power_on(primary.host.name, log=progress.detail)
-        primary.reconnect()
+        if pair.vms:
+            # Whatever happened, the VM gets its power back: its teardown runs inside it.
+            if not machine.is_running(primary.host.name):
+                power.power_on(primary.host.name, log=progress.detail)
+            primary.reconnect()
+        else:
+            # The frozen server dies as in a crash (a stopped process cannot stop itself).
+            primary.host.sudo(kill_server_command(data, "KILL"), timeout_s=60)
     progress.step(f"drill under {protocol}: {primary.host.name} rejoins and resyncs")
-    resync_s, resync_kib = rejoin(pair)
+    if pair.vms:
+        resync_s, resync_kib = rejoin(pair)
+    else:
+        resync_s, resync_kib = rejoin_after_link_cut(pair, point, added_rtt_ms)
     size = int(peer.host.sudo(["blockdev", "--getsize64", device], timeout_s=60).stdout)
     # Both disks at once, each VM reading its own: the digests take as long as one.
     with ThreadPoolExecutor(max_workers=2) as pool:
@@ -135,6 +157,33 @@ def failover(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progres
     progress.detail(f"{config}: acknowledged {acked}, found {found}, lost {acked - found}; "
                     f"resync {resync_kib} KiB in {resync_s:.1f} s; disks "
                     f"{'match' if differing_mib == 0 else f'differ in {differing_mib} MiB'}")
+
+
+def kill_server_command(data: str, signal: str) -> str:
+    """Send `signal` to the lab's PostgreSQL: the postmaster its pid file names and its
+    children. The postmaster is stopped first, so that it starts no new child meanwhile,
+    and its children are found while it lives (once it is dead they are init's)."""
+    pid_file = shlex.quote(POSTGRES.pid_file(data))
+    command = (f"pid=$(head -n 1 {pid_file}); if [ -n \"$pid\" ]; then kill -STOP \"$pid\"; "
+               f"children=$(pgrep -P \"$pid\"); kill -{signal} \"$pid\" $children")
+    if signal == "KILL":  # and wait until they are gone (their files close with them)
+        command += ("; for i in $(seq 100); do kill -0 \"$pid\" 2>/dev/null || break; "
+                    "sleep 0.1; done")
+    return command + "; fi"
+
+
+def fail(pair: Pair, data: str, added_rtt_ms: float) -> float:
+    """The primary fails; returns when (time.monotonic()) it did."""
+    primary = pair.primary
+    if pair.vms:
+        # The power cut: QEMU dies at once; the guest's memory is gone, its disks stay.
+        return power.power_cut(primary.host.name)
+    # Safe: stops only the lab's own server (its pid file's process and children), then
+    # drops the packets the host sends on the lab's link (the netem the journal holds).
+    drop = netem.netem_command(pair.interface(primary), added_rtt_ms / 2, None, 100)
+    primary.host.sudo(f"{kill_server_command(data, 'STOP')}; {shlex.join(drop)}",
+                      timeout_s=60)
+    return time.monotonic()
 
 
 def take_over(pair: Pair, data: str, config: str, rec: RunRecorder, acked: int,
@@ -179,7 +228,13 @@ def rejoin(pair: Pair) -> tuple[float, int]:
     started = time.monotonic()
     # Safe: brings up the lab's resource again over the lab disk the guard allows.
     primary.run_guarded(drbd.up_command(name), [pair.disk(primary)], timeout_s=300)
-    largest_kib = drbd_state(pair.peer).out_of_sync_kib
+    return wait_for_resync(pair, started, drbd_state(pair.peer).out_of_sync_kib)
+
+
+def wait_for_resync(pair: Pair, started: float, largest_kib: int) -> tuple[float, int]:
+    """Poll the old primary until both sides are UpToDate; (seconds since `started`, the
+    largest resync total seen, KiB)."""
+    primary = pair.primary
     while True:
         state = drbd_state(primary)
         if state.sync:
@@ -190,6 +245,27 @@ def rejoin(pair: Pair) -> tuple[float, int]:
             raise LabError(f"{primary.host.name}: no resync to UpToDate within 900 s "
                            f"(cs:{state.connection} ds:{state.disk}/{state.peer_disk})")
         time.sleep(0.5)
+
+
+def rejoin_after_link_cut(pair: Pair, point: str, added_rtt_ms: float) -> tuple[float, int]:
+    """The old primary (its server killed) steps down and throws away what only it wrote;
+    then its link comes back and it resyncs from the new primary. Returns as rejoin does."""
+    primary, peer, name = pair.primary, pair.peer, pair.resource.name
+    # Safe: the lab's own mount of the lab's DRBD device; the journal keeps the entry, and
+    # switch_back mounts it here again.
+    primary.run_guarded(["umount", point], [pair.device], timeout_s=300)
+    drbdadm(primary, pair, drbd.secondary_command(name))
+    # Both sides go back to the resource file's protocol: they refuse to connect otherwise.
+    # The old primary forgets its runtime options (disconnect), then reconnects from the file.
+    drbdadm(peer, pair, drbd.net_options_command(name, protocol=pair.resource.protocol))
+    primary.run_guarded(drbd.disconnect_command(name), [pair.device], check=False)
+    # Safe: discards only what this side wrote that the new primary never got.
+    drbdadm(primary, pair, drbd.connect_command(name, discard_my_data=True))
+    started = time.monotonic()
+    set_added_rtt(pair, added_rtt_ms)  # the link again, as it was before the cut
+    if drbd_state(peer).connection == "StandAlone":
+        drbdadm(peer, pair, drbd.connect_command(name))
+    return wait_for_resync(pair, started, drbd_state(peer).out_of_sync_kib)
 
 
 def switch_back(pair: Pair, point: str, data: str) -> None:

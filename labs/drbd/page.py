@@ -107,6 +107,10 @@ def figures(run: RecordedRun) -> dict[str, str]:
     tps = pgbench_results(run)
     c = tps[tps["protocol"] == "C"].sort_values("added_rtt_ms")
     f["local_tps"] = f"{tps[tps['config'] == 'local']['tps'].iloc[0]:,.0f}"
+    disconnected = tps[tps["config"] == "drbd-disconnected"].iloc[0]
+    f["disc_tps"] = f"{disconnected['tps']:,.0f}"
+    f["disc_tps_pct"] = f"{disconnected['ratio_pct']:.0f}"
+    f["disc_tps_model_pct"] = f"{disconnected['model_ratio_pct']:.0f}"
     f["tps_ratio_first_pct"] = f"{c['ratio_pct'].iloc[0]:.0f}"
     f["tps_ratio_last_pct"] = f"{c['ratio_pct'].iloc[-1]:.0f}"
     f["tps_max_abs_error_pct"] = f"{tps['error_pct'].abs().max():.0f}"
@@ -421,12 +425,14 @@ def drill_table(run: RecordedRun):
 
 def pgbench_table(run: RecordedRun):
     """Each pgbench run: TPS, the waiting model, and where the processors went."""
-    table = pgbench_results(run).sort_values(["protocol", "added_rtt_ms"])
-    local = table["config"] == "local"
-    table = pd.concat([table[local], table[~local]])
+    table = pgbench_results(run)
+    order = {"local": 0, "drbd-disconnected": 1}
+    table = table.assign(order=table["config"].map(order).fillna(2)).sort_values(
+        ["order", "protocol", "added_rtt_ms"])
+    labels = {"local": "local disk (no DRBD)", "drbd-disconnected": "DRBD, peer disconnected"}
     return wrapping_table(pd.DataFrame({
-        "run": ["local disk" if p == "none" else f"{p}, +{a:g} ms" for p, a in
-                zip(table["protocol"], table["added_rtt_ms"], strict=True)],
+        "run": [labels.get(c, f"{p}, +{a:g} ms") for c, p, a in
+                zip(table["config"], table["protocol"], table["added_rtt_ms"], strict=True)],
         "TPS": table["tps"].map("{:,.0f}".format),
         "% of local": table["ratio_pct"].map("{:.0f}".format),
         "model %": table["model_ratio_pct"].map("{:.0f}".format),
@@ -435,7 +441,9 @@ def pgbench_table(run: RecordedRun):
                                             strict=True)],
         "CPU ms per transaction": table["cpu_ms_per_tx"].map("{:.1f}".format),
         "by CPU time %": table["cpu_ratio_pct"].map("{:.0f}".format),
-        "KiB sent per transaction": table["sent_kib_per_tx"].map("{:.0f}".format),
+        # DRBD counts what it sends; on the bare disk there is nothing to count.
+        "KiB sent per transaction": table["sent_kib_per_tx"].map(
+            lambda kib: "" if pd.isna(kib) else f"{kib:.0f}"),
     }))
 
 

@@ -1,4 +1,8 @@
-"""The two VMs of the DRBD lab and the small steps both the run and the drill take.
+"""The two hosts of the DRBD lab and the small steps both the run and the drill take.
+
+The pair is two lab VMs (`vm up --pair`: a data disk each, a private link) or two SSH hosts
+of the reader's inventory (a loop device over a file in each one's work dir, the link
+between their `link_address`es).
 
     pair.primary, pair.peer       # a LabWorkspace per VM
     drbd_state(ws)                # /proc/drbd's minor 0, parsed
@@ -27,18 +31,21 @@ from labs.tools import drbd, netem
 from labs.tools.drbd_state import DrbdMinor, parse_proc_drbd
 
 RESOURCE = "storagelab"
-INTERFACE = "eth1"  # the pair's private link (labs/infra/vm/machine.py)
+VM_INTERFACE = "eth1"  # a lab VM pair's private link (labs/infra/vm/machine.py)
 POSTGRES = SERVERS["postgres"]
 
 
 @dataclass
 class Pair:
-    """The two VMs, their workspaces and what DRBD calls them."""
+    """The two hosts, their workspaces and what DRBD calls them: `resource.hosts` are the
+    primary's section, then the peer's (each named as its host's `uname -n`)."""
 
     primary: LabWorkspace
     peer: LabWorkspace
     resource: drbd.DrbdResource
     device: str
+    interfaces: tuple[str, str] = (VM_INTERFACE, VM_INTERFACE)  # the link's, on each side
+    vms: bool = True  # a lab VM pair: the drill can cut a VM's power
     jitter_ms: float = 0.0  # netem, on each side, with every added round trip
     loss_pct: float = 0.0
     link_probe_mib: int = 128  # sent to measure the link's bandwidth
@@ -47,17 +54,29 @@ class Pair:
     def both(self) -> tuple[LabWorkspace, LabWorkspace]:
         return self.primary, self.peer
 
+    def _side(self, ws: LabWorkspace) -> int:
+        return 0 if ws is self.primary else 1
+
+    def node(self, ws: LabWorkspace) -> drbd.DrbdHost:
+        """This side's section of the resource file."""
+        return self.resource.hosts[self._side(ws)]
+
     def address(self, ws: LabWorkspace) -> str:
-        return self.resource.host(ws.host.name).address
+        return self.node(ws).address
 
     def disk(self, ws: LabWorkspace) -> str:
-        return self.resource.host(ws.host.name).disk
+        return self.node(ws).disk
+
+    def interface(self, ws: LabWorkspace) -> str:
+        return self.interfaces[self._side(ws)]
 
 
-def vm_cpu_s(ws: LabWorkspace) -> float:
-    """CPU seconds this machine has spent running the VM so far (its QEMU process, user and
-    system time): both VMs share this machine's processors, so what one uses the other
-    cannot."""
+def cpu_s(pair: Pair, ws: LabWorkspace) -> float:
+    """CPU seconds spent so far for this side: on a lab VM, its QEMU process's (user and
+    system time: both VMs share this machine's processors, so what one uses the other
+    cannot); on an SSH host, the host's own busy time, all its processors together."""
+    if not pair.vms:
+        return host_busy_cpu_s(ws)
     state = machine.read_state(ws.host.name)
     if state is None:
         return float("nan")
@@ -67,6 +86,15 @@ def vm_cpu_s(ws: LabWorkspace) -> float:
         return float("nan")
     # utime and stime are fields 14 and 15 of /proc/PID/stat (11 and 12 after the name).
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def host_busy_cpu_s(ws: LabWorkspace) -> float:
+    """The host's processors' busy time since boot, s: /proc/stat's first line, all but
+    idle and iowait (user, nice, system, irq, softirq, steal), in the host's clock ticks."""
+    text = ws.host.run("head -n 1 /proc/stat; getconf CLK_TCK", timeout_s=60).stdout.split()
+    ticks = [int(word) for word in text[1:9]]
+    busy = sum(ticks) - ticks[3] - ticks[4]
+    return busy / int(text[-1])
 
 
 def drbd_state(ws: LabWorkspace) -> DrbdMinor:
@@ -109,16 +137,16 @@ def set_added_rtt(pair: Pair, added_rtt_ms: float) -> None:
     the pair's jitter and loss; none of them at +0 ms (the link as it is)."""
     for ws in pair.both:
         if added_rtt_ms == 0:
-            ws.remove("netem", INTERFACE)
+            ws.remove("netem", pair.interface(ws))
         else:
-            ws.set_netem(INTERFACE, added_rtt_ms / 2, pair.jitter_ms or None,
+            ws.set_netem(pair.interface(ws), added_rtt_ms / 2, pair.jitter_ms or None,
                          pair.loss_pct or None)
 
 
 def record_netem(pair: Pair, rec: RunRecorder, config: str) -> None:
     """What each side's link really has, as tc prints it back (kept with the run)."""
     for ws in pair.both:
-        text = ws.host.run(netem.show_command(INTERFACE), timeout_s=60).stdout
+        text = ws.host.run(netem.show_command(pair.interface(ws)), timeout_s=60).stdout
         rec.add_raw(f"netem/{config}-{ws.host.name}.txt", text)
 
 

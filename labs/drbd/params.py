@@ -13,7 +13,7 @@ LINK_PROBE_PORT = 7790  # DRBD's own connection uses 7789
 ADDED_RTT_MS_MAX = 200.0  # a round trip longer than this is no zone or region pair
 
 
-def _is_vm_name(name: str) -> bool:
+def is_vm_name(name: str) -> bool:
     return name.startswith("vm") and name[2:].isdigit()
 
 
@@ -32,8 +32,10 @@ class Parameters(LabParameters):
     }
 
     host: str = option("vm1", "the primary: a lab VM of a pair started with "
-                              "`python -m labs vm up --pair` (vm1)")
-    peer: str = option("vm2", "the secondary: the other VM of the pair (vm2)")
+                              "`python -m labs vm up --pair` (vm1), or an SSH host of the "
+                              "inventory")
+    peer: str = option("vm2", "the secondary: the other VM of the pair (vm2), or another "
+                              "SSH host of the inventory (two machines, e.g. in two zones)")
     protocols: tuple[str, ...] = option(PROTOCOLS, "DRBD protocols to measure at each round "
                                         "trip", choices=PROTOCOLS)
     added_rtt_ms: tuple[float, ...] = option(
@@ -63,11 +65,15 @@ class Parameters(LabParameters):
 
     def check(self) -> None:
         for flag, name in (("--host", self.host), ("--peer", self.peer)):
-            if not _is_vm_name(name):
-                raise UsageError(f"{flag} {name}: the DRBD lab runs on a lab VM pair "
-                                 "(`python -m labs vm up --pair`, then --host vm1 --peer vm2)")
+            if name == "local":
+                raise UsageError(f"{flag} local: the DRBD lab runs on a lab VM pair "
+                                 "(`python -m labs vm up --pair`, then --host vm1 --peer vm2) "
+                                 "or on two SSH hosts of the inventory, never on this machine")
         if self.host == self.peer:
-            raise UsageError(f"--peer {self.peer}: the peer must be the other VM of the pair")
+            raise UsageError(f"--peer {self.peer}: the peer must be another host than --host")
+        if is_vm_name(self.host) != is_vm_name(self.peer):
+            raise UsageError(f"--host {self.host} --peer {self.peer}: both lab VMs of a pair or "
+                             "both SSH hosts (a lab VM's link reaches only its pair)")
         for flag, values in (("--protocols", self.protocols), ("--added-rtt-ms", self.added_rtt_ms),
                              ("--drill-protocols", self.drill_protocols)):
             if len(set(values)) != len(values):

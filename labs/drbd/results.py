@@ -153,35 +153,43 @@ def article_results(run: RecordedRun) -> pd.DataFrame:
 
 
 def pgbench_results(run: RecordedRun) -> pd.DataFrame:
-    """TPS per configuration; the model from the local run's work per transaction."""
+    """TPS per configuration, as a share of the primary's own disk's ("local", no DRBD); the
+    model: each client's work per transaction from the local run, plus the commit's wait in
+    each configuration (DRBD disconnected: fio's commit on DRBD alone; A, B, C: predicted)."""
     table = _wide(run, ["pgbench"], ["protocol", "added_rtt_ms", "rtt_ms"])
     fio = fio_results(run)
+    host, peer_host = run.meta["parameters"]["host"], run.meta["parameters"]["peer"]
     local = table[table["config"] == "local"].iloc[0]
-    local_commit = local_row(fio, "drbd-disconnected", "fdatasync")
-    local_commit_ms = local_commit["measured_ms"]
+    local_commit_ms = local_row(fio, f"local-{host}", "fdatasync")["measured_ms"]
     cpu_ms = model.cpu_ms_per_transaction(local_tps=local["tps"], clients=CLIENTS,
                                           local_commit_ms=local_commit_ms)
-    peer = local_row(fio, f"local-{run.meta['parameters']['peer']}", "fdatasync")
+    disconnected = local_row(fio, "drbd-disconnected", "fdatasync")
+    peer = local_row(fio, f"local-{peer_host}", "fdatasync")
     models = []
     for row in table.itertuples():
         if row.protocol not in model.PROTOCOLS:
-            models.append(local["tps"])
-            continue
-        commit_ms = _predict(row.protocol, local_commit, peer, row.rtt_ms,
-                             fio.attrs["send_ms"]["fdatasync"], _parts("fdatasync"))
+            commit_ms = local_commit_ms if row.config == "local" else \
+                disconnected["measured_ms"]
+        else:
+            commit_ms = _predict(row.protocol, disconnected, peer, row.rtt_ms,
+                                 fio.attrs["send_ms"]["fdatasync"], _parts("fdatasync"))
         models.append(model.pgbench_tps(clients=CLIENTS, cpu_ms=cpu_ms, commit_ms=commit_ms))
     table["model_tps"] = models
     # Where the machine's processors went: each VM's QEMU, in cores (CPU seconds a second)
     # and in host CPU milliseconds per transaction.
     for role in ("primary", "peer"):
-        table[f"{role}_cores"] = table[f"{role}_vm_cpu_s"] / table["wall_s"]
-        table[f"{role}_cpu_ms_per_tx"] = 1000 * table[f"{role}_vm_cpu_s"] / table["transactions"]
+        table[f"{role}_cores"] = table[f"{role}_cpu_s"] / table["wall_s"]
+        table[f"{role}_cpu_ms_per_tx"] = 1000 * table[f"{role}_cpu_s"] / table["transactions"]
     table["both_cores"] = table["primary_cores"] + table["peer_cores"]
     table["cpu_ms_per_tx"] = table["primary_cpu_ms_per_tx"] + table["peer_cpu_ms_per_tx"]
     # A second model, for a machine whose processors are the limit: the rate scales with
     # the processor time each transaction costs (the local run's over this run's).
     table["cpu_ratio_pct"] = 100 * table.loc[table["config"] == "local", "cpu_ms_per_tx"].iloc[0] \
         / table["cpu_ms_per_tx"]
+    # DRBD's counters: none on the bare disk (NaN there).
+    for column in ("sent_bytes", "disk_write_bytes"):
+        if column not in table:
+            table[column] = float("nan")
     table["sent_kib_per_tx"] = table["sent_bytes"] / 1024 / table["transactions"]
     table["written_kib_per_tx"] = table["disk_write_bytes"] / 1024 / table["transactions"]
     table["ratio_pct"] = 100 * table["tps"] / local["tps"]

@@ -4,7 +4,8 @@ The order of the steps matters:
 
 1. fio on each VM's own data disk (the local baselines), in its first 256 MiB: 4 KiB writes
    for latency, and the article's job file (1 MiB sequential, 1 MiB, 512 KiB and 4 KiB
-   random writes, one at a time) for throughput; the link's round trip and bandwidth; both
+   random writes, one at a time) for throughput; PostgreSQL and pgbench on the primary's
+   own disk (the article's local disk); the link's round trip and bandwidth; both
    disks are zeroed whole: they hold the same bytes when DRBD starts, so the resource can
    skip its initial full sync truthfully (`new-current-uuid --clear-bitmap`).
 2. The DRBD resource over the two disks; fio on it with the peer disconnected (DRBD's own
@@ -12,8 +13,8 @@ The order of the steps matters:
    the round trip measured with ping, one TCP stream's bandwidth measured too) fio under
    every protocol, and the article's job file
    under C (and under the other protocols at the largest round trip).
-3. A file system and PostgreSQL on the DRBD device; pgbench with the peer disconnected (the
-   local baseline: the same file system and database, only the replication off), the resync
+3. A file system and PostgreSQL on the DRBD device; pgbench with the peer disconnected
+   (DRBD's own cost: the same file system and database, only the replication off), the resync
    that follows, then pgbench at each round trip under C, and under A and B at the largest.
 4. The failover drill (labs/drbd/drill.py).
 
@@ -26,12 +27,15 @@ from __future__ import annotations
 import json
 import shlex
 import time
+from dataclasses import dataclass
 
 from labs.drbd import drill
 from labs.drbd.pair import (
     POSTGRES,
     RESOURCE,
+    VM_INTERFACE,
     Pair,
+    cpu_s,
     drbd_state,
     drbdadm,
     in_sync,
@@ -39,18 +43,18 @@ from labs.drbd.pair import (
     record_netem,
     record_rtt,
     set_added_rtt,
-    vm_cpu_s,
     wait_for,
 )
-from labs.drbd.params import Parameters
+from labs.drbd.params import Parameters, is_vm_name
 from labs.errors import LabError, UsageError
-from labs.infra.facts import host_facts
+from labs.infra import inventory
+from labs.infra.facts import available_disk_mib, host_facts
 from labs.infra.hosts import Host
 from labs.infra.vm import machine
 from labs.infra.workspace import LabWorkspace
 from labs.progress import Progress
 from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
-from labs.tools import drbd, fio, pgbench
+from labs.tools import drbd, fio, iproute, pgbench
 from labs.tools.drbd_state import drbd_major_version
 
 # The activity log's smallest size (67 extents of 4 MiB): after a primary crashes, every
@@ -62,6 +66,9 @@ FIO_WARMUP_S = 2  # the activity log is cold on a first pass: fio's ramp_time hi
 PGBENCH_CLIENTS = 10  # the article's -c 10
 PGBENCH_SCALE = 10  # one branch row per client: the run measures the disk, not row locks
 NEEDED = ("drbdadm", "fio", "ping", "tc", "psql", "pgbench", "runuser", "md5sum")
+SSH_NEEDED = ("ip", "losetup", "modprobe", "python3", "pgrep")
+POSTGRES_CHECK = "ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1 || echo initdb"
+SSH_DISK_MIB = 1024  # the loop file on each SSH host: as large as a lab VM's data disk
 VARIANTS = ("direct", "fdatasync")  # fio: O_DIRECT writes; the same, each followed by fdatasync
 # The article's fio job file (libaio, iodepth=1, direct=1, one job after another): name, rw,
 # block size in KiB. Its size=1g becomes FIO_REGION_MIB here, the first 256 MiB of a 1 GiB
@@ -70,30 +77,86 @@ ARTICLE_JOBS = (("seq-write-1m", "write", 1024), ("rand-write-1m", "randwrite", 
                 ("rand-write-512k", "randwrite", 512), ("rand-write-4k", "randwrite", 4))
 
 
-def check_pair(params: Parameters, host: Host) -> tuple[Host, str, str]:
-    """The peer host and both private addresses; one-line errors for anything missing."""
+@dataclass(frozen=True)
+class Side:
+    """One host of the pair, as the run needs it."""
+
+    host: Host
+    address: str  # where the other host reaches this one
+    interface: str  # the link's interface here (netem goes on it)
+    disk: str | None  # a lab VM's data disk; None: the run makes a loop device over a file
+
+
+def check_pair(params: Parameters, host: Host) -> tuple[Side, Side]:
+    """Both hosts and their link; one-line errors for anything missing, before anything is
+    made."""
+    if is_vm_name(params.host):
+        return check_vm_pair(params, host)
+    return check_ssh_pair(params, host)
+
+
+def check_vm_pair(params: Parameters, host: Host) -> tuple[Side, Side]:
     peer = machine.vm_host(params.peer) if machine.is_running(params.peer) else None
     if peer is None:
         raise UsageError(f"--peer {params.peer} is not running: start the pair with "
                          "`python -m labs vm up --pair`")
+    sides = []
     for vm in (host, peer):
-        machine.require_lab_vm(vm, params.LAB, NEEDED,
-                               "ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1 || echo initdb")
-    addresses = []
-    for vm in (host, peer):
+        machine.require_lab_vm(vm, params.LAB, NEEDED, POSTGRES_CHECK)
         state = machine.read_state(vm.name)
         if state is None or not state.private_ip or not vm.lab_devices:
             raise UsageError(f"{vm.name} has no private link: the DRBD lab needs two VMs "
                              "started together (`python -m labs vm up --pair`)")
-        addresses.append(state.private_ip)
-    return peer, addresses[0], addresses[1]
+        sides.append(Side(vm, state.private_ip, VM_INTERFACE, vm.lab_devices[0]))
+    return sides[0], sides[1]
+
+
+def check_ssh_pair(params: Parameters, host: Host) -> tuple[Side, Side]:
+    """Two SSH hosts of the inventory: the tools, the DRBD module, room for the loop file,
+    and the interface each one reaches the other by."""
+    peer = inventory.get_host(params.peer)
+    for side in (host, peer):
+        missing = side.missing_commands(NEEDED + SSH_NEEDED, POSTGRES_CHECK
+                                        + "; modprobe -n drbd >/dev/null 2>&1 || echo drbd-module")
+        if missing:
+            raise UsageError(f"host {side.name} lacks {', '.join(missing)}: install drbd-utils, "
+                             "fio, postgresql, iproute2 and iputils-ping there (README, "
+                             "\"The DRBD lab on two machines\")")
+        free_mib = available_disk_mib(side, side.work_dir)
+        if free_mib < SSH_DISK_MIB + 256:
+            raise UsageError(f"host {side.name} has {free_mib} MiB free under {side.work_dir}; "
+                             f"the lab's disk there is a {SSH_DISK_MIB} MiB file")
+    addresses = (inventory.link_address(host.name), inventory.link_address(peer.name))
+    interfaces = []
+    for side, other in ((host, addresses[1]), (peer, addresses[0])):
+        route = iproute.parse_route_get(side.run(iproute.route_get_command(other),
+                                                 timeout_s=60).stdout)
+        if route.dev == "lo":
+            raise UsageError(f"host {side.name} holds {other} itself: --host and --peer must "
+                             "be two machines (set each one's link_address in the inventory)")
+        interfaces.append(route.dev)
+    if params.drill_protocols:
+        # The drill drops every packet the primary sends on the link's interface: the lab's
+        # own SSH connection to it must not leave by the same one.
+        client = host.run("echo $SSH_CONNECTION", timeout_s=60).stdout.split()
+        if client:
+            route = iproute.parse_route_get(host.run(iproute.route_get_command(client[0]),
+                                                     timeout_s=60).stdout)
+            if route.dev == interfaces[0]:
+                raise UsageError(f"host {host.name}: the lab's SSH connection and the link to "
+                                 f"{peer.name} share {route.dev}, and the drill cuts the link: "
+                                 "give the link its own interface (link_address in the "
+                                 "inventory), or run without the drill (--drill-protocols '')")
+    return (Side(host, addresses[0], interfaces[0], None),
+            Side(peer, addresses[1], interfaces[1], None))
 
 
 def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
-    peer_host, primary_ip, peer_ip = check_pair(params, host)
+    first, second = check_pair(params, host)
+    peer_host = second.host
     largest = max(params.added_rtt_ms)
     others = [p for p in params.protocols if p != "C"]
-    progress.expect(10 + len(params.added_rtt_ms) * (3 + len(params.protocols))
+    progress.expect(12 + len(params.added_rtt_ms) * (3 + len(params.protocols))
                     + 2 * len(others) + 4 * len(params.drill_protocols))
     run_id = new_run_id(host.name)
     recorder = RunRecorder(params.LAB, params.as_record(), seed=params.seed, run_id=run_id,
@@ -112,18 +175,27 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
         major = drbd_major_version(proc)
         rec.add_tool_version("drbd", proc.splitlines()[0].strip())
         rec.add_tool_version("fio", host.run("fio --version", timeout_s=60).stdout.strip())
+        disks = []
+        for side, ws in ((first, ws1), (second, ws2)):
+            # An SSH host's disk: a loop device over a new file in the lab's work dir, so
+            # that nothing of the reader's is written (O_DIRECT through to that file).
+            disks.append(side.disk or ws.make_loop_device("drbd-disk", SSH_DISK_MIB))
+        # drbdadm finds its own section of the resource file by `uname -n`.
+        names = [ws.host.run("uname -n", timeout_s=60).stdout.strip() for ws in (ws1, ws2)]
+        if names[0] == names[1]:
+            raise UsageError(f"{host.name} and {peer_host.name} are both called {names[0]} "
+                             "(uname -n): DRBD tells the two sides apart by that name")
         resource = drbd.DrbdResource(RESOURCE, hosts=(
-            drbd.DrbdHost(host.name, primary_ip, host.lab_devices[0]),
-            drbd.DrbdHost(peer_host.name, peer_ip, peer_host.lab_devices[0])),
+            drbd.DrbdHost(names[0], first.address, disks[0]),
+            drbd.DrbdHost(names[1], second.address, disks[1])),
             protocol="C", disk_options=DISK_OPTIONS)
-        pair = Pair(ws1, ws2, resource, resource.hosts[0].device, jitter_ms=params.jitter_ms,
-                    loss_pct=params.loss_pct, link_probe_mib=params.link_probe_mib)
-        for ws in pair.both:
-            drbd.check_host_name(resource.host(ws.host.name),
-                                 ws.host.run("uname -n", timeout_s=60).stdout)
+        pair = Pair(ws1, ws2, resource, resource.hosts[0].device,
+                    interfaces=(first.interface, second.interface), vms=first.disk is not None,
+                    jitter_ms=params.jitter_ms, loss_pct=params.loss_pct,
+                    link_probe_mib=params.link_probe_mib)
 
         measure_baselines(params, pair, rec, progress)
-        progress.step(f"the link's own round trip ({primary_ip} to {peer_ip})")
+        progress.step(f"the link's own round trip ({first.address} to {second.address})")
         record_rtt(pair, rec, "link", 0.0)
         progress.step(f"the link's bandwidth ({params.link_probe_mib} MiB over one TCP "
                       "connection)")
@@ -131,7 +203,8 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
         progress.detail(f"link: {link_mib_s:.1f} MiB/s")
         bring_up(pair, resource, major, rec, progress)
         sweep(params, pair, rec, progress)
-        point = start_postgres(pair, rec, progress)
+        set_added_rtt(pair, 0.0)  # the set-up is no measurement: no added delay to wait through
+        point = start_postgres(pair.primary, pair.device, "drbd", rec, progress)
         pgbench_runs(params, pair, rec, progress, point, largest)
         for protocol in params.drill_protocols:
             drill.failover(params, pair, rec, progress, point, protocol, largest)
@@ -219,6 +292,14 @@ def measure_baselines(params: Parameters, pair: Pair, rec: RunRecorder,
                           added_rtt_ms=0.0, rtt_ms=None)
         fio_article_throughput(params, ws, rec, disk, f"local-{ws.host.name}",
                                protocol="none", added_rtt_ms=0.0, rtt_ms=None)
+    # pgbench on the primary's own disk: the article's "local disk", no DRBD anywhere.
+    ws, disk = pair.primary, pair.disk(pair.primary)
+    point = start_postgres(ws, disk, "local", rec, progress)
+    progress.step(f"baseline: pgbench on {ws.host.name}'s own disk, {params.pgbench_s} s")
+    pgbench_once(params, pair, rec, point, "local", protocol="none", added_rtt_ms=0.0,
+                 rtt_ms=None)
+    ws.remove("server", f"{point}/pg")
+    ws.remove("mount", point)
     progress.step("zeroing both disks whole, so that they hold the same bytes")
     for ws in pair.both:
         disk = pair.disk(ws)
@@ -237,7 +318,7 @@ def bring_up(pair: Pair, resource: drbd.DrbdResource, major: int, rec: RunRecord
     text = drbd.resource_file(resource, major)
     rec.add_raw("drbd/resource.res", text)
     for ws in pair.both:
-        ws.make_drbd(resource, text)
+        ws.make_drbd(resource, text, section=pair.node(ws).name)
     wait_for(pair.primary, lambda s: s.connection == "Connected", "Connected", timeout_s=120)
     drbdadm(pair.primary, pair, drbd.new_current_uuid_command(resource.name))
     drbdadm(pair.primary, pair, drbd.primary_command(resource.name))
@@ -295,14 +376,14 @@ def reconnect_and_resync(pair: Pair, rec: RunRecorder, config: str) -> None:
     rec.add_result(config=config, workload="resync", metric="resync_s", value=seconds, unit="s")
 
 
-def start_postgres(pair: Pair, rec: RunRecorder, progress: Progress) -> str:
-    """ext4 and a PostgreSQL cluster on the DRBD device; pgbench's tables; returns the point."""
-    progress.step("ext4 on the DRBD device, PostgreSQL on it, pgbench's tables "
+def start_postgres(ws: LabWorkspace, device: str, name: str, rec: RunRecorder,
+                   progress: Progress) -> str:
+    """ext4 on `device`, a PostgreSQL cluster on it, pgbench's tables; returns the mount point
+    (the cluster's data directory is POINT/pg)."""
+    progress.step(f"ext4 on {device}, PostgreSQL on it, pgbench's tables "
                   f"(scale {PGBENCH_SCALE})")
-    ws = pair.primary
-    set_added_rtt(pair, 0.0)  # the set-up is no measurement: no added delay to wait through
-    ws.make_filesystem(pair.device, "ext4", label="drbdlab")
-    point = ws.mount(pair.device, "drbd")
+    ws.make_filesystem(device, "ext4", label=f"{name}lab")
+    point = ws.mount(device, name)
     data = f"{point}/pg"
     ws.host.sudo(POSTGRES.init_command(data), timeout_s=900)
     ws.start_server(data, POSTGRES.start_command(data, "synchronous_commit", "on"),
@@ -319,14 +400,20 @@ def pgbench_once(params: Parameters, pair: Pair, rec: RunRecorder, point: str, c
     data = f"{point}/pg"
     command = pgbench.run_command(PGBENCH_CLIENTS, 2, params.pgbench_s, progress_s=1,
                                   extra=["-h", data])
-    before = drbd_state(pair.primary)
-    cpu_before = {ws.host.name: vm_cpu_s(ws) for ws in pair.both}
+    # DRBD's counters exist once the resource does (not for the bare disk's baseline).
+    on_drbd = config != "local"
+    # Each run starts clean: what the one before (or pgbench's set-up) left dirty is written
+    # out first, not during this run's seconds.
+    pair.primary.host.sudo(f"{POSTGRES.sql_command(data, 'CHECKPOINT')} >/dev/null && sync",
+                           timeout_s=600)
+    before = drbd_state(pair.primary) if on_drbd else None
+    cpu_before = {ws.host.name: cpu_s(pair, ws) for ws in pair.both}
     started = time.monotonic()
     text = pair.primary.host.sudo(f"runuser -u postgres -- {shlex.join(command)} 2>&1",
                                   timeout_s=params.pgbench_s + 600).stdout
     wall_s = time.monotonic() - started
-    cpu = {ws.host.name: vm_cpu_s(ws) - cpu_before[ws.host.name] for ws in pair.both}
-    after = drbd_state(pair.primary)
+    cpu = {ws.host.name: cpu_s(pair, ws) - cpu_before[ws.host.name] for ws in pair.both}
+    after = drbd_state(pair.primary) if on_drbd else None
     rec.add_raw(f"pgbench/{config}.txt", text)
     summary = pgbench.parse_summary(text, source=f"pgbench {config}")
     dims = {"protocol": protocol, "added_rtt_ms": added_rtt_ms,
@@ -335,19 +422,20 @@ def pgbench_once(params: Parameters, pair: Pair, rec: RunRecorder, point: str, c
                    unit="tps", **dims)
     rec.add_result(config=config, workload="pgbench", metric="latency_avg_ms",
                    value=summary.latency_avg_ms, unit="ms", **dims)
-    # What the run wrote to the local disk and sent to the peer (DRBD's own counters): the
-    # bytes behind each transaction, commits and the data pages written back alike.
-    rec.add_result(config=config, workload="pgbench", metric="disk_write_bytes",
-                   value=(after.disk_write_kib - before.disk_write_kib) * 1024, unit="bytes",
-                   **dims)
-    rec.add_result(config=config, workload="pgbench", metric="sent_bytes",
-                   value=(after.sent_kib - before.sent_kib) * 1024, unit="bytes", **dims)
+    if before is not None and after is not None:
+        # What the run wrote to the local disk and sent to the peer (DRBD's own counters):
+        # the bytes behind each transaction, commits and the data pages written back alike.
+        rec.add_result(config=config, workload="pgbench", metric="disk_write_bytes",
+                       value=(after.disk_write_kib - before.disk_write_kib) * 1024,
+                       unit="bytes", **dims)
+        rec.add_result(config=config, workload="pgbench", metric="sent_bytes",
+                       value=(after.sent_kib - before.sent_kib) * 1024, unit="bytes", **dims)
     rec.add_result(config=config, workload="pgbench", metric="transactions",
                    value=summary.transactions, unit="count", **dims)
-    # Both VMs run on this machine's processors: the CPU seconds each VM's QEMU used during
-    # the run (pgbench's own start and end included) say who had the processors.
+    # The CPU seconds each side used during the run (pgbench's own start and end included):
+    # two lab VMs share this machine's processors, and their QEMUs' times say who had them.
     for role, ws in (("primary", pair.primary), ("peer", pair.peer)):
-        rec.add_result(config=config, workload="pgbench", metric=f"{role}_vm_cpu_s",
+        rec.add_result(config=config, workload="pgbench", metric=f"{role}_cpu_s",
                        value=cpu[ws.host.name], unit="s", **dims)
     rec.add_result(config=config, workload="pgbench", metric="wall_s", value=wall_s, unit="s",
                    **dims)
@@ -358,10 +446,10 @@ def pgbench_runs(params: Parameters, pair: Pair, rec: RunRecorder, progress: Pro
                  point: str, largest: float) -> None:
     name = pair.resource.name
     set_added_rtt(pair, 0.0)
-    progress.step(f"pgbench with the peer disconnected (the local disk), {params.pgbench_s} s")
+    progress.step(f"pgbench on DRBD with the peer disconnected, {params.pgbench_s} s")
     drbdadm(pair.primary, pair, drbd.disconnect_command(name))
-    pgbench_once(params, pair, rec, point, "local", protocol="none", added_rtt_ms=0.0,
-                 rtt_ms=None)
+    pgbench_once(params, pair, rec, point, "drbd-disconnected", protocol="none",
+                 added_rtt_ms=0.0, rtt_ms=None)
     reconnect_and_resync(pair, rec, "resync-after-pgbench")
     drbdadm(pair.primary, pair, drbd.net_options_command(name, protocol="C"))
     for added in params.added_rtt_ms:

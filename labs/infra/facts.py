@@ -11,6 +11,7 @@ recorded too, under "controller", because it is where the Python side of the lab
 from __future__ import annotations
 
 import platform
+import shlex
 from typing import Any
 
 from labs.infra.hosts import Host
@@ -48,4 +49,13 @@ def available_memory_mib(host: Host) -> int:
     """The lab host's MemAvailable in MiB (0 when /proc/meminfo does not say)."""
     text = host.run(["awk", "/^MemAvailable:/ {print $2}", "/proc/meminfo"],
                     timeout_s=60).stdout.strip()
+    return int(text) // 1024 if text.isdigit() else 0
+
+
+def available_disk_mib(host: Host, path: str) -> int:
+    """Free space, MiB, on the file system that holds `path` (or its nearest existing parent:
+    a work dir may not exist yet)."""
+    probe = (f"d={shlex.quote(path)}; while [ ! -e \"$d\" ]; do d=$(dirname \"$d\"); done; "
+             "df -Pk \"$d\" | awk 'NR == 2 {print $4}'")
+    text = host.run(probe, timeout_s=60).stdout.strip()
     return int(text) // 1024 if text.isdigit() else 0

@@ -14,6 +14,8 @@ Inventory: a TOML file at $LABS_INVENTORY, else $XDG_CONFIG_HOME/storage-labs/ho
     key = "~/.ssh/id_ed25519"      # default: your SSH agent and default keys
     known_hosts = "~/.ssh/known_hosts"   # host keys are checked against this, never added
     work_dir = "/var/tmp/storage-labs"   # where labs put their loop-device files
+    link_address = "10.0.1.10"     # where the other host of a pair reaches this one
+                                   # (the DRBD lab's link); default: address
 
 `local` always exists and cannot be redefined. A lab VM started with `python -m labs vm up`
 appears as `vm1` (and `vm2` for a pair) while it runs, without any inventory entry.
@@ -31,7 +33,8 @@ from labs.infra.hosts import Host, LocalHost, SSHHost, UnknownHost
 from labs.infra.paths import config_dir
 from labs.infra.vm import machine
 
-INVENTORY_FIELDS = {"address", "user", "port", "key", "known_hosts", "work_dir"}
+INVENTORY_FIELDS = {"address", "user", "port", "key", "known_hosts", "work_dir",
+                    "link_address"}
 
 
 def inventory_path() -> Path:
@@ -68,10 +71,19 @@ def load_inventory(path: Path | None = None) -> dict[str, dict[str, Any]]:
         port = entry.get("port", 22)
         if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
             raise UsageError(f"{path}: hosts.{name}: 'port' must be a whole number 1..65535")
-        for text_field in ("user", "key", "known_hosts", "work_dir"):
+        for text_field in ("user", "key", "known_hosts", "work_dir", "link_address"):
             if text_field in entry and not isinstance(entry[text_field], str):
                 raise UsageError(f"{path}: hosts.{name}: '{text_field}' must be a string")
     return hosts
+
+
+def link_address(name: str) -> str:
+    """Where the other host of a pair reaches inventory host `name`: its `link_address`, else
+    its `address`."""
+    entry = load_inventory().get(name)
+    if entry is None:
+        raise UsageError(f"host {name} is not in the inventory ({inventory_path()})")
+    return entry.get("link_address", entry["address"])
 
 
 def host_names() -> list[str]:

@@ -272,10 +272,12 @@ class LabWorkspace:
 
     # --- DRBD and the network -------------------------------------------------------------
 
-    def make_drbd(self, resource: drbd.DrbdResource, config_text: str) -> str:
+    def make_drbd(self, resource: drbd.DrbdResource, config_text: str,
+                  section: str | None = None) -> str:
         """Write the resource file, create DRBD's metadata on this host's backing disk and
-        bring the resource up (unconnected until the peer is up too); returns the device."""
-        me = resource.host(self.host.name)
+        bring the resource up (unconnected until the peer is up too); returns the device.
+        `section`: this host's `on` section (its `uname -n`), if not the host's lab name."""
+        me = resource.host(section or self.host.name)
         self.check_device(me.disk)
         config = f"/etc/drbd.d/{resource.name}.res"
         script = (f"modprobe drbd && printf '%s' {shlex.quote(config_text)} > {config} && "
@@ -485,15 +487,19 @@ def _teardown_file(host: Host, entry: JournalEntry) -> None:
 
 @register_teardown("server")
 def _teardown_server(host: Host, entry: JournalEntry) -> None:
+    pid_file = shlex.quote(entry.details.get("pid_file", ""))
+    # The process its pid file (in the lab's data folder) names, only while that process's
+    # command line names the same folder (a reused pid is left alone); and its children.
+    server = (f"pid=$(head -n 1 {pid_file} 2>/dev/null); [ -n \"$pid\" ] || exit 0; "
+              f"tr '\\0' ' ' </proc/$pid/cmdline 2>/dev/null | grep -qF -- "
+              f"{shlex.quote(entry.id)} || exit 0; children=$(pgrep -P \"$pid\")")
+    # A frozen server (SIGSTOP, the DRBD drill's) could not stop: it continues first.
+    host.sudo(f"{server}; kill -CONT \"$pid\" $children; exit 0", timeout_s=60, check=False)
     stop = entry.details.get("stop")
     if stop:
         host.sudo(stop, timeout_s=300, check=False)
-    pid_file = shlex.quote(entry.details.get("pid_file", ""))
-    # Safe: kills only the process its pid file (in the lab's data folder) names, and only
-    # while that process's command line names the same folder (a reused pid is left alone).
-    script = (f"pid=$(head -n 1 {pid_file} 2>/dev/null); [ -n \"$pid\" ] || exit 0; "
-              f"tr '\\0' ' ' </proc/$pid/cmdline 2>/dev/null | grep -qF -- "
-              f"{shlex.quote(entry.id)} || exit 0; kill -KILL \"$pid\"; "
+    # Safe: kills only that server and its children, and waits until the server is gone.
+    script = (f"{server}; kill -KILL \"$pid\" $children; "
               "for i in $(seq 120); do [ -d /proc/$pid ] || exit 0; sleep 0.5; done; exit 1")
     if not host.sudo(script, timeout_s=120, check=False).ok:
         raise JournalError(f"server of {entry.id} would not stop")

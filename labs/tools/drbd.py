@@ -287,8 +287,10 @@ def disconnect_command(resource: str) -> list[str]:
     return _drbdadm("disconnect", resource)
 
 
-def connect_command(resource: str) -> list[str]:
-    return _drbdadm("connect", resource)
+def connect_command(resource: str, *, discard_my_data: bool = False) -> list[str]:
+    """`discard_my_data`: this side lost a split brain; what it alone wrote is thrown away
+    and it resyncs from the peer."""
+    return _drbdadm("connect", resource, *(["--discard-my-data"] if discard_my_data else []))
 
 
 def detach_command(resource: str) -> list[str]:
