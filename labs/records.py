@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import numbers
 import os
 import platform
 import re
@@ -217,6 +218,12 @@ class RunRecorder:
 
     def add_result(self, *, config: str, workload: str, metric: str, value: float,
                    unit: str, **dimensions: Any) -> None:
+        # Refused now, not when the run is written at its end: a long run should stop at
+        # the measurement that went wrong, naming it.
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) \
+                or not math.isfinite(value):
+            raise LabError(f"{self.lab}: {config} {workload} {metric} = {value!r}, not a "
+                           "finite number")
         row = {"lab": self.lab, "run_id": self.run_id, "config": config,
                "workload": workload, "metric": metric, "value": value, "unit": unit}
         row.update(dimensions)

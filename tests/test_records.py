@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from labs import records
+from labs.errors import LabError
 from labs.records import RecordError, RunRecorder
 
 
@@ -44,6 +45,19 @@ def test_failed_run_leaves_nothing_behind(tmp_path):
             raise RuntimeError("the lab crashed")
     assert records.list_runs("demo", tmp_path) == []
     assert list((tmp_path / "demo").iterdir()) == []
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), None, "3", True])
+def test_a_result_that_is_no_finite_number_stops_the_run_when_it_is_added(tmp_path, value):
+    import numpy as np
+
+    with pytest.raises(LabError, match="pgbench primary_cpu_s .* not a finite number"):
+        with RunRecorder("demo", {}, root=tmp_path) as run:
+            run.add_result(config="local", workload="pgbench", metric="tps", value=np.int64(3),
+                           unit="tps")  # numpy's numbers are numbers
+            run.add_result(config="local", workload="pgbench", metric="primary_cpu_s",
+                           value=value, unit="s")
+    assert records.list_runs("demo", tmp_path) == []
 
 
 def test_staging_folders_are_never_listed(tmp_path):
