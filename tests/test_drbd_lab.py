@@ -114,10 +114,13 @@ def test_each_side_got_half_the_round_trip_with_the_profiles_jitter_and_loss(ci_
     for added in params["added_rtt_ms"]:
         for name in SSH_PAIR:
             text = (ci_run.path / "raw" / "netem" / f"added-{added:g}-{name}.txt").read_text()
-            settings = netem.root_netem(text)
+            settings = netem.interface_netem(text)
             if added == 0:
                 assert settings is None, text  # the link as it is
                 continue
+            # On SSH hosts netem takes only the packets for the other host: a band of a
+            # prio root, which a filter on the other's address feeds.
+            assert "qdisc prio 1: root" in text and "parent 1:3" in text, text
             # tc prints times back in its own units (0.5 ms comes back as 499us).
             assert settings.delay_ms == pytest.approx(added / 2, rel=0.02)
             assert settings.jitter_ms == pytest.approx(params["jitter_ms"], rel=0.02)
@@ -222,6 +225,22 @@ def test_a_run_killed_mid_sweep_is_cleaned_up_by_clean(ci_run, lab_vms, figures)
 ])
 def test_bad_input_is_one_line_and_makes_nothing(args, words):
     assert_one_line_usage_error(run_labs("run", "drbd", *args), words)
+
+
+def test_an_ssh_pair_whose_link_address_is_no_ipv4_address_is_one_line(tmp_path):
+    # Refused before the lab connects to anything (these addresses do not answer at all).
+    inventory = tmp_path / "hosts.toml"
+    inventory.write_text('[hosts.zone-a]\naddress = "192.0.2.10"\n'
+                         'link_address = "zone-a.internal"\n'
+                         '[hosts.zone-b]\naddress = "192.0.2.11"\n')
+    result = run_labs("run", "drbd", "--host", "zone-a", "--peer", "zone-b", "--quick",
+                      env={"LABS_INVENTORY": str(inventory),
+                           "LABS_STATE_DIR": str(tmp_path / "state")})
+    assert result.returncode == 2, result
+    lines = result.stderr.strip().splitlines()
+    assert lines == ["python -m labs: error: inventory: hosts.zone-a.link_address is "
+                     "'zone-a.internal', not an IPv4 address (where the other host reaches it)"]
+    assert not (tmp_path / "state").exists() or not list((tmp_path / "state").rglob("journal*"))
 
 
 def test_a_peer_that_is_not_running_is_one_line(lab_vms):

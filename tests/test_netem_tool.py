@@ -181,3 +181,35 @@ def test_percentile_matches_numpy_and_refuses_nonsense():
         netem.percentile([], 50)
     with pytest.raises(UsageError, match="outside 0-100"):
         netem.percentile(values, 101)
+
+
+# `tc qdisc show dev eth1` with netem on the packets for one address only (netem_to_commands).
+PRIO_WITH_NETEM = """qdisc prio 1: root refcnt 2 bands 3 priomap 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1
+qdisc netem 30: parent 1:3 limit 1000 delay 3ms  499us loss 0.1%
+"""
+
+
+def test_netem_for_one_address_is_a_prio_band_and_a_filter():
+    root, child, only = netem.netem_to_commands("eth1", "10.77.0.2", 3, 0.5, 0.1)
+    assert root == ["tc", "qdisc", "replace", "dev", "eth1", "root", "handle", "1:", "prio",
+                    "bands", "3", "priomap", *["1"] * 16]
+    assert child == ["tc", "qdisc", "replace", "dev", "eth1", "parent", "1:3", "handle", "30:",
+                     "netem", "delay", "3ms", "0.5ms", "loss", "0.1%"]
+    assert only == ["tc", "filter", "add", "dev", "eth1", "parent", "1:", "protocol", "ip",
+                    "prio", "1", "u32", "match", "ip", "dst", "10.77.0.2/32", "flowid", "1:3"]
+    # Later changes replace the netem only (the filter is there already).
+    assert netem.netem_to_commands("eth1", "10.77.0.2", 0, None, 100, first=False) == [
+        ["tc", "qdisc", "replace", "dev", "eth1", "parent", "1:3", "handle", "30:", "netem",
+         "delay", "0ms", "loss", "100%"]]
+    for bad in ("vm2", "10.77.0.2/24", "10.77.0.2; reboot", ""):
+        with pytest.raises(UsageError, match="expected an IPv4 address"):
+            netem.netem_to_commands("eth1", bad, 3)
+
+
+def test_the_netem_of_an_interface_is_found_under_a_prio_root_too():
+    settings = netem.interface_netem(PRIO_WITH_NETEM)
+    assert settings.delay_ms == 3 and settings.jitter_ms == pytest.approx(0.499)
+    assert settings.loss_percent == pytest.approx(0.1)
+    assert netem.root_netem(PRIO_WITH_NETEM) is None  # the root is prio
+    assert netem.interface_netem("qdisc fq_codel 0: root refcnt 2 limit 10240p flows 1024\n") \
+        is None

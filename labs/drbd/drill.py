@@ -41,7 +41,7 @@ from labs.infra.vm import machine, power
 from labs.infra.workspace import LabWorkspace
 from labs.progress import Progress
 from labs.records import RunRecorder
-from labs.tools import drbd, netem
+from labs.tools import drbd
 
 FIRST_ACK_TIMEOUT_S = 300
 PEER_NOTICES_TIMEOUT_S = 60  # DRBD's ping-int (10 s) plus its timeouts, with room
@@ -124,7 +124,7 @@ def failover(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progres
             primary.reconnect()
         else:
             # The frozen server dies as in a crash (a stopped process cannot stop itself).
-            primary.host.sudo(kill_server_command(data, "KILL"), timeout_s=60)
+            primary.host.sudo(signal_server_command(data, "KILL"), timeout_s=60, check=False)
     progress.step(f"drill under {protocol}: {primary.host.name} rejoins and resyncs")
     if pair.vms:
         resync_s, resync_kib = rejoin(pair)
@@ -159,17 +159,21 @@ def failover(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progres
                     f"{'match' if differing_mib == 0 else f'differ in {differing_mib} MiB'}")
 
 
-def kill_server_command(data: str, signal: str) -> str:
-    """Send `signal` to the lab's PostgreSQL: the postmaster its pid file names and its
-    children. The postmaster is stopped first, so that it starts no new child meanwhile,
-    and its children are found while it lives (once it is dead they are init's)."""
-    pid_file = shlex.quote(POSTGRES.pid_file(data))
-    command = (f"pid=$(head -n 1 {pid_file}); if [ -n \"$pid\" ]; then kill -STOP \"$pid\"; "
-               f"children=$(pgrep -P \"$pid\"); kill -{signal} \"$pid\" $children")
-    if signal == "KILL":  # and wait until they are gone (their files close with them)
-        command += ("; for i in $(seq 100); do kill -0 \"$pid\" 2>/dev/null || break; "
-                    "sleep 0.1; done")
-    return command + "; fi"
+def signal_server_command(data: str, signal: str) -> str:
+    """Send `signal` to the lab's PostgreSQL: the postmaster its pid file names (only while
+    that process's command line names the data folder: a reused pid is left alone), and its
+    children. The postmaster is stopped first, so that it starts no new child meanwhile, and
+    its children are found while it lives (once it is dead they are init's). Fails (exit 1)
+    when there is no such server. With KILL, returns once all of them are gone."""
+    pid_file, folder = shlex.quote(POSTGRES.pid_file(data)), shlex.quote(data)
+    command = (f"pid=$(head -n 1 {pid_file} 2>/dev/null); [ -n \"$pid\" ] && "
+               f"tr '\\0' ' ' </proc/$pid/cmdline 2>/dev/null | grep -qF -- {folder} || exit 1; "
+               f"kill -STOP \"$pid\"; children=$(pgrep -P \"$pid\"); "
+               f"kill -{signal} \"$pid\" $children")
+    if signal == "KILL":
+        command += ("; for i in $(seq 100); do alive=0; for p in $pid $children; do "
+                    "[ -d /proc/$p ] && alive=1; done; [ $alive = 0 ] && break; sleep 0.1; done")
+    return command
 
 
 def fail(pair: Pair, data: str, added_rtt_ms: float) -> float:
@@ -178,11 +182,12 @@ def fail(pair: Pair, data: str, added_rtt_ms: float) -> float:
     if pair.vms:
         # The power cut: QEMU dies at once; the guest's memory is gone, its disks stay.
         return power.power_cut(primary.host.name)
-    # Safe: stops only the lab's own server (its pid file's process and children), then
-    # drops the packets the host sends on the lab's link (the netem the journal holds).
-    drop = netem.netem_command(pair.interface(primary), added_rtt_ms / 2, None, 100)
-    primary.host.sudo(f"{kill_server_command(data, 'STOP')}; {shlex.join(drop)}",
-                      timeout_s=60)
+    # Safe: stops only the lab's own server (its pid file's, checked), so that it
+    # acknowledges nothing more. What DRBD had already queued may still leave in the
+    # moment before the cut below, which a power cut would not allow.
+    primary.host.sudo(signal_server_command(data, "STOP"), timeout_s=60)
+    # Then every packet for the peer is dropped (journaled netem, on those packets only).
+    pair.set_netem(primary, added_rtt_ms / 2, None, 100)
     return time.monotonic()
 
 
@@ -221,9 +226,9 @@ def rejoin(pair: Pair) -> tuple[float, int]:
     """Bring the resource up on the rebooted old primary; it resyncs from the new one.
     Returns the seconds until both are UpToDate and the largest resync total seen, KiB."""
     primary, name = pair.primary, pair.resource.name
-    # The rebooted node starts from the resource file (protocol C); the two sides refuse to
-    # connect with different protocols, so the survivor goes back to the file's first.
-    drbdadm(pair.peer, pair, drbd.net_options_command(name, protocol=pair.resource.protocol))
+    # The rebooted node starts from the resource file (protocol C): the survivor goes back
+    # to the file's first.
+    back_to_the_files_protocol(pair, pair.peer)
     primary.host.sudo("modprobe drbd", timeout_s=120)
     started = time.monotonic()
     # Safe: brings up the lab's resource again over the lab disk the guard allows.
@@ -255,10 +260,14 @@ def rejoin_after_link_cut(pair: Pair, point: str, added_rtt_ms: float) -> tuple[
     # switch_back mounts it here again.
     primary.run_guarded(["umount", point], [pair.device], timeout_s=300)
     drbdadm(primary, pair, drbd.secondary_command(name))
-    # Both sides go back to the resource file's protocol: they refuse to connect otherwise.
-    # The old primary forgets its runtime options (disconnect), then reconnects from the file.
-    drbdadm(peer, pair, drbd.net_options_command(name, protocol=pair.resource.protocol))
+    back_to_the_files_protocol(pair, peer)
+    # The old primary forgets its runtime options (disconnect: StandAlone), then connects
+    # again from the resource file, as the split brain's loser.
     primary.run_guarded(drbd.disconnect_command(name), [pair.device], check=False)
+    state = drbd_state(primary)
+    if state.connection != "StandAlone":
+        raise LabError(f"{primary.host.name}: DRBD is {state.connection} after disconnect, "
+                       "not StandAlone")
     # Safe: discards only what this side wrote that the new primary never got.
     drbdadm(primary, pair, drbd.connect_command(name, discard_my_data=True))
     started = time.monotonic()
@@ -266,6 +275,15 @@ def rejoin_after_link_cut(pair: Pair, point: str, added_rtt_ms: float) -> tuple[
     if drbd_state(peer).connection == "StandAlone":
         drbdadm(peer, pair, drbd.connect_command(name))
     return wait_for_resync(pair, started, drbd_state(peer).out_of_sync_kib)
+
+
+def back_to_the_files_protocol(pair: Pair, ws: LabWorkspace) -> None:
+    """The two sides refuse to connect with different protocols, so a side still waiting
+    for its peer goes back to the resource file's protocol. A StandAlone side has no
+    connection settings left to change: its next `connect` reads them from the file."""
+    if drbd_state(ws).connection != "StandAlone":
+        drbdadm(ws, pair, drbd.net_options_command(pair.resource.name,
+                                                   protocol=pair.resource.protocol))
 
 
 def switch_back(pair: Pair, point: str, data: str) -> None:

@@ -70,6 +70,20 @@ class Pair:
     def interface(self, ws: LabWorkspace) -> str:
         return self.interfaces[self._side(ws)]
 
+    def other(self, ws: LabWorkspace) -> LabWorkspace:
+        return self.peer if ws is self.primary else self.primary
+
+    def netem_only_to(self, ws: LabWorkspace) -> str | None:
+        """A lab VM's link is the lab's alone: netem takes all it sends. An SSH host's
+        interface may carry its other traffic too: netem takes only the packets for the
+        other host's link address."""
+        return None if self.vms else self.address(self.other(ws))
+
+    def set_netem(self, ws: LabWorkspace, delay_ms: float, jitter_ms: float | None = None,
+                  loss_percent: float | None = None) -> None:
+        ws.set_netem(self.interface(ws), delay_ms, jitter_ms, loss_percent,
+                     only_to=self.netem_only_to(ws))
+
 
 def cpu_s(pair: Pair, ws: LabWorkspace) -> float:
     """CPU seconds spent so far for this side: on a lab VM, its QEMU process's (user and
@@ -139,8 +153,7 @@ def set_added_rtt(pair: Pair, added_rtt_ms: float) -> None:
         if added_rtt_ms == 0:
             ws.remove("netem", pair.interface(ws))
         else:
-            ws.set_netem(pair.interface(ws), added_rtt_ms / 2, pair.jitter_ms or None,
-                         pair.loss_pct or None)
+            pair.set_netem(ws, added_rtt_ms / 2, pair.jitter_ms or None, pair.loss_pct or None)
 
 
 def record_netem(pair: Pair, rec: RunRecorder, config: str) -> None:

@@ -112,41 +112,55 @@ def check_vm_pair(params: Parameters, host: Host) -> tuple[Side, Side]:
 
 
 def check_ssh_pair(params: Parameters, host: Host) -> tuple[Side, Side]:
-    """Two SSH hosts of the inventory: the tools, the DRBD module, room for the loop file,
-    and the interface each one reaches the other by."""
+    """Two SSH hosts of the inventory: the tools and kernel modules, DRBD 8.4 with no resource
+    of ours there yet, room for the loop file, each one's link address its own, and the
+    interface each one reaches the other by."""
     peer = inventory.get_host(params.peer)
+    addresses = (inventory.link_address(host.name), inventory.link_address(peer.name))
+    for side, address in ((host, addresses[0]), (peer, addresses[1])):
+        try:
+            iproute.route_get_command(address)
+        except UsageError:
+            raise UsageError(f"inventory: hosts.{side.name}.link_address is {address!r}, not "
+                             "an IPv4 address (where the other host reaches it)") from None
+    modules = ("; for m in drbd sch_netem; do modprobe -n $m >/dev/null 2>&1 || "
+               "echo kernel-module-$m; done")
     for side in (host, peer):
-        missing = side.missing_commands(NEEDED + SSH_NEEDED, POSTGRES_CHECK
-                                        + "; modprobe -n drbd >/dev/null 2>&1 || echo drbd-module")
+        missing = side.missing_commands(NEEDED + SSH_NEEDED, POSTGRES_CHECK + modules)
         if missing:
             raise UsageError(f"host {side.name} lacks {', '.join(missing)}: install drbd-utils, "
-                             "fio, postgresql, iproute2 and iputils-ping there (README, "
-                             "\"The DRBD lab on two machines\")")
+                             "fio, postgresql, iproute2, iputils-ping and python3 there "
+                             "(README, \"The DRBD lab on two machines\")")
+        proc = side.sudo("modprobe drbd && cat /proc/drbd", timeout_s=120).stdout
+        if drbd_major_version(proc, source=f"{side.name}: /proc/drbd") != 8:
+            raise UsageError(f"host {side.name} runs DRBD {proc.split()[1]}: the lab writes "
+                             "DRBD 8.4 resource files only")
+        taken = side.run(f"test -e /etc/drbd.d/{RESOURCE}.res && echo file; "
+                         "grep -q -E '^ *0: cs:' /proc/drbd && echo minor; true",
+                         timeout_s=60).stdout
+        if taken.split():
+            raise UsageError(f"host {side.name} already has DRBD's minor 0 or a resource "
+                             f"/etc/drbd.d/{RESOURCE}.res: the lab uses neither while it is "
+                             f"someone's (`python -m labs clean --host {side.name}` removes "
+                             "a run's leftovers)")
         free_mib = available_disk_mib(side, side.work_dir)
         if free_mib < SSH_DISK_MIB + 256:
             raise UsageError(f"host {side.name} has {free_mib} MiB free under {side.work_dir}; "
                              f"the lab's disk there is a {SSH_DISK_MIB} MiB file")
-    addresses = (inventory.link_address(host.name), inventory.link_address(peer.name))
     interfaces = []
-    for side, other in ((host, addresses[1]), (peer, addresses[0])):
-        route = iproute.parse_route_get(side.run(iproute.route_get_command(other),
-                                                 timeout_s=60).stdout)
-        if route.dev == "lo":
+    for side, own, other in ((host, addresses[0], addresses[1]),
+                             (peer, addresses[1], addresses[0])):
+        routes = [iproute.parse_route_get(side.run(iproute.route_get_command(address),
+                                                   timeout_s=60).stdout,
+                                          source=f"{side.name}: ip route get")
+                  for address in (own, other)]
+        if routes[0].dev != "lo":
+            raise UsageError(f"host {side.name}: its link_address {own} is not one of its own "
+                             "addresses (DRBD listens there): set link_address in the inventory")
+        if routes[1].dev == "lo":
             raise UsageError(f"host {side.name} holds {other} itself: --host and --peer must "
                              "be two machines (set each one's link_address in the inventory)")
-        interfaces.append(route.dev)
-    if params.drill_protocols:
-        # The drill drops every packet the primary sends on the link's interface: the lab's
-        # own SSH connection to it must not leave by the same one.
-        client = host.run("echo $SSH_CONNECTION", timeout_s=60).stdout.split()
-        if client:
-            route = iproute.parse_route_get(host.run(iproute.route_get_command(client[0]),
-                                                     timeout_s=60).stdout)
-            if route.dev == interfaces[0]:
-                raise UsageError(f"host {host.name}: the lab's SSH connection and the link to "
-                                 f"{peer.name} share {route.dev}, and the drill cuts the link: "
-                                 "give the link its own interface (link_address in the "
-                                 "inventory), or run without the drill (--drill-protocols '')")
+        interfaces.append(routes[1].dev)
     return (Side(host, addresses[0], interfaces[0], None),
             Side(peer, addresses[1], interfaces[1], None))
 

@@ -289,15 +289,22 @@ class LabWorkspace:
         return me.device
 
     def set_netem(self, interface: str, delay_ms: float, jitter_ms: float | None = None,
-                  loss_percent: float | None = None) -> None:
+                  loss_percent: float | None = None, only_to: str | None = None) -> None:
         """Delay every packet leaving `interface` by delay_ms, give or take jitter_ms, and drop
         loss_percent of them (netem; journaled once, so `clean` gives the interface its
-        default queueing discipline back)."""
-        command = netem.netem_command(interface, delay_ms, jitter_ms, loss_percent)
-        if not self.journal.owns("netem", interface):
+        default queueing discipline back). `only_to`: only the packets for that IPv4
+        address, for an interface that carries the host's other traffic too."""
+        first = not self.journal.owns("netem", interface)
+        if only_to is None:
+            commands = [netem.netem_command(interface, delay_ms, jitter_ms, loss_percent)]
+        else:
+            commands = netem.netem_to_commands(interface, only_to, delay_ms, jitter_ms,
+                                               loss_percent, first=first)
+        if first:
             self._journal("netem", interface)
-        # Safe: a queueing discipline on a lab VM's private link; removed at the end.
-        self._sudo(command, timeout_s=60)
+        # Safe: a queueing discipline on the lab's link (or on the packets to the lab's
+        # peer only); the journal removes it at the end.
+        self._sudo(" && ".join(shlex.join(command) for command in commands), timeout_s=60)
 
     # --- server processes -------------------------------------------------------------------
 

@@ -4,9 +4,12 @@ netem (the Linux network emulator qdisc) delays packets on their way OUT of an i
 `delay 5ms` on vm1's eth1 adds 5 ms to vm1 -> vm2 only, so one round trip grows by 5 ms.
 Set it on both ends to add it twice.
 
-Commands built here (argv lists, run by the lab on a lab VM, never on the reader's machine):
+Commands built here (argv lists, run by the lab on a lab host):
     tc qdisc replace dev IF root netem delay Xms [Jms] [loss P%]
     tc qdisc del dev IF root        (back to the default qdisc)
+    and netem on the packets to one address only, for a host whose interface carries other
+    traffic too (netem_to_commands): a prio root qdisc that sends everything to its second
+    band, netem as its third band, and a u32 filter that sends that address's packets there
     tc qdisc show dev IF
     ping -c N -i I [-q] TARGET
 
@@ -76,6 +79,28 @@ def netem_command(interface: str, delay_ms: float, jitter_ms: float | None = Non
             raise UsageError(f"netem loss must be 0-100 %, got {loss_percent!r}")
         argv += ["loss", f"{loss_percent:g}%"]
     return argv
+
+
+def netem_to_commands(interface: str, target: str, delay_ms: float,
+                      jitter_ms: float | None = None, loss_percent: float | None = None,
+                      *, first: bool = True) -> list[list[str]]:
+    """Delay (drop) only what `interface` sends to the IPv4 address `target`; the rest of the
+    host's traffic goes by an undelayed band. `first`: set up the prio qdisc and the filter
+    too (later calls only replace the netem)."""
+    if not re.fullmatch(r"\d{1,3}(\.\d{1,3}){3}", target or ""):
+        raise UsageError(f"netem target {target!r}: expected an IPv4 address")
+    device = _interface(interface)
+    netem = netem_command(device, delay_ms, jitter_ms, loss_percent)
+    child = ["tc", "qdisc", "replace", "dev", device, "parent", "1:3", "handle", "30:",
+             *netem[netem.index("netem"):]]
+    if not first:
+        return [child]
+    # priomap: every TOS priority to band 2 (1:2); only the filter uses band 3.
+    root = ["tc", "qdisc", "replace", "dev", device, "root", "handle", "1:", "prio", "bands",
+            "3", "priomap", *["1"] * 16]
+    only = ["tc", "filter", "add", "dev", device, "parent", "1:", "protocol", "ip", "prio", "1",
+            "u32", "match", "ip", "dst", f"{target}/32", "flowid", "1:3"]
+    return [root, child, only]
 
 
 def delete_command(interface: str) -> list[str]:
@@ -226,6 +251,15 @@ def parse_qdisc_show(text: str, source: str = "tc qdisc show") -> list[Qdisc]:
     if not qdiscs:
         raise NetemError(f"{source}: no qdisc lines")
     return qdiscs
+
+
+def interface_netem(text: str, source: str = "tc qdisc show") -> Netem | None:
+    """The netem settings on the one interface `tc qdisc show dev IF` printed: its root
+    qdisc's, or the band's under a prio root (netem_to_commands); None without netem."""
+    for qdisc in parse_qdisc_show(text, source):
+        if qdisc.netem is not None:
+            return qdisc.netem
+    return None
 
 
 def root_netem(text: str, dev: str | None = None, source: str = "tc qdisc show") -> Netem | None:
