@@ -264,7 +264,7 @@ def test_fault_injection_kill_during_setup_then_clean_leaks_nothing(lab_env, tmp
         ("local", [sys.executable, "tests/fault_setup.py", "local"], local_env,
          "setup starting", ["clean"], lambda: _local_leaks(tmp_path / "local-work"), 4),
         ("vm1", [sys.executable, "tests/fault_setup.py", "vm1"], guest_env, "setup starting",
-         ["clean", "--host", "vm1"], lambda: _guest_leaks(get_host("vm1")), 2),
+         ["clean", "--host", "vm1"], lambda: _guest_leaks(get_host("vm1")), 1),
         ("vm-up", [sys.executable, "-m", "labs", "vm", "up", "--cpus", "1"], up_env, "vm up:",
          ["clean"], lambda: {"qemu": len(qemu_processes_under(up_state))}, 2),
     ]
@@ -305,7 +305,7 @@ def test_fault_injection_kill_during_setup_then_clean_leaks_nothing(lab_env, tmp
            f"set-up, {leaks_found} leaks found; " + "; ".join(per_scenario))
     # CI-sized: the labs' own kills are in test_fault_injection.py, and the full count
     # (200 kills and more over every lab) is benchmarks/fault_injection.py.
-    assert kills_mid_setup >= 8 and leaks_found == 0
+    assert kills_mid_setup >= 7 and leaks_found == 0
 
 
 def test_a_killed_image_build_is_cleaned_up(tmp_path):
