@@ -30,6 +30,8 @@ from labs.models import drbd as model
 from labs.records import RecordedRun, run_summary
 
 PROTOCOL_COLOURS = alt.Scale(domain=["A", "B", "C"], range=["#009E73", "#E69F00", "#0072B2"])
+# What pgbench's shares are of: the bare disk; the disconnected mirror in older runs.
+BASE_NAMES = {"local": "the local disk", "drbd-disconnected": "DRBD, peer disconnected"}
 ARTICLE_RATIOS_PCT = {"one zone": 62.5, "across zones": 26.9}  # data/reference/drbd-article.csv
 
 def _ms(value: float) -> str:
@@ -106,11 +108,8 @@ def figures(run: RecordedRun) -> dict[str, str]:
             f[f"{label}_{protocol}_cycle_error_pct"] = _pct(row["error_pct"])
     tps = pgbench_results(run)
     c = tps[tps["protocol"] == "C"].sort_values("added_rtt_ms")
-    f["local_tps"] = f"{tps[tps['config'] == 'local']['tps'].iloc[0]:,.0f}"
-    disconnected = tps[tps["config"] == "drbd-disconnected"].iloc[0]
-    f["disc_tps"] = f"{disconnected['tps']:,.0f}"
-    f["disc_tps_pct"] = f"{disconnected['ratio_pct']:.0f}"
-    f["disc_tps_model_pct"] = f"{disconnected['model_ratio_pct']:.0f}"
+    base = tps.attrs["base"]  # the bare disk, or the disconnected mirror in older runs
+    f["local_tps"] = f"{tps[tps['config'] == base]['tps'].iloc[0]:,.0f}"
     f["tps_ratio_first_pct"] = f"{c['ratio_pct'].iloc[0]:.0f}"
     f["tps_ratio_last_pct"] = f"{c['ratio_pct'].iloc[-1]:.0f}"
     f["tps_max_abs_error_pct"] = f"{tps['error_pct'].abs().max():.0f}"
@@ -129,7 +128,7 @@ def figures(run: RecordedRun) -> dict[str, str]:
     for protocol in others.index:
         f[f"tps_{protocol}_pct"] = f"{others.loc[protocol, 'ratio_pct']:.0f}"
         f[f"tps_{protocol}_model_pct"] = f"{others.loc[protocol, 'model_ratio_pct']:.0f}"
-    local = tps[tps["config"] == "local"].iloc[0]
+    local = tps[tps["config"] == base].iloc[0]
     mirrored = tps[tps["protocol"].isin(model.PROTOCOLS)]
     f["cores"] = str(run.meta["host"]["controller"]["cpu_count"])
     f["local_primary_cores"] = f"{local['primary_cores']:.1f}"
@@ -372,15 +371,16 @@ def pgbench_chart(run: RecordedRun) -> alt.LayerChart:
     """pgbench TPS as a share of the local disk's, by round trip, beside the model and the
     article's two ratios."""
     table = pgbench_results(run)
+    base = table.attrs["base"]
     table = table[table["protocol"].isin(model.PROTOCOLS)]
     x = alt.X("rtt_ms:Q", title="round trip measured on the link (ms)")
     colour = alt.Color("protocol:N", scale=PROTOCOL_COLOURS, legend=alt.Legend(orient="bottom"))
     tooltip = ["protocol:N", alt.Tooltip("rtt_ms:Q", title="RTT (ms)", format=".2f"),
                alt.Tooltip("tps:Q", format=",.0f"),
-               alt.Tooltip("ratio_pct:Q", title="% of local", format=".0f"),
+               alt.Tooltip("ratio_pct:Q", title=f"% of {BASE_NAMES[base]}", format=".0f"),
                alt.Tooltip("model_ratio_pct:Q", title="model %", format=".0f")]
     measured = alt.Chart(table).mark_point(filled=True, size=70).encode(
-        x=x, y=alt.Y("ratio_pct:Q", title="TPS, % of the local disk",
+        x=x, y=alt.Y("ratio_pct:Q", title=f"TPS, % of {BASE_NAMES[base]}",
                      scale=alt.Scale(domain=[0, 110])), color=colour, tooltip=tooltip)
     c_only = table[table["protocol"] == "C"]
     predicted = alt.Chart(c_only).mark_line(strokeDash=[5, 3]).encode(
@@ -426,6 +426,7 @@ def drill_table(run: RecordedRun):
 def pgbench_table(run: RecordedRun):
     """Each pgbench run: TPS, the waiting model, and where the processors went."""
     table = pgbench_results(run)
+    tps_base = table.attrs["base"]
     order = {"local": 0, "drbd-disconnected": 1}
     table = table.assign(order=table["config"].map(order).fillna(2)).sort_values(
         ["order", "protocol", "added_rtt_ms"])
@@ -434,7 +435,7 @@ def pgbench_table(run: RecordedRun):
         "run": [labels.get(c, f"{p}, +{a:g} ms") for c, p, a in
                 zip(table["config"], table["protocol"], table["added_rtt_ms"], strict=True)],
         "TPS": table["tps"].map("{:,.0f}".format),
-        "% of local": table["ratio_pct"].map("{:.0f}".format),
+        f"% of {BASE_NAMES[tps_base]}": table["ratio_pct"].map("{:.0f}".format),
         "model %": table["model_ratio_pct"].map("{:.0f}".format),
         "processors busy (vm1 + vm2)": [f"{p:.1f} + {q:.1f}" for p, q in
                                         zip(table["primary_cores"], table["peer_cores"],
@@ -461,8 +462,9 @@ def headline(run: RecordedRun) -> pd.DataFrame:
                      "value": row.measured_ms, "unit": "ms", "better": "lower",
                      "model": row.model_ms})
     tps = pgbench_results(run)
-    for row in tps[tps["config"] == "local"].itertuples():
-        rows.append({"measure": "pgbench TPS, 10 clients", "config": "local disk",
+    labels = {"local": "local disk", "drbd-disconnected": "DRBD, peer disconnected"}
+    for row in tps[tps["protocol"] == "none"].itertuples():
+        rows.append({"measure": "pgbench TPS, 10 clients", "config": labels[row.config],
                      "value": row.tps, "unit": "tps", "better": "higher", "model": None})
     c = tps[(tps["protocol"] == "C") & (tps["added_rtt_ms"] == first)]
     for row in c.itertuples():

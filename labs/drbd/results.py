@@ -156,14 +156,18 @@ def pgbench_results(run: RecordedRun) -> pd.DataFrame:
     """TPS per configuration, as a share of the primary's own disk's ("local", no DRBD); the
     model: each client's work per transaction from the local run, plus the commit's wait in
     each configuration (DRBD disconnected: fio's commit on DRBD alone; A, B, C: predicted)."""
-    table = _wide(run, ["pgbench"], ["protocol", "added_rtt_ms", "rtt_ms"])
+    table = _pgbench_rows(run)
     fio = fio_results(run)
     host, peer_host = run.meta["parameters"]["host"], run.meta["parameters"]["peer"]
-    local = table[table["config"] == "local"].iloc[0]
-    local_commit_ms = local_row(fio, f"local-{host}", "fdatasync")["measured_ms"]
+    disconnected = local_row(fio, "drbd-disconnected", "fdatasync")
+    # The base of every share: the bare disk; in runs made before the lab measured it, the
+    # mirror with its peer disconnected.
+    base = "local" if (table["config"] == "local").any() else "drbd-disconnected"
+    local = table[table["config"] == base].iloc[0]
+    local_commit_ms = (local_row(fio, f"local-{host}", "fdatasync") if base == "local"
+                       else disconnected)["measured_ms"]
     cpu_ms = model.cpu_ms_per_transaction(local_tps=local["tps"], clients=CLIENTS,
                                           local_commit_ms=local_commit_ms)
-    disconnected = local_row(fio, "drbd-disconnected", "fdatasync")
     peer = local_row(fio, f"local-{peer_host}", "fdatasync")
     models = []
     for row in table.itertuples():
@@ -184,7 +188,7 @@ def pgbench_results(run: RecordedRun) -> pd.DataFrame:
     table["cpu_ms_per_tx"] = table["primary_cpu_ms_per_tx"] + table["peer_cpu_ms_per_tx"]
     # A second model, for a machine whose processors are the limit: the rate scales with
     # the processor time each transaction costs (the local run's over this run's).
-    table["cpu_ratio_pct"] = 100 * table.loc[table["config"] == "local", "cpu_ms_per_tx"].iloc[0] \
+    table["cpu_ratio_pct"] = 100 * table.loc[table["config"] == base, "cpu_ms_per_tx"].iloc[0] \
         / table["cpu_ms_per_tx"]
     # DRBD's counters: none on the bare disk (NaN there).
     for column in ("sent_bytes", "disk_write_bytes"):
@@ -197,7 +201,18 @@ def pgbench_results(run: RecordedRun) -> pd.DataFrame:
     table["error_pct"] = 100 * (table["tps"] / table["model_tps"] - 1)
     table.attrs["cpu_ms"] = cpu_ms
     table.attrs["local_commit_ms"] = local_commit_ms
+    table.attrs["base"] = base
     return table
+
+
+def _pgbench_rows(run: RecordedRun) -> pd.DataFrame:
+    """The pgbench rows in today's names. Runs made before the lab measured the bare disk
+    called the disconnected mirror's run "local" and each VM's CPU time `<role>_vm_cpu_s`."""
+    table = _wide(run, ["pgbench"], ["protocol", "added_rtt_ms", "rtt_ms"])
+    if "drbd-disconnected" not in set(table["config"]):
+        table["config"] = table["config"].replace({"local": "drbd-disconnected"})
+    return table.rename(columns={f"{role}_vm_cpu_s": f"{role}_cpu_s"
+                                 for role in ("primary", "peer")})
 
 
 def resync_results(run: RecordedRun) -> pd.DataFrame:
