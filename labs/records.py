@@ -218,16 +218,14 @@ class RunRecorder:
 
     def add_result(self, *, config: str, workload: str, metric: str, value: float,
                    unit: str, **dimensions: Any) -> None:
-        # Refused now, not when the run is written at its end: a long run should stop at
-        # the measurement that went wrong, naming it.
+        # Refused now, not when the run is written: a long run stops where it went wrong.
         if isinstance(value, bool) or not isinstance(value, numbers.Real) \
                 or not math.isfinite(value):
             raise LabError(f"{self.lab}: {config} {workload} {metric} = {value!r}, not a "
                            "finite number")
-        row = {"lab": self.lab, "run_id": self.run_id, "config": config,
-               "workload": workload, "metric": metric, "value": value, "unit": unit}
-        row.update(dimensions)
-        self.rows.append(row)
+        self.rows.append({"lab": self.lab, "run_id": self.run_id, "config": config,
+                          "workload": workload, "metric": metric, "value": value,
+                          "unit": unit, **dimensions})
 
     def _free_run_id(self) -> str:
         """This run's id, or, if a run of the same lab and host already has it (two short

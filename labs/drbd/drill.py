@@ -20,7 +20,6 @@ Last, the roles switch back, so the next drill starts where this one did.
 
 from __future__ import annotations
 
-import shlex
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -37,6 +36,7 @@ from labs.drbd.pair import (
 from labs.drbd.params import Parameters
 from labs.errors import LabError
 from labs.infra.acks import AckStream
+from labs.infra.processes import find_server
 from labs.infra.vm import machine, power
 from labs.infra.workspace import LabWorkspace
 from labs.progress import Progress
@@ -165,9 +165,8 @@ def signal_server_command(data: str, signal: str) -> str:
     children. The postmaster is stopped first, so that it starts no new child meanwhile, and
     its children are found while it lives (once it is dead they are init's). Fails (exit 1)
     when there is no such server. With KILL, returns once all of them are gone."""
-    pid_file, folder = shlex.quote(POSTGRES.pid_file(data)), shlex.quote(data)
-    command = (f"pid=$(head -n 1 {pid_file} 2>/dev/null); [ -n \"$pid\" ] && "
-               f"tr '\\0' ' ' </proc/$pid/cmdline 2>/dev/null | grep -qF -- {folder} || exit 1; "
+    # $children is found after the postmaster stopped: it can start none after that.
+    command = (f"{find_server(POSTGRES.pid_file(data), data, missing_exit=1)}; "
                f"kill -STOP \"$pid\"; children=$(pgrep -P \"$pid\"); "
                f"kill -{signal} \"$pid\" $children")
     if signal == "KILL":

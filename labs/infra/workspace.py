@@ -25,7 +25,8 @@ removes exactly what the lab made. Work files live in `host.work_dir/<lab>/<run 
 which is itself journaled and removed last.
 
 This module owns the teardowns of the kinds it creates: loop, mount, md, dm, drbd, netem,
-file and work-dir (labs.infra.containers owns "container").
+file and work-dir (labs.infra.containers owns "container", labs.infra.netns "netns" and
+labs.infra.processes "server").
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from typing import Any
 from docker.models.containers import Container
 
 from labs.errors import LabError, UsageError
-from labs.infra import containers, netns  # noqa: F401 - netns registers a teardown
+from labs.infra import containers, netns, processes  # noqa: F401 - teardowns
 from labs.infra.devices import loop_devices_by_backing_file, md_members, mounted_at
 from labs.infra.guard import check_device
 from labs.infra.hosts import CommandResult, Host
@@ -492,21 +493,3 @@ def _teardown_file(host: Host, entry: JournalEntry) -> None:
     host.sudo(["rm", "-f", "--", entry.id], timeout_s=60)
 
 
-@register_teardown("server")
-def _teardown_server(host: Host, entry: JournalEntry) -> None:
-    pid_file = shlex.quote(entry.details.get("pid_file", ""))
-    # The process its pid file (in the lab's data folder) names, only while that process's
-    # command line names the same folder (a reused pid is left alone); and its children.
-    server = (f"pid=$(head -n 1 {pid_file} 2>/dev/null); [ -n \"$pid\" ] || exit 0; "
-              f"tr '\\0' ' ' </proc/$pid/cmdline 2>/dev/null | grep -qF -- "
-              f"{shlex.quote(entry.id)} || exit 0; children=$(pgrep -P \"$pid\")")
-    # A frozen server (SIGSTOP, the DRBD drill's) could not stop: it continues first.
-    host.sudo(f"{server}; kill -CONT \"$pid\" $children; exit 0", timeout_s=60, check=False)
-    stop = entry.details.get("stop")
-    if stop:
-        host.sudo(stop, timeout_s=300, check=False)
-    # Safe: kills only that server and its children, and waits until the server is gone.
-    script = (f"{server}; kill -KILL \"$pid\" $children; "
-              "for i in $(seq 120); do [ -d /proc/$pid ] || exit 0; sleep 0.5; done; exit 1")
-    if not host.sudo(script, timeout_s=120, check=False).ok:
-        raise JournalError(f"server of {entry.id} would not stop")
