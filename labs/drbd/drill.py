@@ -7,8 +7,8 @@ acknowledgement it sees (labs/infra/acks.py). Then the primary fails:
 - a lab VM loses its power: its QEMU is killed, no shutdown, no last flush;
 - an SSH host (a reader's machine, whose power the lab does not cut) has the lab's
   PostgreSQL frozen (SIGSTOP: no commit is acknowledged after this) and, a moment later,
-  every packet it sends on the link dropped (netem, loss 100 %): what was still on its way
-  to the peer never arrives, as with a power cut.
+  every packet it sends to the peer dropped (netem, loss 100 %, on those packets only):
+  what was still on its way to the peer never arrives, as with a power cut.
 
 The peer notices the link is gone, is promoted, mounts the file system and starts
 PostgreSQL, which recovers from its log. The count: acknowledged rows that the survivor
