@@ -54,7 +54,7 @@ from labs.infra.vm import machine
 from labs.infra.workspace import LabWorkspace
 from labs.progress import Progress
 from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
-from labs.tools import drbd, fio, iproute, pgbench
+from labs.tools import drbd, fio, iproute, netem, pgbench
 from labs.tools.drbd_state import drbd_major_version
 
 # The activity log's smallest size (67 extents of 4 MiB): after a primary crashes, every
@@ -69,6 +69,7 @@ NEEDED = ("drbdadm", "fio", "ping", "tc", "psql", "pgbench", "runuser", "md5sum"
 SSH_NEEDED = ("ip", "losetup", "modprobe", "python3", "pgrep")
 POSTGRES_CHECK = "ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1 || echo initdb"
 SSH_DISK_MIB = 1024  # the loop file on each SSH host: as large as a lab VM's data disk
+DEFAULT_ROOT_QDISCS = {"noqueue", "fq_codel", "pfifo_fast", "mq", "fq", "pfifo"}  # the kernel's
 VARIANTS = ("direct", "fdatasync")  # fio: O_DIRECT writes; the same, each followed by fdatasync
 # The article's fio job file (libaio, iodepth=1, direct=1, one job after another): name, rw,
 # block size in KiB. Its size=1g becomes FIO_REGION_MIB here, the first 256 MiB of a 1 GiB
@@ -161,6 +162,16 @@ def check_ssh_pair(params: Parameters, host: Host) -> tuple[Side, Side]:
             raise UsageError(f"host {side.name} holds {other} itself: --host and --peer must "
                              "be two machines (set each one's link_address in the inventory)")
         interfaces.append(routes[1].dev)
+        # netem replaces the interface's root queueing discipline, and `clean` gives it the
+        # kernel's default back: one the reader set up would be lost.
+        qdiscs = netem.parse_qdisc_show(side.run(netem.show_command(routes[1].dev),
+                                                 timeout_s=60).stdout,
+                                        source=f"{side.name}: tc qdisc show")
+        root = next((q.kind for q in qdiscs if q.root), "")
+        if root not in DEFAULT_ROOT_QDISCS:
+            raise UsageError(f"host {side.name}: {routes[1].dev} has a {root} queueing "
+                             "discipline, which the lab's netem would replace (if a killed run "
+                             f"left it: `python -m labs clean --host {side.name}`)")
     return (Side(host, addresses[0], interfaces[0], None),
             Side(peer, addresses[1], interfaces[1], None))
 
