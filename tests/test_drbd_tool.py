@@ -81,11 +81,7 @@ def test_resource_file_for_drbd_9_is_refused_not_guessed():
         drbd.resource_file(pair(), drbd_major=7)
 
 
-def test_host_section_must_match_uname_n():
-    host = pair().host("vm1")
-    drbd.check_host_name(host, "vm1\n")
-    with pytest.raises(UsageError, match="does not match this host's `uname -n`"):
-        drbd.check_host_name(host, "debian")
+def test_a_host_the_resource_has_no_section_for_is_one_clear_error():
     with pytest.raises(UsageError, match="no host 'vm3'"):
         pair().host("vm3")
 

@@ -30,8 +30,9 @@ from labs.models import drbd as model
 from labs.records import RecordedRun, run_summary
 
 PROTOCOL_COLOURS = alt.Scale(domain=["A", "B", "C"], range=["#009E73", "#E69F00", "#0072B2"])
-# What pgbench's shares are of: the bare disk; the disconnected mirror in older runs.
-BASE_NAMES = {"local": "the local disk", "drbd-disconnected": "DRBD, peer disconnected"}
+# pgbench's runs without a mirror: the bare disk, and DRBD with its peer disconnected. Every
+# share is of the first (of the second in runs made before the lab measured the bare disk).
+BASELINE_LABELS = {"local": "local disk (no DRBD)", "drbd-disconnected": "DRBD, peer disconnected"}
 ARTICLE_RATIOS_PCT = {"one zone": 62.5, "across zones": 26.9}  # data/reference/drbd-article.csv
 
 def _ms(value: float) -> str:
@@ -377,10 +378,10 @@ def pgbench_chart(run: RecordedRun) -> alt.LayerChart:
     colour = alt.Color("protocol:N", scale=PROTOCOL_COLOURS, legend=alt.Legend(orient="bottom"))
     tooltip = ["protocol:N", alt.Tooltip("rtt_ms:Q", title="RTT (ms)", format=".2f"),
                alt.Tooltip("tps:Q", format=",.0f"),
-               alt.Tooltip("ratio_pct:Q", title=f"% of {BASE_NAMES[base]}", format=".0f"),
+               alt.Tooltip("ratio_pct:Q", title=f"% of {BASELINE_LABELS[base]}", format=".0f"),
                alt.Tooltip("model_ratio_pct:Q", title="model %", format=".0f")]
     measured = alt.Chart(table).mark_point(filled=True, size=70).encode(
-        x=x, y=alt.Y("ratio_pct:Q", title=f"TPS, % of {BASE_NAMES[base]}",
+        x=x, y=alt.Y("ratio_pct:Q", title=f"TPS, % of {BASELINE_LABELS[base]}",
                      scale=alt.Scale(domain=[0, 110])), color=colour, tooltip=tooltip)
     c_only = table[table["protocol"] == "C"]
     predicted = alt.Chart(c_only).mark_line(strokeDash=[5, 3]).encode(
@@ -430,12 +431,11 @@ def pgbench_table(run: RecordedRun):
     order = {"local": 0, "drbd-disconnected": 1}
     table = table.assign(order=table["config"].map(order).fillna(2)).sort_values(
         ["order", "protocol", "added_rtt_ms"])
-    labels = {"local": "local disk (no DRBD)", "drbd-disconnected": "DRBD, peer disconnected"}
     return wrapping_table(pd.DataFrame({
-        "run": [labels.get(c, f"{p}, +{a:g} ms") for c, p, a in
+        "run": [BASELINE_LABELS.get(c, f"{p}, +{a:g} ms") for c, p, a in
                 zip(table["config"], table["protocol"], table["added_rtt_ms"], strict=True)],
         "TPS": table["tps"].map("{:,.0f}".format),
-        f"% of {BASE_NAMES[tps_base]}": table["ratio_pct"].map("{:.0f}".format),
+        f"% of {BASELINE_LABELS[tps_base]}": table["ratio_pct"].map("{:.0f}".format),
         "model %": table["model_ratio_pct"].map("{:.0f}".format),
         "processors busy (vm1 + vm2)": [f"{p:.1f} + {q:.1f}" for p, q in
                                         zip(table["primary_cores"], table["peer_cores"],
@@ -462,9 +462,8 @@ def headline(run: RecordedRun) -> pd.DataFrame:
                      "value": row.measured_ms, "unit": "ms", "better": "lower",
                      "model": row.model_ms})
     tps = pgbench_results(run)
-    labels = {"local": "local disk", "drbd-disconnected": "DRBD, peer disconnected"}
     for row in tps[tps["protocol"] == "none"].itertuples():
-        rows.append({"measure": "pgbench TPS, 10 clients", "config": labels[row.config],
+        rows.append({"measure": "pgbench TPS, 10 clients", "config": BASELINE_LABELS[row.config],
                      "value": row.tps, "unit": "tps", "better": "higher", "model": None})
     c = tps[(tps["protocol"] == "C") & (tps["added_rtt_ms"] == first)]
     for row in c.itertuples():

@@ -116,13 +116,6 @@ def resource_file(resource: DrbdResource, drbd_major: int = 8) -> str:
     raise UsageError(f"unknown DRBD major version {drbd_major} (expected 8 or 9)")
 
 
-def check_host_name(host: DrbdHost, uname_n: str) -> None:
-    """drbdadm picks its `on` section by `uname -n`; a mismatch fails only at `drbdadm up`."""
-    if host.name != uname_n.strip():
-        raise UsageError(f"DRBD host section {host.name!r} does not match this host's "
-                         f"`uname -n` ({uname_n.strip()!r}): drbdadm would not find itself")
-
-
 def _check_resource_84(resource: DrbdResource) -> None:
     if not RESOURCE_NAME.match(resource.name):
         raise UsageError(f"DRBD resource name {resource.name!r}: use letters, digits, _ . -")

@@ -25,6 +25,7 @@ iputils ping, as captured on the lab VMs (iproute2 6.1.0, iputils 20221126).
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import re
 from collections.abc import Sequence
@@ -87,8 +88,10 @@ def netem_to_commands(interface: str, target: str, delay_ms: float,
     """Delay (drop) only what `interface` sends to the IPv4 address `target`; the rest of the
     host's traffic goes by an undelayed band. `first`: set up the prio qdisc and the filter
     too (later calls only replace the netem)."""
-    if not re.fullmatch(r"\d{1,3}(\.\d{1,3}){3}", target or ""):
-        raise UsageError(f"netem target {target!r}: expected an IPv4 address")
+    try:
+        ipaddress.IPv4Address(target)
+    except ValueError:
+        raise UsageError(f"netem target {target!r}: expected an IPv4 address") from None
     device = _interface(interface)
     netem = netem_command(device, delay_ms, jitter_ms, loss_percent)
     child = ["tc", "qdisc", "replace", "dev", device, "parent", "1:3", "handle", "30:",
