@@ -103,14 +103,15 @@ def run_local_ci(lab: str, base: Path, timeout: float) -> dict:
             "base": base}
 
 
-def run_vm_ci(lab_vms, lab: str, *args: str, timeout_s: float = 2400):
-    """`python -m labs run LAB ARGS --profile ci` in the session's lab VMs; asserts it
-    succeeded and recorded exactly one run, and returns (that run, its wall time in s)."""
+def run_vm_ci(lab_vms, lab: str, *args: str, timeout_s: float = 2400, env: dict | None = None):
+    """`python -m labs run LAB ARGS --profile ci` in the session's lab VMs (with `env` on top
+    of theirs); asserts it succeeded and recorded exactly one run, and returns (that run,
+    its wall time in s)."""
     from labs.records import list_runs, load_run
 
     before = set(list_runs(lab, lab_vms.base / "runs"))
     started = time.monotonic()
-    ran = lab_vms.cli("run", lab, *args, "--profile", "ci", timeout_s=timeout_s)
+    ran = lab_vms.cli("run", lab, *args, "--profile", "ci", timeout_s=timeout_s, env=env)
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
     new = [p for p in list_runs(lab, lab_vms.base / "runs") if p not in before]
     assert len(new) == 1

@@ -21,7 +21,6 @@ killed mid-sweep is cleaned up by `clean`. Bad input stops with one line.
 from __future__ import annotations
 
 import os
-import time
 
 import pandas as pd
 import pytest
@@ -30,11 +29,11 @@ from conftest import (
     kill_once_it_prints,
     report,
     run_labs,
+    run_vm_ci,
     vm_inventory_entry,
 )
 
 from labs.drbd import page
-from labs.records import list_runs, load_run
 from labs.tools import netem
 
 pytestmark = pytest.mark.slow
@@ -71,13 +70,8 @@ def ssh_pair_env(lab_vms) -> dict:
 
 @pytest.fixture(scope="module")
 def ci_run(lab_vms, ssh_pair_env, request):
-    before = set(list_runs("drbd", lab_vms.base / "runs"))
-    started = time.monotonic()
-    ran = lab_vms.cli("run", "drbd", "--host", "zone-a", "--peer", "zone-b", "--profile", "ci",
-                      timeout_s=2400, env=ssh_pair_env)
-    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
-    (path,) = [p for p in list_runs("drbd", lab_vms.base / "runs") if p not in before]
-    run, wall_s = load_run(path), time.monotonic() - started
+    run, wall_s = run_vm_ci(lab_vms, "drbd", "--host", "zone-a", "--peer", "zone-b",
+                            env=ssh_pair_env)
     f = page.figures(run)
     report(request.config, f"drbd ci run on zone-a+zone-b (vm1, vm2 as SSH hosts): "
            f"{wall_s:.0f} s; link "
