@@ -78,15 +78,27 @@ def test_the_model_bound_is_zero_for_safe_and_positive_for_unsafe(ci_run):
 
 def test_the_lost_window_comes_from_the_acknowledgements(ci_run):
     """Nothing lost: no window. Something lost: the newest row found is the last one kept,
-    and the window runs from the first lost acknowledgement to the cut, so it is positive
-    and no longer than the time the clients wrote."""
-    table = page.outcomes(ci_run["run"])
+    and the window runs from the first lost acknowledgement to the cut, so it is no longer
+    than the time the clients wrote. It is positive unless that acknowledgement was still on
+    its way when the power went: the VM sent it before the cut, but this machine's SSH client
+    and reader thread handed it over a few ms later, on a busy machine after the cut's own
+    timestamp. So it is never more negative than the last acknowledgement read was late."""
+    run = ci_run["run"]
+    table = page.outcomes(run)
     none_lost = table["acknowledged_lost"] == 0
     assert (table[none_lost]["lost_ms"] == 0).all()
     assert (table[none_lost]["newest_found"] == table[none_lost]["acknowledged"]).all()
     lost = table[~none_lost]
     assert (lost["newest_found"] < lost["acknowledged"]).all()
-    assert ((lost["lost_ms"] > 0) & (lost["lost_ms"] <= 1000 * lost["cut_after_s"])).all()
+    assert (lost["lost_ms"] <= 1000 * lost["cut_after_s"]).all()
+    for row in lost.itertuples():
+        # Every client of the cut was cut at the same moment: the latest any of them read
+        # an acknowledgement is how late this machine was still reading.
+        acks = (run.path / "raw" / f"cut{row.cut:.0f}").glob("*-acks.txt")
+        times_s = [float(line.split()[1]) for path in acks
+                   for line in path.read_text().splitlines()]
+        late_ms = 1000 * (max(times_s) - row.cut_after_s)
+        assert row.lost_ms > 0 or row.lost_ms >= -late_ms - 1, (row, late_ms)
 
 
 def test_each_database_log_and_acknowledgement_list_is_kept(ci_run):
