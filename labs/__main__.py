@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import signal
 import sys
 
@@ -84,6 +85,11 @@ def main(argv: list[str] | None = None) -> int:
         print("python -m labs: interrupted (run `python -m labs clean` if a lab was running)",
               file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader stopped reading (`python -m labs list | head -1`): stop quietly, as other
+        # Unix tools do. Python flushes stdout once more at exit; that goes nowhere now.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # what a shell reports for a command stopped by SIGPIPE
 
 
 if __name__ == "__main__":

@@ -1,9 +1,12 @@
 """The command line: help on every level, one-line errors with exit code 2."""
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
-from conftest import assert_one_line_usage_error, run_labs
+from conftest import PROJECT_ROOT, assert_one_line_usage_error, run_labs
 
 from labs.__main__ import COMMANDS, build_parser
 
@@ -165,3 +168,14 @@ def test_disk_problem_is_seeded_and_answered_only_with_c():
     assert first.returncode == solved.returncode == 0
     assert first.stdout == again.stdout and "Answer:" not in first.stdout
     assert solved.stdout.startswith(first.stdout) and "Answer:" in solved.stdout
+
+
+def test_a_reader_that_stops_reading_ends_the_command_quietly(tmp_path):
+    # `python -m labs list | head -1`: the pipe closes under the command, and it stops at
+    # once with SIGPIPE's exit code, no traceback on the terminal.
+    shell = subprocess.run(
+        f"{sys.executable} -m labs list | head -c 0; echo \"status=${{PIPESTATUS[0]}}\"",
+        shell=True, executable="/bin/bash", capture_output=True, text=True, cwd=PROJECT_ROOT,
+        env={**os.environ, "LABS_STATE_DIR": str(tmp_path)}, timeout=120)
+    assert shell.stderr == "", shell.stderr
+    assert shell.stdout.strip() == "status=141", shell.stdout
