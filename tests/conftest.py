@@ -103,10 +103,19 @@ def run_local_ci(lab: str, base: Path, timeout: float) -> dict:
             "base": base}
 
 
-def run_vm_ci(lab_vms, lab: str, *args: str, timeout_s: float = 2400, env: dict | None = None):
+@dataclass
+class VmCiRun:
+    run: object  # labs.records.RecordedRun
+    wall_s: float
+    stdout: str
+    stderr: str
+
+
+def run_vm_ci(lab_vms, lab: str, *args: str, timeout_s: float = 2400,
+              env: dict | None = None) -> VmCiRun:
     """`python -m labs run LAB ARGS --profile ci` in the session's lab VMs (with `env` on top
-    of theirs); asserts it succeeded and recorded exactly one run, and returns (that run,
-    its wall time in s)."""
+    of theirs); asserts it succeeded and recorded exactly one run, and returns that run, its
+    wall time and what the command printed."""
     from labs.records import list_runs, load_run
 
     before = set(list_runs(lab, lab_vms.base / "runs"))
@@ -115,7 +124,7 @@ def run_vm_ci(lab_vms, lab: str, *args: str, timeout_s: float = 2400, env: dict 
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
     new = [p for p in list_runs(lab, lab_vms.base / "runs") if p not in before]
     assert len(new) == 1
-    return load_run(new[0]), time.monotonic() - started
+    return VmCiRun(load_run(new[0]), time.monotonic() - started, ran.stdout, ran.stderr)
 
 
 def glued_names(page: Path) -> set[str]:

@@ -51,7 +51,8 @@ def leftovers(lab_vms) -> str:
 @pytest.fixture(scope="module")
 def ci_run(lab_vms, request):
     booted = throttles(lab_vms)
-    run, wall_s = run_vm_ci(lab_vms, "devices", "--host", VM, timeout_s=1800)
+    ran = run_vm_ci(lab_vms, "devices", "--host", VM, timeout_s=1800)
+    run, wall_s = ran.run, ran.wall_s
     f = page.figures(run)
     report(request.config, f"devices ci run on {VM}: {wall_s:.0f} s; gp3 "
            f"{f['gp3_deep_iops']} IOPS at depth {f['deep']} ({f['gp3_deep_error']} %), sc1 "

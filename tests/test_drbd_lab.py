@@ -70,8 +70,8 @@ def ssh_pair_env(lab_vms) -> dict:
 
 @pytest.fixture(scope="module")
 def ci_run(lab_vms, ssh_pair_env, request):
-    run, wall_s = run_vm_ci(lab_vms, "drbd", "--host", "zone-a", "--peer", "zone-b",
-                            env=ssh_pair_env)
+    ran = run_vm_ci(lab_vms, "drbd", "--host", "zone-a", "--peer", "zone-b", env=ssh_pair_env)
+    run, wall_s = ran.run, ran.wall_s
     f = page.figures(run)
     report(request.config, f"drbd ci run on zone-a+zone-b (vm1, vm2 as SSH hosts): "
            f"{wall_s:.0f} s; link "

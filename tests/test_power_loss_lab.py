@@ -12,13 +12,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 
 import pytest
-from conftest import PROJECT_ROOT, kill_once_it_prints, report
+from conftest import PROJECT_ROOT, kill_once_it_prints, report, run_vm_ci
 
 from labs.power_loss import page
-from labs.records import list_runs, load_run
 
 pytestmark = pytest.mark.slow
 
@@ -36,14 +34,9 @@ def ci_run(lab_vms, background_ci, request):
     # vm1 is free while this lab cuts vm2's power: the quorum-commit lab's ci run goes there
     # meanwhile (its own tests wait for it). Every test here cleans only vm2.
     background_ci.start("quorum-commit", "--host", "vm1")
-    before = set(list_runs("power-loss", lab_vms.base / "runs"))
-    started = time.monotonic()
-    ran = lab_vms.cli("run", "power-loss", "--host", VM, "--profile", "ci", timeout_s=1800)
-    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
-    new = [p for p in list_runs("power-loss", lab_vms.base / "runs") if p not in before]
-    assert len(new) == 1
-    run = load_run(new[0])
-    report(request.config, f"power-loss ci run on {VM}: {time.monotonic() - started:.0f} s; "
+    ran = run_vm_ci(lab_vms, "power-loss", "--host", VM, timeout_s=1800)
+    run = ran.run
+    report(request.config, f"power-loss ci run on {VM}: {ran.wall_s:.0f} s; "
             + "; ".join(f"{row.database}: acked {row.acknowledged:.0f}, lost "
                         f"{row.acknowledged_lost:.0f} (model at most {row.model_max_lost:.1f})"
                         for row in page.outcomes(run).itertuples()))
