@@ -20,7 +20,7 @@ from labs.caches.params import Parameters
 from labs.caches.rocks import RocksNode
 from labs.errors import UsageError
 from labs.infra import containers, images
-from labs.infra.facts import available_memory_mib, host_facts
+from labs.infra.facts import host_facts, require_memory_mib
 from labs.infra.hosts import Host
 from labs.infra.workspace import LabWorkspace
 from labs.progress import Progress
@@ -43,12 +43,9 @@ def choose_cql_image(engine: docker.DockerClient, p: Parameters) -> tuple[str, s
 
 
 def check_memory(host: Host, p: Parameters) -> None:
-    available_mib = available_memory_mib(host)
-    needed_mib = p.cql_memory_mib + p.rocks_memory_mib + 512
-    if available_mib < needed_mib:
-        raise UsageError(f"the caches lab needs about {needed_mib} MiB of free memory for its "
-                         f"containers (--cql-memory-mib {p.cql_memory_mib}, --rocks-memory-mib "
-                         f"{p.rocks_memory_mib}); this machine has {available_mib} MiB available")
+    require_memory_mib(host, p.cql_memory_mib + p.rocks_memory_mib + 512, "caches",
+                       f"its containers (--cql-memory-mib {p.cql_memory_mib}, "
+                       f"--rocks-memory-mib {p.rocks_memory_mib})")
 
 
 def load_average(host: Host) -> float:

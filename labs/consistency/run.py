@@ -21,9 +21,9 @@ import time
 
 from labs.consistency.cluster import Cluster
 from labs.consistency.params import CASES, NEW, NODES, OLD, Parameters
-from labs.errors import LabError, UsageError
+from labs.errors import LabError
 from labs.infra import images
-from labs.infra.facts import available_memory_mib, host_facts
+from labs.infra.facts import host_facts, require_memory_mib
 from labs.infra.hosts import Host
 from labs.infra.workspace import LabWorkspace
 from labs.models import consistency as model
@@ -43,12 +43,8 @@ READERS = (1, 2, 3)
 
 
 def check_memory(host: Host, p: Parameters) -> None:
-    available_mib = available_memory_mib(host)
-    needed_mib = NODES * p.memory_mib + 512
-    if available_mib < needed_mib:
-        raise UsageError(f"the consistency lab needs about {needed_mib} MiB of free memory "
-                         f"for {NODES} nodes of --memory-mib {p.memory_mib}; this machine "
-                         f"has {available_mib} MiB available")
+    require_memory_mib(host, NODES * p.memory_mib + 512, "consistency",
+                       f"{NODES} nodes of --memory-mib {p.memory_mib}")
 
 
 def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:

@@ -14,6 +14,7 @@ import platform
 import shlex
 from typing import Any
 
+from labs.errors import UsageError
 from labs.infra.hosts import Host
 from labs.infra.vm import machine
 from labs.records import local_host_facts
@@ -50,6 +51,15 @@ def available_memory_mib(host: Host) -> int:
     text = host.run(["awk", "/^MemAvailable:/ {print $2}", "/proc/meminfo"],
                     timeout_s=60).stdout.strip()
     return int(text) // 1024 if text.isdigit() else 0
+
+
+def require_memory_mib(host: Host, needed_mib: int, lab: str, for_what: str) -> None:
+    """Refuse (one line, before anything starts) when the host has less memory available
+    than the lab needs: a lab that runs the machine out of memory harms the reader's work."""
+    available_mib = available_memory_mib(host)
+    if available_mib < needed_mib:
+        raise UsageError(f"the {lab} lab needs about {needed_mib} MiB of free memory for "
+                         f"{for_what}; this machine has {available_mib} MiB available")
 
 
 def available_disk_mib(host: Host, path: str) -> int:
