@@ -1,0 +1,271 @@
+"""Every number the DRBD lab page quotes, computed from the recorded run (the tables of
+labs/drbd/results.py); book/drbd/lab.md glues them by name, and tests/test_drbd_recorded.py
+holds the page's sentences about them true."""
+
+from __future__ import annotations
+
+from labs.drbd.params import PING_COUNT
+from labs.drbd.results import (
+    article_results,
+    drill_results,
+    fio_results,
+    link_results,
+    local_row,
+    pgbench_results,
+    ping_results,
+    resync_results,
+    send_ms,
+    sweep_bandwidths,
+    sweep_rtts,
+)
+from labs.models import drbd as model
+from labs.records import RecordedRun
+
+
+def _ms(value: float) -> str:
+    return f"{value:.1f}" if value >= 1 else f"{value:.2f}"
+
+
+def _pct(value: float) -> str:
+    text = f"{value:+.0f}"
+    return "0" if text in ("+0", "-0") else text
+
+
+def figures(run: RecordedRun) -> dict[str, str]:
+    """Every number the lab page quotes, computed from the run."""
+    params = run.meta["parameters"]
+    host, peer = params["host"], params["peer"]
+    fio = fio_results(run)
+    pings = ping_results(run).set_index("config")
+    top = max(params["added_rtt_ms"])
+    f = {"primary": host, "peer": peer, "top_added": f"{top:g}",
+         "added_list": ", ".join(f"{a:g}" for a in params["added_rtt_ms"]),
+         "fio_s": str(params["fio_s"]), "pgbench_s": str(params["pgbench_s"]),
+         "drill_s": str(params["drill_s"]), "ping_count": str(PING_COUNT),
+         "link_rtt_ms": _ms(pings.loc["link", "rtt_p50_ms"]),
+         "link_rtt_p99_ms": _ms(pings.loc["link", "rtt_p99_ms"])}
+    for name, config in (("local", f"local-{host}"), ("peer", f"local-{peer}"),
+                         ("disc", "drbd-disconnected")):
+        direct, synced = local_row(fio, config, "direct"), local_row(fio, config, "fdatasync")
+        f[f"{name}_p50_ms"] = _ms(direct["write_p50_ms"])
+        f[f"{name}_sync_ms"] = _ms(synced["measured_ms"])
+    direct = fio[(fio["variant"] == "direct") & fio["protocol"].isin(model.PROTOCOLS)]
+    at_top = direct[direct["added_rtt_ms"] == top].set_index("protocol")
+    f["top_rtt_ms"] = _ms(at_top["rtt_ms"].iloc[0])
+    for protocol in at_top.index:
+        f[f"top_{protocol}_p50_ms"] = _ms(at_top.loc[protocol, "write_p50_ms"])
+        f[f"top_{protocol}_model_ms"] = _ms(at_top.loc[protocol, "model_ms"])
+    first = min(params["added_rtt_ms"])
+    at_first = direct[direct["added_rtt_ms"] == first].set_index("protocol")
+    f["first_rtt_ms"] = _ms(at_first["rtt_ms"].iloc[0])
+    a_points = direct[direct["protocol"] == "A"]["write_p50_ms"]
+    if not a_points.empty:
+        f["A_min_p50_ms"], f["A_max_p50_ms"] = _ms(a_points.min()), _ms(a_points.max())
+    for protocol in at_first.index:
+        f[f"first_{protocol}_p50_ms"] = _ms(at_first.loc[protocol, "write_p50_ms"])
+        f[f"first_{protocol}_model_ms"] = _ms(at_first.loc[protocol, "model_ms"])
+    sends = fio.attrs["send_ms"]
+    f["send_ms"] = _ms(sends["direct"]["write_p50_ms"])
+    f["send_sync_ms"] = _ms(sends["fdatasync"]["sync_p50_ms"])
+    modelled = fio[fio["model_ms"].notna()]
+    for variant in ("direct", "fdatasync"):
+        rows = modelled[modelled["variant"] == variant]
+        key = "direct" if variant == "direct" else "sync"
+        f[f"{key}_points"] = str(len(rows))
+        f[f"{key}_max_abs_error_pct"] = f"{rows['error_pct'].abs().max():.0f}"
+        for protocol in model.PROTOCOLS:
+            mine = rows[rows["protocol"] == protocol]
+            delayed = mine[mine["added_rtt_ms"] > first]["error_pct"]
+            if not delayed.empty:
+                f[f"{key}_{protocol}_delayed_max_abs_error_pct"] = f"{delayed.abs().max():.0f}"
+                f[f"{key}_{protocol}_delayed_min_error_pct"] = _pct(delayed.min())
+            f[f"{key}_{protocol}_max_abs_error_pct"] = f"{mine['error_pct'].abs().max():.0f}"
+            first_row = mine[mine["added_rtt_ms"] == first]
+            if not first_row.empty:
+                f[f"{key}_{protocol}_first_error_pct"] = _pct(first_row["error_pct"].iloc[0])
+    c_direct = modelled[(modelled["variant"] == "direct") & (modelled["protocol"] == "C")]
+    f["direct_C_above_count"] = str(int((c_direct["error_pct"] > 0).sum()))
+    f["direct_C_points"] = str(len(c_direct))
+    synced = modelled[modelled["variant"] == "fdatasync"].set_index(["protocol", "added_rtt_ms"])
+    for protocol in [p for p in ("C",) if p in at_top.index]:
+        for label, added in (("first", first), ("top", top)):
+            row = synced.loc[(protocol, added)]
+            f[f"{label}_{protocol}_sync_p50_ms"] = _ms(row["sync_p50_ms"])
+            f[f"{label}_{protocol}_cycle_ms"] = _ms(row["measured_ms"])
+            f[f"{label}_{protocol}_cycle_model_ms"] = _ms(row["model_ms"])
+            f[f"{label}_{protocol}_cycle_error_pct"] = _pct(row["error_pct"])
+    tps = pgbench_results(run)
+    c = tps[tps["protocol"] == "C"].sort_values("added_rtt_ms")
+    base = tps.attrs["base"]  # the bare disk, or the disconnected mirror in older runs
+    f["local_tps"] = f"{tps[tps['config'] == base]['tps'].iloc[0]:,.0f}"
+    f["tps_ratio_first_pct"] = f"{c['ratio_pct'].iloc[0]:.0f}"
+    f["tps_ratio_last_pct"] = f"{c['ratio_pct'].iloc[-1]:.0f}"
+    f["tps_max_abs_error_pct"] = f"{tps['error_pct'].abs().max():.0f}"
+    f["cpu_ms"] = _ms(tps.attrs["cpu_ms"])
+    f["tps_model_first_pct"] = f"{c['model_ratio_pct'].iloc[0]:.0f}"
+    f["tps_model_last_pct"] = f"{c['model_ratio_pct'].iloc[-1]:.0f}"
+    f["tps_fall_points"] = f"{c['ratio_pct'].iloc[0] - c['ratio_pct'].iloc[-1]:.0f}"
+    f["tps_model_fall_points"] = \
+        f"{c['model_ratio_pct'].iloc[0] - c['model_ratio_pct'].iloc[-1]:.0f}"
+    f["c_cpu_ms_per_tx_first"] = _ms(c["cpu_ms_per_tx"].iloc[0])
+    f["c_cpu_ms_per_tx_last"] = _ms(c["cpu_ms_per_tx"].iloc[-1])
+    f["c_cpu_gap_points_max"] = f"{(c['ratio_pct'] - c['cpu_ratio_pct']).abs().max():.0f}"
+    f["tps_ratio_min_pct"] = f"{c['ratio_pct'].min():.0f}"
+    f["tps_ratio_max_pct"] = f"{c['ratio_pct'].max():.0f}"
+    others = tps[tps["protocol"].isin(["A", "B"])].set_index("protocol")
+    for protocol in others.index:
+        f[f"tps_{protocol}_pct"] = f"{others.loc[protocol, 'ratio_pct']:.0f}"
+        f[f"tps_{protocol}_model_pct"] = f"{others.loc[protocol, 'model_ratio_pct']:.0f}"
+    local = tps[tps["config"] == base].iloc[0]
+    mirrored = tps[tps["protocol"].isin(model.PROTOCOLS)]
+    f["cores"] = str(run.meta["host"]["controller"]["cpu_count"])
+    f["local_primary_cores"] = f"{local['primary_cores']:.1f}"
+    f["local_primary_cpu_ms_per_tx"] = _ms(local["primary_cpu_ms_per_tx"])
+    f["mirror_primary_cpu_ms_per_tx_min"] = _ms(mirrored["primary_cpu_ms_per_tx"].min())
+    f["mirror_primary_cpu_ms_per_tx_max"] = _ms(mirrored["primary_cpu_ms_per_tx"].max())
+    f["local_both_cores"] = f"{local['both_cores']:.2f}"
+    f["mirror_both_cores_min"] = f"{mirrored['both_cores'].min():.2f}"
+    f["mirror_both_cores_max"] = f"{mirrored['both_cores'].max():.2f}"
+    f["mirror_peer_cores_min"] = f"{mirrored['peer_cores'].min():.1f}"
+    f["mirror_peer_cores_max"] = f"{mirrored['peer_cores'].max():.1f}"
+    f["local_cpu_ms_per_tx"] = _ms(local["primary_cpu_ms_per_tx"] + local["peer_cpu_ms_per_tx"])
+    f["mirror_cpu_ms_per_tx_min"] = _ms(mirrored["cpu_ms_per_tx"].min())
+    f["mirror_cpu_ms_per_tx_max"] = _ms(mirrored["cpu_ms_per_tx"].max())
+    f["cpu_ratio_min_pct"] = f"{mirrored['cpu_ratio_pct'].min():.0f}"
+    f["cpu_ratio_max_pct"] = f"{mirrored['cpu_ratio_pct'].max():.0f}"
+    apart = 100 * (mirrored["ratio_pct"] / mirrored["cpu_ratio_pct"] - 1)
+    f["cpu_max_abs_error_pct"] = f"{apart.abs().max():.0f}"
+    f["mirror_peer_cpu_ms_per_tx_min"] = _ms(mirrored["peer_cpu_ms_per_tx"].min())
+    f["mirror_peer_cpu_ms_per_tx_max"] = _ms(mirrored["peer_cpu_ms_per_tx"].max())
+    f["sent_kib_per_tx_min"] = f"{mirrored['sent_kib_per_tx'].min():.0f}"
+    f["sent_kib_per_tx_max"] = f"{mirrored['sent_kib_per_tx'].max():.0f}"
+    resync = resync_results(run).set_index("config")
+    for name in resync.index:
+        key = name.replace("resync-after-", "resync_")
+        f[f"{key}_mib"] = f"{resync.loc[name, 'resync_bytes'] / 2**20:,.1f}"
+        f[f"{key}_s"] = f"{resync.loc[name, 'resync_s']:.1f}"
+        f[f"{key}_mib_s"] = f"{resync.loc[name, 'mib_s']:.1f}"
+    drill = drill_results(run).set_index("protocol")
+    for protocol in drill.index:
+        row = drill.loc[protocol]
+        f[f"drill_{protocol}_acked"] = f"{row['acknowledged']:,.0f}"
+        f[f"drill_{protocol}_lost"] = f"{row['lost']:,.0f}"
+        f[f"drill_{protocol}_noticed_s"] = f"{row['peer_noticed_s']:.0f}"
+        f[f"drill_{protocol}_resync_s"] = f"{row['resync_s']:.0f}"
+        f[f"drill_{protocol}_resync_mib"] = f"{row['resync_bytes'] / 2**20:,.0f}"
+        f[f"drill_{protocol}_resync_mib_s"] = f"{row['resync_mib_s']:.1f}"
+        f[f"drill_{protocol}_rate"] = f"{row['commits_per_s']:.0f}"
+        f[f"drill_{protocol}_differing_mib"] = f"{row['differing_mib']:.0f}"
+        f[f"drill_{protocol}_rtt_ms"] = _ms(row["rtt_ms"])
+        f[f"drill_{protocol}_commit_ms"] = _ms(1000 / row["commits_per_s"])
+        f[f"drill_{protocol}_commit_trips"] = f"{1000 / row['commits_per_s'] / row['rtt_ms']:.1f}"
+        # What protocol A's model expects to lose: the commits made during the time an
+        # acknowledged write still travels to the peer (half a round trip, Little's law).
+        expected = row["commits_per_s"] * row["rtt_ms"] / 2000
+        f[f"drill_{protocol}_expected_lost"] = f"{expected:.1f}"
+        f[f"drill_{protocol}_half_rtt_ms"] = _ms(row["rtt_ms"] / 2)
+        f[f"drill_{protocol}_newest"] = f"{row['newest_found']:,.0f}"
+        unacked = max(0, row["newest_found"] - row["acknowledged"])
+        f[f"drill_{protocol}_unacked_found"] = f"{unacked:,.0f}"
+        # The commits lost, as a window of time at the rate the client was committing.
+        f[f"drill_{protocol}_lost_window_ms"] = f"{1000 * row['lost'] / row['commits_per_s']:.0f}"
+    if run.results["workload"].str.startswith("article-").any():  # runs since the jobs
+        f.update(article_figures(run, first, top))
+    # Exercise: protocol C's write at the largest round trip, less the round trip itself.
+    if "C" in at_top.index:
+        top_c = at_top.loc["C"]
+        f["ex_c_beyond_rtt_ms"] = _ms(top_c["write_p50_ms"] - top_c["rtt_ms"])
+    send_plus_peer = sends["direct"]["write_p50_ms"] + float(f["peer_p50_ms"])
+    f["ex_send_plus_peer_ms"] = _ms(send_plus_peer)
+    if "C" in at_top.index:
+        f["ex_unexplained_ms"] = _ms(top_c["write_p50_ms"] - top_c["rtt_ms"] - send_plus_peer)
+    f["ex_zone_c_ms"] = _ms(model.write_latency_ms("C", local_write_ms=0.1, peer_write_ms=0.1,
+                                                   rtt_ms=0.5))
+    f["ex_zone_c_lab_send_ms"] = _ms(model.write_latency_ms(
+        "C", local_write_ms=0.1, peer_write_ms=0.1, rtt_ms=0.5,
+        send_ms=sends["direct"]["write_p50_ms"]))
+    return f
+
+
+def _mib_s(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else (f"{value:.1f}" if value >= 1 else f"{value:.2f}")
+
+
+def article_figures(run: RecordedRun, first: float, top: float) -> dict[str, str]:
+    """The throughput section's numbers: per job (seq1m, rand1m, rand512k, rand4k), the
+    local disk, DRBD disconnected, and each protocol at the first and largest round trip."""
+    table = article_results(run)
+    host = run.meta["parameters"]["host"]
+    links = link_results(run).set_index("config")
+    bandwidths = sweep_bandwidths(run)
+    probe_mib = links.loc["link", "link_bytes"] / 2**20
+    f = {"art_link_mib_s": f"{links.loc['link', 'link_mib_s']:.1f}",
+         "art_link_first_mib_s": f"{bandwidths[first]:.1f}",
+         "art_link_top_mib_s": f"{bandwidths[top]:.1f}",
+         "link_probe_mib": f"{probe_mib:.0f}",
+         "throughput_s": str(run.meta["parameters"]["throughput_s"])}
+    # What one stream kept in flight: its bandwidth times the round trip (KiB), at every
+    # point with a round trip added (the link's own is too short to fill the window).
+    windows = {added: bandwidths[added] * 1.024 * rtt for added, rtt in sweep_rtts(run).items()
+               if added > 0}
+    if windows:
+        f["art_window_first_added"] = f"{min(windows):g}"
+        f["art_window_first_kib"] = f"{windows[min(windows)]:.0f}"
+        f["art_window_top_kib"] = f"{windows[max(windows)]:.0f}"
+    keys = {"seq-write-1m": "seq1m", "rand-write-1m": "rand1m", "rand-write-512k": "rand512k",
+            "rand-write-4k": "rand4k"}
+    for job, key in keys.items():
+        rows = table[table["job"] == job]
+        local = rows[rows["config"] == f"local-{host}"].iloc[0]
+        f[f"art_{key}_local_mib_s"] = _mib_s(local["mib_s"])
+        f[f"art_{key}_disc_mib_s"] = _mib_s(
+            rows[rows["config"] == "drbd-disconnected"]["mib_s"].iloc[0])
+        for label, added in (("first", first), ("top", top)):
+            for row in rows[rows["added_rtt_ms"] == added].itertuples():
+                if row.protocol not in model.PROTOCOLS:
+                    continue
+                name = f"art_{key}_{label}_{row.protocol}"
+                f[f"{name}_mib_s"] = _mib_s(row.mib_s)
+                f[f"{name}_model_mib_s"] = _mib_s(row.model_mib_s)
+                f[f"{name}_error_pct"] = _pct(row.error_pct)
+                f[f"{name}_pct_local"] = f"{100 * row.mib_s / local['mib_s']:.1f}"
+    # Exercise: one 1 MiB write in order under C at the largest round trip, taken apart.
+    seq_top = table[(table["job"] == "seq-write-1m") & (table["protocol"] == "C")
+                    & (table["added_rtt_ms"] == top)]
+    if not seq_top.empty:
+        row = seq_top.iloc[0]
+        transfer = model.transfer_ms(1024, bandwidths[top])
+        send = send_ms(fio_results(run), "direct", part="cycle_ms")
+        peer = table[(table["config"] == f"local-{run.meta['parameters']['peer']}")
+                     & (table["job"] == "seq-write-1m")]["cycle_ms"].iloc[0]
+        f["ex_art_cycle_ms"] = _ms(row["cycle_ms"])
+        f["ex_art_link_mib_s"] = f"{bandwidths[top]:.2f}"
+        f["ex_art_transfer_ms"] = _ms(transfer)
+        f["ex_art_rtt_ms"] = _ms(row["rtt_ms"])
+        f["ex_art_send_ms"] = _ms(send)
+        f["ex_art_peer_ms"] = _ms(peer)
+        expected = transfer + row["rtt_ms"] + send + peer
+        f["ex_art_expected_ms"] = _ms(expected)
+        f["ex_art_gap_ms"] = _ms(abs(expected - row["cycle_ms"]))
+        f["ex_art_gap_faster"] = "faster" if row["cycle_ms"] < expected else "slower"
+        # C's large write beyond A's, measured and modelled (a round trip and the peer's write).
+        a_top = table[(table["job"] == "seq-write-1m") & (table["protocol"] == "A")
+                      & (table["added_rtt_ms"] == top)]
+        if not a_top.empty:
+            a_row = a_top.iloc[0]
+            f["art_seq1m_top_c_beyond_a_ms"] = _ms(row["cycle_ms"] - a_row["cycle_ms"])
+            # A 1 MiB write's time is 1000 / (MiB/s) ms.
+            f["art_seq1m_top_model_c_beyond_a_ms"] = _ms(
+                1000 / row["model_mib_s"] - 1000 / a_row["model_mib_s"])
+    modelled = table[table["model_mib_s"].notna()]
+    f["art_points"] = str(len(modelled))
+    f["art_max_abs_error_pct"] = f"{modelled['error_pct'].abs().max():.0f}"
+    a_large = modelled[(modelled["protocol"] == "A") & (modelled["block_kib"] >= 512)]
+    if not a_large.empty:
+        f["art_A_large_min_error_pct"] = f"{a_large['error_pct'].abs().min():.0f}"
+        f["art_A_large_max_error_pct"] = f"{a_large['error_pct'].abs().max():.0f}"
+    large = modelled[modelled["block_kib"] >= 512]
+    f["art_large_max_abs_error_pct"] = f"{large['error_pct'].abs().max():.0f}"
+    small = modelled[modelled["block_kib"] < 512]
+    f["art_small_max_abs_error_pct"] = f"{small['error_pct'].abs().max():.0f}"
+    return f
