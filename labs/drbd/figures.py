@@ -4,8 +4,11 @@ holds the page's sentences about them true."""
 
 from __future__ import annotations
 
+import pandas as pd
+
 from labs.drbd.params import PING_COUNT
 from labs.drbd.results import (
+    ARTICLE_JOB_LABELS,
     article_results,
     drill_results,
     fio_results,
@@ -86,6 +89,9 @@ def figures(run: RecordedRun) -> dict[str, str]:
     c_direct = modelled[(modelled["variant"] == "direct") & (modelled["protocol"] == "C")]
     f["direct_C_above_count"] = str(int((c_direct["error_pct"] > 0).sum()))
     f["direct_C_points"] = str(len(c_direct))
+    above_ms = c_direct["measured_ms"] - c_direct["model_ms"]
+    f["direct_C_above_max_ms"] = _ms(above_ms.max())
+    f.update(b_and_c_figures(direct))
     synced = modelled[modelled["variant"] == "fdatasync"].set_index(["protocol", "added_rtt_ms"])
     for protocol in [p for p in ("C",) if p in at_top.index]:
         for label, added in (("first", first), ("top", top)):
@@ -107,11 +113,10 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f["tps_fall_points"] = f"{c['ratio_pct'].iloc[0] - c['ratio_pct'].iloc[-1]:.0f}"
     f["tps_model_fall_points"] = \
         f"{c['model_ratio_pct'].iloc[0] - c['model_ratio_pct'].iloc[-1]:.0f}"
-    f["c_cpu_ms_per_tx_first"] = _ms(c["cpu_ms_per_tx"].iloc[0])
     f["c_cpu_ms_per_tx_last"] = _ms(c["cpu_ms_per_tx"].iloc[-1])
-    f["c_cpu_gap_points_max"] = f"{(c['ratio_pct'] - c['cpu_ratio_pct']).abs().max():.0f}"
     f["tps_ratio_min_pct"] = f"{c['ratio_pct'].min():.0f}"
     f["tps_ratio_max_pct"] = f"{c['ratio_pct'].max():.0f}"
+    f.update(pgbench_figures(tps, top))
     others = tps[tps["protocol"].isin(["A", "B"])].set_index("protocol")
     for protocol in others.index:
         f[f"tps_{protocol}_pct"] = f"{others.loc[protocol, 'ratio_pct']:.0f}"
@@ -158,7 +163,12 @@ def figures(run: RecordedRun) -> dict[str, str]:
         f[f"drill_{protocol}_differing_mib"] = f"{row['differing_mib']:.0f}"
         f[f"drill_{protocol}_rtt_ms"] = _ms(row["rtt_ms"])
         f[f"drill_{protocol}_commit_ms"] = _ms(1000 / row["commits_per_s"])
-        f[f"drill_{protocol}_commit_trips"] = f"{1000 / row['commits_per_s'] / row['rtt_ms']:.1f}"
+        trips = 1000 / row["commits_per_s"] / row["rtt_ms"]
+        f[f"drill_{protocol}_commit_trips"] = f"{trips:.1f}"
+        f[f"drill_{protocol}_commit_trips_phrase"] = (
+            "close to the two trips that fio's write and flush paid above" if trips >= 1.8 else
+            "more than the one trip a write pays, less than the two that fio's write and flush "
+            "paid above" if trips > 1.2 else "about the one trip a write pays")
         # What protocol A's model expects to lose: the commits made during the time an
         # acknowledged write still travels to the peer (half a round trip, Little's law).
         expected = row["commits_per_s"] * row["rtt_ms"] / 2000
@@ -184,6 +194,42 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f["ex_zone_c_lab_send_ms"] = _ms(model.write_latency_ms(
         "C", local_write_ms=0.1, peer_write_ms=0.1, rtt_ms=0.5,
         send_ms=sends["direct"]["write_p50_ms"]))
+    return f
+
+
+def b_and_c_figures(direct: pd.DataFrame) -> dict[str, str]:
+    """How much longer C's plain writes took than B's, at each round trip (the model puts
+    only the peer's disk write between them)."""
+    by_protocol = direct.pivot_table(index="added_rtt_ms", columns="protocol",
+                                     values="write_p50_ms")
+    if not {"B", "C"} <= set(by_protocol.columns):
+        return {}
+    gap = by_protocol["C"] - by_protocol["B"]
+    return {"bc_gap_min_ms": _ms(gap.min()), "bc_gap_max_ms": _ms(gap.max()),
+            "bc_gap_positive": "every" if (gap > 0).all() else f"{int((gap > 0).sum())} of the"}
+
+
+def pgbench_figures(tps: pd.DataFrame, top: float) -> dict[str, str]:
+    """The bare disk beside DRBD with its peer disconnected, and the processor-time account
+    under C below the largest round trip and at it."""
+    f = {}
+    base = tps[tps["config"] == tps.attrs["base"]].iloc[0]
+    disconnected = tps[tps["config"] == "drbd-disconnected"].iloc[0]
+    f["disc_tps"] = f"{disconnected['tps']:,.0f}"
+    f["disc_tps_pct"] = f"{disconnected['ratio_pct']:.0f}"
+    f["disc_cpu_ms_per_tx"] = _ms(disconnected["cpu_ms_per_tx"])
+    f["disc_both_cores"] = f"{disconnected['both_cores']:.2f}"
+    f["base_both_cores"] = f"{base['both_cores']:.2f}"
+    c = tps[tps["protocol"] == "C"].set_index("added_rtt_ms").sort_index()
+    gap = (c["ratio_pct"] - c["cpu_ratio_pct"]).abs()
+    below = c.index[c.index < top]
+    if len(below) and top in c.index:
+        f["c_below_top_added"] = f"{below.max():g}"
+        f["c_cpu_gap_below_top_max"] = f"{gap[below].max():.0f}"
+        f["c_cpu_ratio_top_pct"] = f"{c.loc[top, 'cpu_ratio_pct']:.0f}"
+        f["c_both_cores_top"] = f"{c.loc[top, 'both_cores']:.2f}"
+        f["c_both_cores_below_top_min"] = f"{c.loc[below, 'both_cores'].min():.2f}"
+        f["c_cpu_ms_per_tx_below_top_max"] = _ms(c.loc[below, "cpu_ms_per_tx"].max())
     return f
 
 
@@ -268,4 +314,19 @@ def article_figures(run: RecordedRun, first: float, top: float) -> dict[str, str
     f["art_large_max_abs_error_pct"] = f"{large['error_pct'].abs().max():.0f}"
     small = modelled[modelled["block_kib"] < 512]
     f["art_small_max_abs_error_pct"] = f"{small['error_pct'].abs().max():.0f}"
+    # The largest miss, and the stream DRBD's own connection beat or lagged there.
+    worst = modelled.loc[modelled["error_pct"].abs().idxmax()]
+    f["art_worst_added"] = f"{worst['added_rtt_ms']:g}"
+    f["art_worst_protocol"] = worst["protocol"]
+    f["art_worst_job"] = ARTICLE_JOB_LABELS[worst["job"]]
+    f["art_worst_error_pct"] = f"{abs(worst['error_pct']):.0f}"
+    f["art_worst_faster"] = "faster" if worst["error_pct"] > 0 else "slower"
+    seq_there = table[(table["job"] == "seq-write-1m") & (table["protocol"] == worst["protocol"])
+                      & (table["added_rtt_ms"] == worst["added_rtt_ms"])].iloc[0]
+    f["art_worst_seq1m_mib_s"] = _mib_s(seq_there["mib_s"])
+    f["art_worst_link_mib_s"] = _mib_s(seq_there["link_mib_s"])
+    bc_large_top = large[(large["added_rtt_ms"] == top) & large["protocol"].isin(["B", "C"])]
+    if not bc_large_top.empty:
+        f["art_BC_large_top_min_error_pct"] = f"{bc_large_top['error_pct'].abs().min():.0f}"
+        f["art_BC_large_top_max_error_pct"] = f"{bc_large_top['error_pct'].abs().max():.0f}"
     return f
