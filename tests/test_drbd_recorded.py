@@ -149,10 +149,9 @@ def test_the_processor_time_account_of_the_mirrors_rate(run, tps):
     disconnected = tps[tps["config"] == "drbd-disconnected"].iloc[0]
     assert (mirrored["sent_kib_per_tx"] > 0).all() and disconnected["sent_bytes"] == 0
     # "On DRBD with its peer disconnected they ran x (n % of that), with the processors as
-    # busy as before and more processor time per transaction"
+    # busy as before"
     assert disconnected["tps"] < local["tps"]
     assert disconnected["both_cores"] >= 0.95 * local["both_cores"]
-    assert disconnected["cpu_ms_per_tx"] > 1.2 * local["cpu_ms_per_tx"]
     # The account is exact: rate = processors busy / processor time per transaction.
     account = mirrored["both_cores"] * 1000 / mirrored["cpu_ms_per_tx"]
     assert (account / mirrored["tps"]).between(0.9, 1.1).all()
