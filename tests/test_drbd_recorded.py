@@ -71,6 +71,8 @@ def test_a_waits_for_nothing_on_the_network_but_more_than_the_local_write(run, f
     assert _direct(fio, "A", first)["write_p50_ms"] > 3 * local["write_p50_ms"].iloc[0]
     assert 0.5 <= fio.attrs["send_ms"]["direct"]["write_p50_ms"] <= 2.0
     assert (a["error_pct"].abs() <= 40).all()
+    # "A's other points lie x to y % below it"
+    assert (a[a["added_rtt_ms"] > first]["error_pct"] < 0).all()
 
 
 def test_b_and_c_follow_the_round_trip_as_the_model_says(run, fio):
@@ -108,6 +110,10 @@ def test_a_commit_on_c_costs_two_round_trips(run, fio):
     assert (synced["error_pct"].abs() <= 20).all()
     at_top = synced[synced["added_rtt_ms"] == top].iloc[0]
     assert at_top["measured_ms"] > 1.8 * at_top["rtt_ms"]
+    # "fio itself did not wait ...: the two trips overlapped, and each pair took x ms, y round
+    # trips": the real time per pair (1 / IOPS) is near one round trip, far below the sum.
+    assert at_top["cycle_ms"] < 0.7 * at_top["measured_ms"]
+    assert at_top["rtt_ms"] < at_top["cycle_ms"] < 1.3 * at_top["rtt_ms"]
 
 
 def test_pgbench_falls_far_less_than_the_waiting_model_says(tps):
@@ -117,8 +123,11 @@ def test_pgbench_falls_far_less_than_the_waiting_model_says(tps):
     assert c["ratio_pct"].iloc[0] < c["model_ratio_pct"].iloc[0] - 20
     assert c["ratio_pct"].iloc[0] - c["ratio_pct"].iloc[-1] < \
         0.5 * (c["model_ratio_pct"].iloc[0] - c["model_ratio_pct"].iloc[-1])
-    assert c["ratio_pct"].iloc[-1] < c["ratio_pct"].iloc[0]
-    assert not c["ratio_pct"].is_monotonic_decreasing
+    # "hardly falls: x points of the local rate, against the model's y"
+    assert c["ratio_pct"].iloc[0] - c["ratio_pct"].iloc[-1] < \
+        0.2 * (c["model_ratio_pct"].iloc[0] - c["model_ratio_pct"].iloc[-1])
+    # "between x and y % up to +10 ms, then z % at +top ms"
+    assert c["ratio_pct"].iloc[-1] < c["ratio_pct"].iloc[:-1].min()
     # "Up to +x ms the account follows the measured rate": never more than n points away;
     # "At +top ms it starts to cost": the lowest processor time per transaction of the
     # sweep, the account far above the run, the fewest processors busy.
@@ -193,13 +202,17 @@ def test_the_drills_commits_under_c_paid_between_one_and_two_round_trips(run):
     drill = page.drill_results(run).set_index("protocol")
     trips = 1000 / drill.loc["C", "commits_per_s"] / drill.loc["C", "rtt_ms"]
     assert 1.2 < trips < 1.8
-    assert page.figures(run)["drill_C_commit_trips_phrase"].startswith("more than the one")
+    assert page.figures(run)["drill_C_commit_trips_phrase"] == "between one and two"
 
 
 def test_the_exercise_solutions_follow_from_the_run(run):
     f = page.figures(run)
-    assert float(f["ex_c_beyond_rtt_ms"]) == pytest.approx(
-        float(f["top_C_p50_ms"]) - float(f["top_rtt_ms"]), abs=0.15)
+    # Exercise 1's arithmetic adds up as printed, to two decimals.
+    beyond = float(f["ex_c_beyond_rtt_ms"])
+    assert beyond == pytest.approx(float(f["ex_c_p50_ms"]) - float(f["ex_rtt_ms"]), abs=0.011)
+    parts = float(f["ex_send_plus_peer_ms"])
+    assert parts == pytest.approx(float(f["ex_send_ms"]) + float(f["ex_peer_ms"]), abs=0.011)
+    assert float(f["ex_unexplained_ms"]) == pytest.approx(beyond - parts, abs=0.011)
     assert float(f["ex_zone_c_ms"]) == pytest.approx(0.6)
     drill = page.drill_results(run).set_index("protocol")
     window = 1000 * drill.loc["A", "lost"] / drill.loc["A", "commits_per_s"]
@@ -289,3 +302,8 @@ def test_the_large_write_exercise_adds_up(run):
     assert (f["ex_art_gap_faster"] == "faster") == (cycle < expected)
     assert transfer == pytest.approx(1000 / float(f["ex_art_link_mib_s"]), rel=0.01)
     assert transfer > 0.5 * cycle
+    # "Under A, DRBD took the same writes at x MiB/s, with one stream carrying y": A kept pace
+    # with the stream, and C ran slower than the model.
+    assert float(f["art_seq1m_top_A_mib_s"]) == pytest.approx(float(f["art_link_top_mib_s"]),
+                                                              rel=0.05)
+    assert f["ex_art_gap_faster"] == "slower"

@@ -323,7 +323,7 @@ def show_yours(lab: str, headline: Callable, shipped: RecordedRun, book: pd.Data
     yours = records.readers_newest_run(lab)
     if yours is None:
         _say("**Your own run** appears here once you have made one: run this lab with the "
-             "commands near the top of this page, then rebuild the book (`make book`); the "
+             "commands this page gives, then rebuild the book (`make book`); the "
              "page draws your newest run beside the book's and says how it differs.")
         return
     try:

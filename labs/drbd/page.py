@@ -123,15 +123,23 @@ def pgbench_chart(run: RecordedRun) -> alt.LayerChart:
     table = pgbench_results(run)
     base = table.attrs["base"]
     table = table[table["protocol"].isin(model.PROTOCOLS)]
-    x = alt.X("rtt_ms:Q", title="round trip measured on the link (ms)")
+    # Room right of the largest round trip, so that its points do not sit on the edge.
+    x = alt.X("rtt_ms:Q", title="round trip measured on the link (ms)",
+              scale=alt.Scale(domain=[0, float(table["rtt_ms"].max()) + 2]))
     colour = alt.Color("protocol:N", scale=PROTOCOL_COLOURS, legend=alt.Legend(orient="bottom"))
+    # A, B and C at the largest round trip may land on one spot: a shape each keeps all three
+    # visible.
+    shape = alt.Shape("protocol:N", scale=alt.Scale(domain=["A", "B", "C"],
+                                                    range=["triangle-up", "square", "circle"]),
+                      legend=alt.Legend(orient="bottom"))
     tooltip = ["protocol:N", alt.Tooltip("rtt_ms:Q", title="RTT (ms)", format=".2f"),
                alt.Tooltip("tps:Q", format=",.0f"),
                alt.Tooltip("ratio_pct:Q", title=f"% of {BASELINE_LABELS[base]}", format=".0f"),
                alt.Tooltip("model_ratio_pct:Q", title="model %", format=".0f")]
-    measured = alt.Chart(table).mark_point(filled=True, size=70).encode(
+    measured = alt.Chart(table).mark_point(size=110, strokeWidth=2).encode(
         x=x, y=alt.Y("ratio_pct:Q", title=f"TPS, % of {BASELINE_LABELS[base]}",
-                     scale=alt.Scale(domain=[0, 110])), color=colour, tooltip=tooltip)
+                     scale=alt.Scale(domain=[0, 110])), color=colour, shape=shape,
+        tooltip=tooltip)
     c_only = table[table["protocol"] == "C"]
     predicted = alt.Chart(c_only).mark_line(strokeDash=[5, 3]).encode(
         x=x, y="model_ratio_pct:Q", color=colour, tooltip=tooltip)
