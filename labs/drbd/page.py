@@ -136,7 +136,7 @@ def pgbench_chart(run: RecordedRun) -> alt.LayerChart:
                alt.Tooltip("tps:Q", format=",.0f"),
                alt.Tooltip("ratio_pct:Q", title=f"% of {BASELINE_LABELS[base]}", format=".0f"),
                alt.Tooltip("model_ratio_pct:Q", title="model %", format=".0f")]
-    measured = alt.Chart(table).mark_point(size=110, strokeWidth=2).encode(
+    measured = alt.Chart(table).mark_point(filled=False, size=120, strokeWidth=2).encode(
         x=x, y=alt.Y("ratio_pct:Q", title=f"TPS, % of {BASELINE_LABELS[base]}",
                      scale=alt.Scale(domain=[0, 110])), color=colour, shape=shape,
         tooltip=tooltip)
