@@ -110,6 +110,13 @@ class Harness:
                 process.wait()
         if ended:
             return "after the end", "", process.returncode
+        # The signal landed as the lab was finishing: no step began after it, the run was
+        # recorded and the lab ended normally. Nothing ran on; there was nothing to stop.
+        final = log_path.read_text()
+        final_steps = [s for s in map(parse_step_line, final.splitlines()) if s]
+        if process.returncode == 0 and len(final_steps) == len(steps) \
+                and "\nrecorded run: " in final:
+            return "after the end", "", process.returncode
         if not steps:
             return "set-up", "before the first step", process.returncode
         step, total = int(steps[-1]["step"]), int(steps[-1]["total"])
