@@ -123,12 +123,6 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f["tps_model_fall_points"] = \
         f"{c['model_ratio_pct'].iloc[0] - c['model_ratio_pct'].iloc[-1]:.0f}"
     f["c_cpu_ms_per_tx_last"] = _ms(c["cpu_ms_per_tx"].iloc[-1])
-    f["tps_ratio_min_pct"] = f"{c['ratio_pct'].min():.0f}"
-    f["tps_ratio_max_pct"] = f"{c['ratio_pct'].max():.0f}"
-    below_top = c[c["added_rtt_ms"] < top]["ratio_pct"]
-    f["tps_ratio_below_top_min_pct"] = f"{below_top.min():.0f}"
-    f["tps_ratio_below_top_max_pct"] = f"{below_top.max():.0f}"
-    f["c_rtt_top_ms"] = _ms(c["rtt_ms"].iloc[-1])
     f.update(pgbench_figures(tps, top))
     others = tps[tps["protocol"].isin(["A", "B"])].set_index("protocol")
     for protocol in others.index:
@@ -226,8 +220,8 @@ def b_and_c_figures(direct: pd.DataFrame) -> dict[str, str]:
 
 
 def pgbench_figures(tps: pd.DataFrame, top: float) -> dict[str, str]:
-    """The bare disk beside DRBD with its peer disconnected, and the processor-time account
-    under C below the largest round trip and at it."""
+    """The bare disk beside DRBD with its peer disconnected, and pgbench under C below the
+    largest round trip and at it: its rate and the processor-time account."""
     f = {}
     base = tps[tps["config"] == tps.attrs["base"]].iloc[0]
     disconnected = tps[tps["config"] == "drbd-disconnected"].iloc[0]
@@ -241,6 +235,9 @@ def pgbench_figures(tps: pd.DataFrame, top: float) -> dict[str, str]:
     below = c.index[c.index < top]
     if len(below) and top in c.index:
         f["c_below_top_added"] = f"{below.max():g}"
+        f["tps_ratio_below_top_min_pct"] = f"{c.loc[below, 'ratio_pct'].min():.0f}"
+        f["tps_ratio_below_top_max_pct"] = f"{c.loc[below, 'ratio_pct'].max():.0f}"
+        f["c_rtt_top_ms"] = _ms(c.loc[top, "rtt_ms"])
         f["c_cpu_gap_below_top_max"] = f"{gap[below].max():.0f}"
         f["c_cpu_ratio_top_pct"] = f"{c.loc[top, 'cpu_ratio_pct']:.0f}"
         f["c_both_cores_top"] = f"{c.loc[top, 'both_cores']:.2f}"
