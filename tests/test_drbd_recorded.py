@@ -6,10 +6,12 @@ glued from labs/drbd/page.py and never typed into the page.
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from labs import records
 from labs.drbd import page
+from labs.drbd.results import local_row
 from labs.models import drbd as model
 
 
@@ -90,8 +92,7 @@ def test_b_and_c_follow_the_round_trip_as_the_model_says(run, fio):
     assert (c_all["measured_ms"] - c_all["model_ms"]).max() < 1.0
     # "the run found more. B was faster than C at every round trip, by x to y ms": more
     # than the peer's disk write, which is all the model puts between them
-    peer_ms = fio[(fio["config"] == f"local-{params['peer']}")
-                  & (fio["variant"] == "direct")]["write_p50_ms"].iloc[0]
+    peer_ms = local_row(fio, f"local-{params['peer']}", "direct")["write_p50_ms"]
     f = page.figures(run)
     assert f["bc_gap_positive"] == "every"
     for added in params["added_rtt_ms"]:
@@ -110,7 +111,7 @@ def test_a_commit_on_c_costs_two_round_trips(run, fio):
     assert (synced["error_pct"].abs() <= 20).all()
     at_top = synced[synced["added_rtt_ms"] == top].iloc[0]
     assert at_top["measured_ms"] > 1.8 * at_top["rtt_ms"]
-    # "fio itself did not wait ...: the two trips overlapped, and each pair took x ms, y round
+    # "But fio did not wait ...: the two trips overlapped, and each pair took x ms, y round
     # trips": the real time per pair (1 / IOPS) is near one round trip, far below the sum.
     assert at_top["cycle_ms"] < 0.7 * at_top["measured_ms"]
     assert at_top["rtt_ms"] < at_top["cycle_ms"] < 1.3 * at_top["rtt_ms"]
@@ -154,7 +155,7 @@ def test_the_processor_time_account_of_the_mirrors_rate(run, tps):
     assert (mirrored["both_cores"] < local["both_cores"]).all()
     # The base is the bare disk, which has no DRBD counters; the mirror with its peer
     # disconnected sent nothing.
-    assert tps.attrs["base"] == "local" and local["sent_bytes"] != local["sent_bytes"]
+    assert tps.attrs["base"] == "local" and pd.isna(local["sent_bytes"])
     disconnected = tps[tps["config"] == "drbd-disconnected"].iloc[0]
     assert (mirrored["sent_kib_per_tx"] > 0).all() and disconnected["sent_bytes"] == 0
     # "On DRBD with its peer disconnected they ran x (n % of that), with the processors as
@@ -197,8 +198,8 @@ def test_a_crashed_primary_resends_its_activity_log_and_a_planned_gap_only_its_c
 
 
 def test_the_drills_commits_under_c_paid_between_one_and_two_round_trips(run):
-    # "its one client committed every x ms, y round trips ...: more than the one trip a write
-    # pays, less than the two that fio's write and flush paid above"
+    # "its one client committed every x ms, y round trips ...: ... paid between one and two
+    # round trips, where fio's write and flush added up to two"
     drill = page.drill_results(run).set_index("protocol")
     trips = 1000 / drill.loc["C", "commits_per_s"] / drill.loc["C", "rtt_ms"]
     assert 1.2 < trips < 1.8
