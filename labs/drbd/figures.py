@@ -25,7 +25,7 @@ from labs.models import drbd as model
 from labs.records import RecordedRun
 
 
-def _ms(value: float) -> str:
+def ms_text(value: float) -> str:
     return f"{value:.1f}" if value >= 1 else f"{value:.2f}"
 
 
@@ -49,31 +49,31 @@ def figures(run: RecordedRun) -> dict[str, str]:
          "added_list": ", ".join(f"{a:g}" for a in params["added_rtt_ms"]),
          "fio_s": str(params["fio_s"]), "pgbench_s": str(params["pgbench_s"]),
          "drill_s": str(params["drill_s"]), "ping_count": str(PING_COUNT),
-         "link_rtt_ms": _ms(pings.loc["link", "rtt_p50_ms"]),
-         "link_rtt_p99_ms": _ms(pings.loc["link", "rtt_p99_ms"])}
+         "link_rtt_ms": ms_text(pings.loc["link", "rtt_p50_ms"]),
+         "link_rtt_p99_ms": ms_text(pings.loc["link", "rtt_p99_ms"])}
     for name, config in (("local", f"local-{host}"), ("peer", f"local-{peer}"),
                          ("disc", "drbd-disconnected")):
         direct, synced = local_row(fio, config, "direct"), local_row(fio, config, "fdatasync")
-        f[f"{name}_p50_ms"] = _ms(direct["write_p50_ms"])
-        f[f"{name}_sync_ms"] = _ms(synced["measured_ms"])
+        f[f"{name}_p50_ms"] = ms_text(direct["write_p50_ms"])
+        f[f"{name}_sync_ms"] = ms_text(synced["measured_ms"])
     direct = fio[(fio["variant"] == "direct") & fio["protocol"].isin(model.PROTOCOLS)]
     at_top = direct[direct["added_rtt_ms"] == top].set_index("protocol")
-    f["top_rtt_ms"] = _ms(at_top["rtt_ms"].iloc[0])
+    f["top_rtt_ms"] = ms_text(at_top["rtt_ms"].iloc[0])
     for protocol in at_top.index:
-        f[f"top_{protocol}_p50_ms"] = _ms(at_top.loc[protocol, "write_p50_ms"])
-        f[f"top_{protocol}_model_ms"] = _ms(at_top.loc[protocol, "model_ms"])
+        f[f"top_{protocol}_p50_ms"] = ms_text(at_top.loc[protocol, "write_p50_ms"])
+        f[f"top_{protocol}_model_ms"] = ms_text(at_top.loc[protocol, "model_ms"])
     first = min(params["added_rtt_ms"])
     at_first = direct[direct["added_rtt_ms"] == first].set_index("protocol")
-    f["first_rtt_ms"] = _ms(at_first["rtt_ms"].iloc[0])
+    f["first_rtt_ms"] = ms_text(at_first["rtt_ms"].iloc[0])
     a_points = direct[direct["protocol"] == "A"]["write_p50_ms"]
     if not a_points.empty:
-        f["A_min_p50_ms"], f["A_max_p50_ms"] = _ms(a_points.min()), _ms(a_points.max())
+        f["A_min_p50_ms"], f["A_max_p50_ms"] = ms_text(a_points.min()), ms_text(a_points.max())
     for protocol in at_first.index:
-        f[f"first_{protocol}_p50_ms"] = _ms(at_first.loc[protocol, "write_p50_ms"])
-        f[f"first_{protocol}_model_ms"] = _ms(at_first.loc[protocol, "model_ms"])
+        f[f"first_{protocol}_p50_ms"] = ms_text(at_first.loc[protocol, "write_p50_ms"])
+        f[f"first_{protocol}_model_ms"] = ms_text(at_first.loc[protocol, "model_ms"])
     sends = fio.attrs["send_ms"]
-    f["send_ms"] = _ms(sends["direct"]["write_p50_ms"])
-    f["send_sync_ms"] = _ms(sends["fdatasync"]["sync_p50_ms"])
+    f["send_ms"] = ms_text(sends["direct"]["write_p50_ms"])
+    f["send_sync_ms"] = ms_text(sends["fdatasync"]["sync_p50_ms"])
     modelled = fio[fio["model_ms"].notna()]
     for variant in ("direct", "fdatasync"):
         rows = modelled[modelled["variant"] == variant]
@@ -95,19 +95,19 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f["direct_C_above_count"] = str(int((c_direct["error_pct"] > 0).sum()))
     f["direct_C_points"] = str(len(c_direct))
     above_ms = c_direct["measured_ms"] - c_direct["model_ms"]
-    f["direct_C_above_max_ms"] = _ms(above_ms.max())
+    f["direct_C_above_max_ms"] = ms_text(above_ms.max())
     f.update(b_and_c_figures(direct))
     synced = modelled[modelled["variant"] == "fdatasync"].set_index(["protocol", "added_rtt_ms"])
     for protocol in [p for p in ("C",) if p in at_top.index]:
         for label, added in (("first", first), ("top", top)):
             row = synced.loc[(protocol, added)]
-            f[f"{label}_{protocol}_sync_p50_ms"] = _ms(row["sync_p50_ms"])
-            f[f"{label}_{protocol}_cycle_ms"] = _ms(row["measured_ms"])
-            f[f"{label}_{protocol}_cycle_model_ms"] = _ms(row["model_ms"])
+            f[f"{label}_{protocol}_sync_p50_ms"] = ms_text(row["sync_p50_ms"])
+            f[f"{label}_{protocol}_cycle_ms"] = ms_text(row["measured_ms"])
+            f[f"{label}_{protocol}_cycle_model_ms"] = ms_text(row["model_ms"])
             f[f"{label}_{protocol}_cycle_error_pct"] = _pct(row["error_pct"])
             # What each write-and-flush pair really took (1 / IOPS): fio's libaio engine
             # sends the fdatasync while the write is still on its way, so the two overlap.
-            f[f"{label}_{protocol}_fio_pair_ms"] = _ms(row["cycle_ms"])
+            f[f"{label}_{protocol}_fio_pair_ms"] = ms_text(row["cycle_ms"])
             f[f"{label}_{protocol}_fio_pair_trips"] = f"{row['cycle_ms'] / row['rtt_ms']:.1f}"
     tps = pgbench_results(run)
     c = tps[tps["protocol"] == "C"].sort_values("added_rtt_ms")
@@ -116,13 +116,13 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f["tps_ratio_first_pct"] = f"{c['ratio_pct'].iloc[0]:.0f}"
     f["tps_ratio_last_pct"] = f"{c['ratio_pct'].iloc[-1]:.0f}"
     f["tps_max_abs_error_pct"] = f"{tps['error_pct'].abs().max():.0f}"
-    f["cpu_ms"] = _ms(tps.attrs["cpu_ms"])
+    f["cpu_ms"] = ms_text(tps.attrs["cpu_ms"])
     f["tps_model_first_pct"] = f"{c['model_ratio_pct'].iloc[0]:.0f}"
     f["tps_model_last_pct"] = f"{c['model_ratio_pct'].iloc[-1]:.0f}"
     f["tps_fall_points"] = f"{c['ratio_pct'].iloc[0] - c['ratio_pct'].iloc[-1]:.0f}"
     f["tps_model_fall_points"] = \
         f"{c['model_ratio_pct'].iloc[0] - c['model_ratio_pct'].iloc[-1]:.0f}"
-    f["c_cpu_ms_per_tx_last"] = _ms(c["cpu_ms_per_tx"].iloc[-1])
+    f["c_cpu_ms_per_tx_last"] = ms_text(c["cpu_ms_per_tx"].iloc[-1])
     f.update(pgbench_figures(tps, top))
     others = tps[tps["protocol"].isin(["A", "B"])].set_index("protocol")
     for protocol in others.index:
@@ -133,23 +133,23 @@ def figures(run: RecordedRun) -> dict[str, str]:
     mirrored = tps[tps["protocol"].isin(model.PROTOCOLS)]
     f["cores"] = str(run.meta["host"]["controller"]["cpu_count"])
     f["local_primary_cores"] = f"{local['primary_cores']:.1f}"
-    f["local_primary_cpu_ms_per_tx"] = _ms(local["primary_cpu_ms_per_tx"])
-    f["mirror_primary_cpu_ms_per_tx_min"] = _ms(mirrored["primary_cpu_ms_per_tx"].min())
-    f["mirror_primary_cpu_ms_per_tx_max"] = _ms(mirrored["primary_cpu_ms_per_tx"].max())
+    f["local_primary_cpu_ms_per_tx"] = ms_text(local["primary_cpu_ms_per_tx"])
+    f["mirror_primary_cpu_ms_per_tx_min"] = ms_text(mirrored["primary_cpu_ms_per_tx"].min())
+    f["mirror_primary_cpu_ms_per_tx_max"] = ms_text(mirrored["primary_cpu_ms_per_tx"].max())
     f["local_both_cores"] = f"{local['both_cores']:.2f}"
     f["mirror_both_cores_min"] = f"{mirrored['both_cores'].min():.2f}"
     f["mirror_both_cores_max"] = f"{mirrored['both_cores'].max():.2f}"
     f["mirror_peer_cores_min"] = f"{mirrored['peer_cores'].min():.1f}"
     f["mirror_peer_cores_max"] = f"{mirrored['peer_cores'].max():.1f}"
-    f["local_cpu_ms_per_tx"] = _ms(local["primary_cpu_ms_per_tx"] + local["peer_cpu_ms_per_tx"])
-    f["mirror_cpu_ms_per_tx_min"] = _ms(mirrored["cpu_ms_per_tx"].min())
-    f["mirror_cpu_ms_per_tx_max"] = _ms(mirrored["cpu_ms_per_tx"].max())
+    f["local_cpu_ms_per_tx"] = ms_text(local["primary_cpu_ms_per_tx"] + local["peer_cpu_ms_per_tx"])
+    f["mirror_cpu_ms_per_tx_min"] = ms_text(mirrored["cpu_ms_per_tx"].min())
+    f["mirror_cpu_ms_per_tx_max"] = ms_text(mirrored["cpu_ms_per_tx"].max())
     f["cpu_ratio_min_pct"] = f"{mirrored['cpu_ratio_pct'].min():.0f}"
     f["cpu_ratio_max_pct"] = f"{mirrored['cpu_ratio_pct'].max():.0f}"
     apart = 100 * (mirrored["ratio_pct"] / mirrored["cpu_ratio_pct"] - 1)
     f["cpu_max_abs_error_pct"] = f"{apart.abs().max():.0f}"
-    f["mirror_peer_cpu_ms_per_tx_min"] = _ms(mirrored["peer_cpu_ms_per_tx"].min())
-    f["mirror_peer_cpu_ms_per_tx_max"] = _ms(mirrored["peer_cpu_ms_per_tx"].max())
+    f["mirror_peer_cpu_ms_per_tx_min"] = ms_text(mirrored["peer_cpu_ms_per_tx"].min())
+    f["mirror_peer_cpu_ms_per_tx_max"] = ms_text(mirrored["peer_cpu_ms_per_tx"].max())
     f["sent_kib_per_tx_min"] = f"{mirrored['sent_kib_per_tx'].min():.0f}"
     f["sent_kib_per_tx_max"] = f"{mirrored['sent_kib_per_tx'].max():.0f}"
     resync = resync_results(run).set_index("config")
@@ -169,8 +169,8 @@ def figures(run: RecordedRun) -> dict[str, str]:
         f[f"drill_{protocol}_resync_mib_s"] = f"{row['resync_mib_s']:.1f}"
         f[f"drill_{protocol}_rate"] = f"{row['commits_per_s']:.0f}"
         f[f"drill_{protocol}_differing_mib"] = f"{row['differing_mib']:.0f}"
-        f[f"drill_{protocol}_rtt_ms"] = _ms(row["rtt_ms"])
-        f[f"drill_{protocol}_commit_ms"] = _ms(1000 / row["commits_per_s"])
+        f[f"drill_{protocol}_rtt_ms"] = ms_text(row["rtt_ms"])
+        f[f"drill_{protocol}_commit_ms"] = ms_text(1000 / row["commits_per_s"])
         trips = 1000 / row["commits_per_s"] / row["rtt_ms"]
         f[f"drill_{protocol}_commit_trips"] = f"{trips:.1f}"
         f[f"drill_{protocol}_commit_trips_phrase"] = (
@@ -180,7 +180,7 @@ def figures(run: RecordedRun) -> dict[str, str]:
         # acknowledged write still travels to the peer (half a round trip, Little's law).
         expected = row["commits_per_s"] * row["rtt_ms"] / 2000
         f[f"drill_{protocol}_expected_lost"] = f"{expected:.1f}"
-        f[f"drill_{protocol}_half_rtt_ms"] = _ms(row["rtt_ms"] / 2)
+        f[f"drill_{protocol}_half_rtt_ms"] = ms_text(row["rtt_ms"] / 2)
         f[f"drill_{protocol}_newest"] = f"{row['newest_found']:,.0f}"
         unacked = max(0, row["newest_found"] - row["acknowledged"])
         f[f"drill_{protocol}_unacked_found"] = f"{unacked:,.0f}"
@@ -199,9 +199,9 @@ def figures(run: RecordedRun) -> dict[str, str]:
         f["ex_c_p50_ms"], f["ex_rtt_ms"] = _ms2(top_c["write_p50_ms"]), _ms2(top_c["rtt_ms"])
         f["ex_c_beyond_rtt_ms"] = _ms2(top_c["write_p50_ms"] - top_c["rtt_ms"])
         f["ex_unexplained_ms"] = _ms2(top_c["write_p50_ms"] - top_c["rtt_ms"] - send_plus_peer)
-    f["ex_zone_c_ms"] = _ms(model.write_latency_ms("C", local_write_ms=0.1, peer_write_ms=0.1,
+    f["ex_zone_c_ms"] = ms_text(model.write_latency_ms("C", local_write_ms=0.1, peer_write_ms=0.1,
                                                    rtt_ms=0.5))
-    f["ex_zone_c_lab_send_ms"] = _ms(model.write_latency_ms(
+    f["ex_zone_c_lab_send_ms"] = ms_text(model.write_latency_ms(
         "C", local_write_ms=0.1, peer_write_ms=0.1, rtt_ms=0.5,
         send_ms=sends["direct"]["write_p50_ms"]))
     return f
@@ -215,7 +215,7 @@ def b_and_c_figures(direct: pd.DataFrame) -> dict[str, str]:
     if not {"B", "C"} <= set(by_protocol.columns):
         return {}
     gap = by_protocol["C"] - by_protocol["B"]
-    return {"bc_gap_min_ms": _ms(gap.min()), "bc_gap_max_ms": _ms(gap.max()),
+    return {"bc_gap_min_ms": ms_text(gap.min()), "bc_gap_max_ms": ms_text(gap.max()),
             "bc_gap_positive": "every" if (gap > 0).all() else f"{int((gap > 0).sum())} of the"}
 
 
@@ -227,7 +227,7 @@ def pgbench_figures(tps: pd.DataFrame, top: float) -> dict[str, str]:
     disconnected = tps[tps["config"] == "drbd-disconnected"].iloc[0]
     f["disc_tps"] = f"{disconnected['tps']:,.0f}"
     f["disc_tps_pct"] = f"{disconnected['ratio_pct']:.0f}"
-    f["disc_cpu_ms_per_tx"] = _ms(disconnected["cpu_ms_per_tx"])
+    f["disc_cpu_ms_per_tx"] = ms_text(disconnected["cpu_ms_per_tx"])
     f["disc_both_cores"] = f"{disconnected['both_cores']:.2f}"
     f["base_both_cores"] = f"{base['both_cores']:.2f}"
     c = tps[tps["protocol"] == "C"].set_index("added_rtt_ms").sort_index()
@@ -237,16 +237,16 @@ def pgbench_figures(tps: pd.DataFrame, top: float) -> dict[str, str]:
         f["c_below_top_added"] = f"{below.max():g}"
         f["tps_ratio_below_top_min_pct"] = f"{c.loc[below, 'ratio_pct'].min():.0f}"
         f["tps_ratio_below_top_max_pct"] = f"{c.loc[below, 'ratio_pct'].max():.0f}"
-        f["c_rtt_top_ms"] = _ms(c.loc[top, "rtt_ms"])
+        f["c_rtt_top_ms"] = ms_text(c.loc[top, "rtt_ms"])
         f["c_cpu_gap_below_top_max"] = f"{gap[below].max():.0f}"
         f["c_cpu_ratio_top_pct"] = f"{c.loc[top, 'cpu_ratio_pct']:.0f}"
         f["c_both_cores_top"] = f"{c.loc[top, 'both_cores']:.2f}"
         f["c_both_cores_below_top_min"] = f"{c.loc[below, 'both_cores'].min():.2f}"
-        f["c_cpu_ms_per_tx_below_top_max"] = _ms(c.loc[below, "cpu_ms_per_tx"].max())
+        f["c_cpu_ms_per_tx_below_top_max"] = ms_text(c.loc[below, "cpu_ms_per_tx"].max())
     return f
 
 
-def _mib_s(value: float) -> str:
+def mib_s_text(value: float) -> str:
     return f"{value:,.0f}" if value >= 100 else (f"{value:.1f}" if value >= 1 else f"{value:.2f}")
 
 
@@ -276,16 +276,16 @@ def article_figures(run: RecordedRun, first: float, top: float) -> dict[str, str
     for job, key in keys.items():
         rows = table[table["job"] == job]
         local = rows[rows["config"] == f"local-{host}"].iloc[0]
-        f[f"art_{key}_local_mib_s"] = _mib_s(local["mib_s"])
-        f[f"art_{key}_disc_mib_s"] = _mib_s(
+        f[f"art_{key}_local_mib_s"] = mib_s_text(local["mib_s"])
+        f[f"art_{key}_disc_mib_s"] = mib_s_text(
             rows[rows["config"] == "drbd-disconnected"]["mib_s"].iloc[0])
         for label, added in (("first", first), ("top", top)):
             for row in rows[rows["added_rtt_ms"] == added].itertuples():
                 if row.protocol not in model.PROTOCOLS:
                     continue
                 name = f"art_{key}_{label}_{row.protocol}"
-                f[f"{name}_mib_s"] = _mib_s(row.mib_s)
-                f[f"{name}_model_mib_s"] = _mib_s(row.model_mib_s)
+                f[f"{name}_mib_s"] = mib_s_text(row.mib_s)
+                f[f"{name}_model_mib_s"] = mib_s_text(row.model_mib_s)
                 f[f"{name}_error_pct"] = _pct(row.error_pct)
                 f[f"{name}_pct_local"] = f"{100 * row.mib_s / local['mib_s']:.1f}"
     # Exercise: one 1 MiB write in order under C at the largest round trip, taken apart.
@@ -297,26 +297,26 @@ def article_figures(run: RecordedRun, first: float, top: float) -> dict[str, str
         send = send_ms(fio_results(run), "direct", part="cycle_ms")
         peer = table[(table["config"] == f"local-{run.meta['parameters']['peer']}")
                      & (table["job"] == "seq-write-1m")]["cycle_ms"].iloc[0]
-        f["ex_art_cycle_ms"] = _ms(row["cycle_ms"])
+        f["ex_art_cycle_ms"] = ms_text(row["cycle_ms"])
         f["ex_art_link_mib_s"] = f"{bandwidths[top]:.2f}"
-        f["ex_art_transfer_ms"] = _ms(transfer)
-        f["ex_art_rtt_ms"] = _ms(row["rtt_ms"])
-        f["ex_art_send_ms"] = _ms(send)
-        f["ex_art_peer_ms"] = _ms(peer)
+        f["ex_art_transfer_ms"] = ms_text(transfer)
+        f["ex_art_rtt_ms"] = ms_text(row["rtt_ms"])
+        f["ex_art_send_ms"] = ms_text(send)
+        f["ex_art_peer_ms"] = ms_text(peer)
         expected = transfer + row["rtt_ms"] + send + peer
-        f["ex_art_expected_ms"] = _ms(expected)
-        f["ex_art_gap_ms"] = _ms(abs(expected - row["cycle_ms"]))
+        f["ex_art_expected_ms"] = ms_text(expected)
+        f["ex_art_gap_ms"] = ms_text(abs(expected - row["cycle_ms"]))
         f["ex_art_gap_faster"] = "faster" if row["cycle_ms"] < expected else "slower"
         # C's large write beyond A's, measured and modelled (a round trip and the peer's write).
         a_top = table[(table["job"] == "seq-write-1m") & (table["protocol"] == "A")
                       & (table["added_rtt_ms"] == top)]
         if not a_top.empty:
             a_row = a_top.iloc[0]
-            f["art_seq1m_top_c_beyond_a_ms"] = _ms(row["cycle_ms"] - a_row["cycle_ms"])
+            f["art_seq1m_top_c_beyond_a_ms"] = ms_text(row["cycle_ms"] - a_row["cycle_ms"])
             f["art_seq1m_top_a_saved_pct"] = \
                 f"{100 * (row['cycle_ms'] - a_row['cycle_ms']) / row['cycle_ms']:.0f}"
             # A 1 MiB write's time is 1000 / (MiB/s) ms.
-            f["art_seq1m_top_model_c_beyond_a_ms"] = _ms(
+            f["art_seq1m_top_model_c_beyond_a_ms"] = ms_text(
                 1000 / row["model_mib_s"] - 1000 / a_row["model_mib_s"])
     modelled = table[table["model_mib_s"].notna()]
     f["art_points"] = str(len(modelled))
@@ -338,8 +338,8 @@ def article_figures(run: RecordedRun, first: float, top: float) -> dict[str, str
     f["art_worst_faster"] = "faster" if worst["error_pct"] > 0 else "slower"
     seq_there = table[(table["job"] == "seq-write-1m") & (table["protocol"] == worst["protocol"])
                       & (table["added_rtt_ms"] == worst["added_rtt_ms"])].iloc[0]
-    f["art_worst_seq1m_mib_s"] = _mib_s(seq_there["mib_s"])
-    f["art_worst_link_mib_s"] = _mib_s(seq_there["link_mib_s"])
+    f["art_worst_seq1m_mib_s"] = mib_s_text(seq_there["mib_s"])
+    f["art_worst_link_mib_s"] = mib_s_text(seq_there["link_mib_s"])
     bc_large_top = large[(large["added_rtt_ms"] == top) & large["protocol"].isin(["B", "C"])]
     if not bc_large_top.empty:
         f["art_BC_large_top_min_error_pct"] = f"{bc_large_top['error_pct'].abs().min():.0f}"

@@ -11,7 +11,7 @@ import pandas as pd
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.panel import LabPanel
 from labs.book.tables import wrapping_table
-from labs.drbd.figures import _mib_s, _ms, figures  # noqa: F401  (figures: for the page)
+from labs.drbd.figures import figures, mib_s_text, ms_text  # noqa: F401  (figures: for the page)
 from labs.drbd.params import Parameters
 from labs.drbd.results import (  # noqa: F401  (the page's tables, for its code cells and tests)
     ARTICLE_JOB_LABELS,
@@ -103,8 +103,8 @@ def article_table(run: RecordedRun):
              zip(table["config"], table["order"], table["protocol"], table["added_rtt_ms"],
                  table["rtt_ms"], strict=True)]
     wide = pd.DataFrame({"where": where, "label": table["label"],
-                         "value": [f"{_mib_s(m)}" if pd.isna(p) else
-                                   f"{_mib_s(m)} ({_mib_s(p)})" for m, p in
+                         "value": [f"{mib_s_text(m)}" if pd.isna(p) else
+                                   f"{mib_s_text(m)} ({mib_s_text(p)})" for m, p in
                                    zip(table["mib_s"], table["model_mib_s"], strict=True)]})
     wide = wide.pivot(index="where", columns="label", values="value")
     wide = wide.reindex(index=list(dict.fromkeys(where)),
@@ -113,7 +113,7 @@ def article_table(run: RecordedRun):
     # The link's bandwidth the model used for each mirrored row (one TCP stream, measured).
     streams = dict(zip(where, table["link_mib_s"], strict=True))
     wide["one TCP stream"] = ["" if where_.startswith(("local", "DRBD, peer")) else
-                              _mib_s(streams[where_]) for where_ in wide.index]
+                              mib_s_text(streams[where_]) for where_ in wide.index]
     return wrapping_table(wide.reset_index().rename(columns={"where": "MiB/s (model)"}))
 
 
@@ -169,7 +169,7 @@ def drill_table(run: RecordedRun):
     table = drill_results(run).sort_values("protocol", ascending=False)
     return wrapping_table(pd.DataFrame({
         "protocol": table["protocol"],
-        "round trip (ms)": table["rtt_ms"].map(_ms),
+        "round trip (ms)": table["rtt_ms"].map(ms_text),
         "commits acknowledged": table["acknowledged"].map("{:,.0f}".format),
         "found on the survivor": table["found"].map("{:,.0f}".format),
         "lost": table["lost"].map("{:,.0f}".format),
