@@ -1,18 +1,27 @@
 """Kill every lab at random points, clean, and count what is left: the safety promise, measured.
 
-    sudo .venv/bin/python benchmarks/fault_injection.py --kills 200 --seed 20261122
+    sudo .venv/bin/python benchmarks/fault_injection.py --kills 200 --hours 1.5
     sudo .venv/bin/python benchmarks/fault_injection.py --labs torn-pages --kills 10
+    .venv/bin/python benchmarks/fault_injection.py --report
 
-For each lab in the registry (its quick profile, on its usual host: local, or vm1 which the
-script boots in its own state dir), the script times one uncut run, then starts the lab
-again and again and stops it after a random time drawn over that run's length: mostly with
-SIGKILL, sometimes with SIGINT (what Ctrl-C sends) or SIGTERM, and for labs on a VM
-sometimes by killing the VM's QEMU process or its SSH sessions instead. After every kill it
-runs `python -m labs clean` and counts, from the systems' own view (labs/infra/leftovers.py),
-what is left on this machine and in the VM, the unfinished runs in data/runs, and a lab
-that ran on to the end past its signal (it exited 0). The phase a kill landed in (set-up,
-measurement, teardown) comes from the lab's own step lines. The last run of each lab runs
-to the end and must record a valid run.
+The full run takes many hours (each kill costs about half of its lab's quick run), so it is
+made in parts: every kill is appended to a log (default data/faults/kills.jsonl, one JSON
+object a line, with the session, commit and seed), `--kills N` is the goal over the whole log
+(each lab's share, less the kills the log already holds for it), `--hours` stops starting new
+kills after that long, and `--report` prints the log's totals.
+
+For each lab in the registry (its quick profile, on its usual host: local, or the lab VM
+pair which the script boots in its own state dir, as CI does), the script times one uncut
+run, then starts the lab again and again and stops it after a random time drawn over that
+run's length: mostly with SIGKILL, sometimes with SIGINT (what Ctrl-C sends) or SIGTERM,
+and for labs on a VM sometimes by killing the VM's QEMU process or its SSH sessions
+instead. After every kill it runs `python -m labs clean` and counts, from the systems' own
+view (labs/infra/leftovers.py), what is left on this machine and in the VMs, the unfinished
+runs in data/runs, and a lab that ran on to the end past its signal (it exited 0). A run
+that fails by itself before its kill counts as a failure too: a run after a `clean` must
+work. The phase a kill landed in (set-up, measurement, teardown) comes from the lab's own
+step lines. The last run of each lab runs to the end and must record a valid run. Give
+each part of the full run its own --seed, so that its kills land at new points.
 
 Prints one line per kill, then totals per lab and phase. Exit code 1 if anything leaked.
 """
@@ -20,6 +29,7 @@ Prints one line per kill, then totals per lab and phase. Exit code 1 if anything
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import random
@@ -29,10 +39,12 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+KILL_LOG = ROOT / "data" / "faults" / "kills.jsonl"
+VM_PAIR_ARGS = ("--pair", "--memory", "1536", "--cpus", "2", "--slow-iops", "200")  # as in CI
 sys.path.insert(0, str(ROOT))
 
 from labs import records, registry  # noqa: E402
@@ -53,6 +65,11 @@ class Kill:
     def leaked(self) -> int:
         return sum(self.leftovers.values()) + (0 if self.clean_ok else 1)
 
+    @classmethod
+    def from_json(cls, line: str) -> Kill:
+        row = json.loads(line)
+        return cls(**{name: row[name] for name in cls.__dataclass_fields__})
+
 
 @dataclass
 class Harness:
@@ -60,6 +77,8 @@ class Harness:
     seed: int
     log: callable = print
     ways_on_vm: tuple[str, ...] = ("ssh", "qemu")  # besides signals to the lab itself
+    kill_log: Path | None = None  # every kill appended here (None: kept in memory only)
+    deadline: float | None = None  # time.monotonic() after which no new kill starts
     kills: list[Kill] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -72,16 +91,33 @@ class Harness:
         if not (self.base / "hosts.toml").exists():
             (self.base / "hosts.toml").write_text("")
         self.rng = random.Random(self.seed)
+        self.session = {
+            "session": datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ"),
+            "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                                     capture_output=True, text=True).stdout.strip(),
+            "seed": self.seed}
+
+    def add(self, kill: Kill) -> None:
+        self.kills.append(kill)
+        if self.kill_log is not None:
+            self.kill_log.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.kill_log, "a") as log:
+                log.write(json.dumps({**self.session, **asdict(kill)}) + "\n")
+
+    def out_of_time(self) -> bool:
+        return self.deadline is not None and time.monotonic() > self.deadline
 
     def cli(self, *args: str, timeout_s: float = 900) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "labs", *args], cwd=ROOT, env=self.env,
                               capture_output=True, text=True, timeout=timeout_s)
 
     def ensure_vm(self) -> None:
-        if "vm1" in self.cli("hosts").stdout.split():
+        """The lab VM pair, as CI boots it: every VM lab runs on vm1, the DRBD lab on both."""
+        if {"vm1", "vm2"} <= set(self.cli("hosts").stdout.split()):
             return
-        self.log("booting vm1 for the labs that need a VM ...")
-        booted = self.cli("vm", "up", timeout_s=1800)
+        self.cli("vm", "down", timeout_s=600)  # a lone vm1 (after a QEMU kill) goes too
+        self.log("booting the lab VM pair for the labs that need a VM ...")
+        booted = self.cli("vm", "up", *VM_PAIR_ARGS, timeout_s=1800)
         if booted.returncode != 0:
             raise SystemExit(f"vm up failed: {booted.stderr.strip()[-300:]}")
 
@@ -141,8 +177,8 @@ class Harness:
 
     def leftovers(self, on_vm: bool) -> dict[str, int]:
         counts: Counter[str] = Counter()
-        for host in (["local", "vm1"] if on_vm else ["local"]):
-            if host == "vm1" and "vm1" not in self.cli("hosts").stdout.split():
+        for host in (["local", "vm1", "vm2"] if on_vm else ["local"]):
+            if host != "local" and host not in self.cli("hosts").stdout.split():
                 continue  # the VM is gone, and everything in it with it
             out = self.cli("leftovers", "--host", host, timeout_s=300).stdout.splitlines()
             for word in (out[0].split() if out else []):
@@ -175,7 +211,7 @@ class Harness:
             self.log(f"{name}: uncut quick run {uncut_s:.0f} s on {params.host}")
         ways = ["SIGKILL"] * 6 + ["SIGINT", "SIGTERM"] + (list(self.ways_on_vm) if on_vm else [])
         done, attempts = 0, 0
-        while done < kills and attempts < 3 * kills:
+        while done < kills and attempts < 3 * kills and not self.out_of_time():
             attempts += 1
             number = attempts
             how = self.rng.choice(ways)
@@ -187,8 +223,18 @@ class Harness:
             phase, step, code = self.run_lab(command, after_s, how,
                                              logs / f"{name}-{number}.log")
             if phase == "after the end":
-                self.log(f"{name}: the run ended before the kill at {after_s:.1f} s: not counted")
-                self.cli("clean", "--keep-vms", timeout_s=900)
+                cleaned = self.cli("clean", "--keep-vms", timeout_s=900)
+                if code == 0:
+                    self.log(f"{name}: the run ended before the kill at {after_s:.1f} s: "
+                             "not counted")
+                    continue
+                # A run after a clean failed by itself: something the last kill left behind
+                # (or the lab) is broken. That is a failure, whatever the leftovers say.
+                self.add(Kill(name, "run failed", after_s, "after the end",
+                              f"exit {code} before the kill", {"failed": 1},
+                              cleaned.returncode == 0))
+                self.log(f"{name}: the run FAILED (exit {code}) before the kill at "
+                         f"{after_s:.1f} s; see {logs / f'{name}-{number}.log'}")
                 continue
             done += 1
             # --keep-vms: the VM is the harness's, not the lab's; clean what is inside it.
@@ -201,7 +247,7 @@ class Harness:
                 # The lab ignored the signal and ran to the end (it may have recorded a run).
                 left["ran on after the signal"] = 1
             kill = Kill(name, how, after_s, phase, step, left, cleaned.returncode == 0)
-            self.kills.append(kill)
+            self.add(kill)
             self.log(f"kill {len(self.kills)}: {name} {how} at {after_s:.1f} s ({phase}; "
                      f"{step or 'no step yet'}); clean {'ok' if kill.clean_ok else 'FAILED'}"
                      f"; left: {left or 'nothing'}")
@@ -213,43 +259,81 @@ class Harness:
         valid, refused = records.scan_runs(name, self.base / "runs")
         self.log(f"{name}: a run after the kills {'succeeded' if code == 0 else 'FAILED'}; "
                  f"valid runs {len(valid)}, refused {len(refused)}")
-        if code != 0 or refused:
-            self.kills.append(Kill(name, "final run", 0, "after the end", "", {"failed": 1},
-                                   False))
+        self.add(Kill(name, "final run", 0, "after the end", "",
+                      {"failed": 1} if code != 0 or refused else {}, True))
 
     def report(self) -> int:
-        by_lab_phase = Counter((k.lab, k.phase) for k in self.kills if k.how != "final run")
-        leaked = [k for k in self.kills if k.leaked]
-        self.log("")
-        for (lab, phase), count in sorted(by_lab_phase.items()):
-            self.log(f"{lab:<14} {phase:<14} {count:>4} kills")
-        ways = Counter(k.how for k in self.kills if k.how != "final run")
-        self.log(f"total: {sum(by_lab_phase.values())} kills ({dict(ways)}); "
-                 f"kills that left something: {len(leaked)}")
-        return 1 if leaked else 0
+        return report(self.kills, self.log)
+
+
+NOT_KILLS = ("final run", "run failed")
+
+
+def report(kills: list[Kill], log: callable = print) -> int:
+    """Totals per lab and phase, and what was left; 1 when anything leaked or failed."""
+    by_lab_phase = Counter((k.lab, k.phase) for k in kills if k.how not in NOT_KILLS)
+    leaked = [k for k in kills if k.leaked]
+    finals = Counter((k.lab, bool(k.leaked)) for k in kills if k.how == "final run")
+    log("")
+    for (lab, phase), count in sorted(by_lab_phase.items()):
+        log(f"{lab:<14} {phase:<14} {count:>4} kills")
+    for lab in sorted({lab for lab, _ in finals}):
+        log(f"{lab:<14} runs to the end after its kills: {finals[lab, False]} succeeded, "
+            f"{finals[lab, True]} failed")
+    ways = Counter(k.how for k in kills if k.how not in NOT_KILLS)
+    log(f"total: {sum(by_lab_phase.values())} kills ({dict(ways)}); "
+        f"kills or runs that left something or failed: {len(leaked)}")
+    return 1 if leaked else 0
+
+
+def read_log(path: Path) -> list[Kill]:
+    if not path.exists():
+        return []
+    return [Kill.from_json(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kills", type=int, default=200, help="kills in all (default 200)")
+    parser.add_argument("--kills", type=int, default=200,
+                        help="kills in all, counting those already in the log (default 200)")
     parser.add_argument("--labs", default="", help="comma-separated labs (default: all)")
     parser.add_argument("--seed", type=int, default=20261122)
+    parser.add_argument("--hours", type=float, default=None,
+                        help="start no new kill after this long (the lab under way still "
+                             "makes its run to the end)")
+    parser.add_argument("--log", type=Path, default=KILL_LOG,
+                        help=f"the kill log to append to (default {KILL_LOG.relative_to(ROOT)})")
+    parser.add_argument("--report", action="store_true",
+                        help="print the log's totals and stop")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
     args = parser.parse_args()
+    logged = read_log(args.log)
+    if args.report:
+        return report(logged)
     names = [n for n in args.labs.split(",") if n] or [
         lab.name for lab in registry.labs() if lab.book_page]
     base = Path(tempfile.mkdtemp(prefix="storage-labs-faults-", dir="/var/tmp"))
-    harness = Harness(base, args.seed)
-    harness.log(f"fault injection: labs {names}, {args.kills} kills, seed {args.seed}, "
-                f"scratch {base}")
+    deadline = None if args.hours is None else time.monotonic() + 3600 * args.hours
+    harness = Harness(base, args.seed, kill_log=args.log, deadline=deadline)
+    harness.log(f"fault injection: labs {names}, {args.kills} kills in all, seed {args.seed}, "
+                f"log {args.log}, scratch {base}")
     try:
         share, extra = divmod(args.kills, len(names))
         for index, name in enumerate(names):
-            harness.lab(name, share + (1 if index < extra else 0))
+            already = sum(1 for k in logged if k.lab == name and k.how not in NOT_KILLS)
+            wanted = share + (1 if index < extra else 0) - already
+            if wanted <= 0:
+                harness.log(f"{name}: {already} kills in the log already")
+            elif harness.out_of_time():
+                harness.log(f"{name}: not reached (--hours {args.hours:g})")
+            else:
+                harness.lab(name, wanted)
     finally:
         harness.cli("vm", "down")
         harness.cli("clean")
     code = harness.report()
+    harness.log(f"the whole log ({args.log}):")
+    report(read_log(args.log), harness.log)
     if not args.keep:
         subprocess.run(["rm", "-rf", "--one-file-system", str(base)], check=False)
     return code

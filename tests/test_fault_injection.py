@@ -8,6 +8,7 @@ systems' own view. The full run (200 kills and more) is the benchmark script its
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 import tempfile
@@ -17,7 +18,7 @@ import pytest
 from conftest import PROJECT_ROOT
 
 sys.path.insert(0, str(PROJECT_ROOT / "benchmarks"))
-from fault_injection import Harness  # noqa: E402
+from fault_injection import Harness, Kill, read_log, report  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -51,3 +52,26 @@ def test_killed_vm_lab_leaves_nothing_after_clean(lab_vms, figures):
     figures(f"fault injection (CI subset, vm1): {[(k.how, k.phase) for k in kills]}, 0 leaks")
     # `clean --keep-vms` cleaned inside the VMs and left the session's pair running.
     assert {"vm1", "vm2"} <= set(harness.cli("hosts").stdout.split())
+
+
+def test_the_kill_log_adds_up_across_parts_and_reports_a_failed_run(tmp_path):
+    """The full run is made in parts: each appends its kills to one log, and the report over
+    the log fails when any part left something or a run after the kills failed."""
+    log = tmp_path / "kills.jsonl"
+    first = Harness(tmp_path / "first", seed=1, log=lambda line: None, kill_log=log)
+    first.add(Kill("caches", "SIGKILL", 12.5, "set-up", "step 1/9: x", {}, True))
+    first.add(Kill("caches", "final run", 0, "after the end", "", {}, True))
+    assert report(read_log(log), lambda line: None) == 0
+    second = Harness(tmp_path / "second", seed=2, log=lambda line: None, kill_log=log)
+    second.add(Kill("devices", "SIGINT", 40.0, "measurement", "step 4/9: y", {}, True))
+    second.add(Kill("devices", "final run", 0, "after the end", "", {"failed": 1}, True))
+    logged = read_log(log)
+    assert [(k.lab, k.how) for k in logged] == [
+        ("caches", "SIGKILL"), ("caches", "final run"), ("devices", "SIGINT"),
+        ("devices", "final run")]
+    assert logged[2] == Kill("devices", "SIGINT", 40.0, "measurement", "step 4/9: y", {}, True)
+    lines: list[str] = []
+    assert report(logged, lines.append) == 1
+    assert "total: 2 kills" in lines[-1] and "failed: 1" in lines[-1]
+    assert any("devices" in line and "1 failed" in line for line in lines)
+    assert {row["seed"] for row in map(json.loads, log.read_text().splitlines())} == {1, 2}
