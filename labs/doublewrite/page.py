@@ -357,7 +357,7 @@ def exercise_operations(run: RecordedRun) -> str:
     chosen = legs[(legs["buffer_pool_mib"] == min(params["buffer_pools_mib"]))
                   & (legs["write_limit_mibps"] == params["write_mibps"])
                   & (legs["repetition"] == 1)].set_index("doublewrite")
-    lines = []
+    lines = ["repetition 1 (the text above gives the mean of both repetitions)"]
     for side in ("ON", "OFF"):
         leg = chosen.loc[side]
         lines.append(f"{side}: {leg['device_writes']:,.0f} write operations, "

@@ -46,7 +46,7 @@ def limited_figures(run: RecordedRun, small: int, limit: int) -> dict[str, str]:
     gap = (use["ON"].to_numpy() - use["OFF"].to_numpy())
     pairs = _pairs(run, small, limit)
     time_ratio, bytes_ratio = pairs["elapsed_on_over_off"].mean(), pairs["bytes_on_over_off"].mean()
-    short = 1 - pairs["model_bytes_per_row_on"] / pairs["bytes_per_row_on"]
+    beyond = pairs["bytes_per_row_on"] / pairs["model_bytes_per_row_on"] - 1
     pages_on, pages_off = pairs["pages_per_row_on"].mean(), pairs["pages_per_row_off"].mean()
     spread = pairs["elapsed_on_over_off"].max() - pairs["elapsed_on_over_off"].min()
     return {
@@ -61,27 +61,32 @@ def limited_figures(run: RecordedRun, small: int, limit: int) -> dict[str, str]:
         "limited_time_ratios": _join([f"{r:.2f}" for r in pairs["elapsed_on_over_off"]]),
         "limited_reps_word": "agree" if spread < 0.1 else "disagree",
         "limited_model_bytes_on": f"{pairs['model_bytes_per_row_on'].mean():,.0f}",
-        "limited_model_short": _pct([short.mean()]),
+        "limited_model_short": _pct([beyond.mean()]),  # measured over the model, less 1
         "limited_pages_word": ("more" if pages_on > pages_off * 1.02 else
                                "fewer" if pages_on < pages_off * 0.98 else "about as many"),
     }
 
 
+def latency_word(ratio_on_over_off: float) -> str:
+    """ON against OFF for one repetition: a quarter either way counts as a difference."""
+    return ("higher with doublewrite ON" if ratio_on_over_off > 1.25 else
+            "lower with doublewrite ON" if ratio_on_over_off < 0.8 else "about the same")
+
+
 def latency_figures(run: RecordedRun, small: int, limit: int) -> dict[str, str]:
-    """Median and p99 latency per repetition, and a word that holds only if every
-    repetition agrees ("about the same" when they do not)."""
+    """Median and p99 latency per repetition, and a word for each repetition (one word for
+    all of them when they agree)."""
     pairs = _pairs(run, small, limit)
     f: dict[str, str] = {}
     for q, digits in (("p50", 2), ("p99", 0)):
         on, off = pairs[f"latency_{q}_on"], pairs[f"latency_{q}_off"]
-        ratio = (on / off).to_numpy()
+        words = [latency_word(r) for r in (on / off).to_numpy()]
         f[f"limited_{q}_on_reps"] = _join([f"{v:,.{digits}f}" for v in on])
         f[f"limited_{q}_off_reps"] = _join([f"{v:,.{digits}f}" for v in off])
         f[f"limited_{q}_word"] = (
-            "higher with doublewrite ON in every repetition" if (ratio > 1.25).all() else
-            "lower with doublewrite ON in every repetition" if (ratio < 0.8).all() else
-            "about the same in every repetition" if (abs(ratio - 1) < 0.25).all() else
-            "about the same, since the repetitions disagree")
+            f"{words[0]} in every repetition" if len(set(words)) == 1 else
+            _join([f"{word} in repetition {rep}" for rep, word in
+                   zip(pairs["repetition"], words, strict=True)]))
     return f
 
 
