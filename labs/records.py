@@ -418,14 +418,19 @@ def shipped_run(lab: str, root: Path | None = None) -> RecordedRun:
     return load_run(lab_dir / run_id)
 
 
+def book_run_ids(lab: str, root: Path | None = None) -> set[str]:
+    """The runs the book itself shows for `lab`: the one SHIPPED names and the companions
+    named by SHIPPED-<name> files beside it (e.g. write-mostly's SHIPPED-loop)."""
+    lab_dir = Path(root or runs_root()) / lab
+    return {marker.read_text().strip() for marker in lab_dir.glob(f"{SHIPPED_FILE}*")
+            if marker.is_file()}
+
+
 def readers_newest_run(lab: str, root: Path | None = None) -> RecordedRun | None:
-    """The newest valid run of `lab` other than the shipped one (a reader's own), if any."""
-    try:
-        shipped = shipped_run(lab, root).run_id
-    except RecordError:
-        shipped = None
+    """The newest valid run of `lab` that the book does not show (a reader's own), if any."""
+    shown = book_run_ids(lab, root)
     for path in reversed(list_runs(lab, root)):
-        if path.name == shipped:
+        if path.name in shown:
             continue
         try:
             return load_run(path)

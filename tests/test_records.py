@@ -5,6 +5,7 @@ import shutil
 
 import pandas as pd
 import pytest
+from conftest import PROJECT_ROOT
 
 from labs import records
 from labs.errors import LabError
@@ -70,6 +71,27 @@ def test_newest_run_is_the_latest_id(tmp_path):
     make_run(tmp_path, run_id="20261120T100000Z-local")
     make_run(tmp_path, run_id="20261121T090000Z-vm1", value=2.0)
     assert records.newest_run("demo", tmp_path).run_id == "20261121T090000Z-vm1"
+
+
+def test_a_readers_run_is_never_one_the_book_shows(tmp_path):
+    # The book's own runs (SHIPPED and its companions, such as SHIPPED-loop) are not the
+    # reader's: "your newest run" is the newest of the others, or none.
+    for run_id in ("20261120T100000Z-local", "20261121T090000Z-vm1", "20261122T090000Z-vm1"):
+        make_run(tmp_path, run_id=run_id)
+    (tmp_path / "demo" / "SHIPPED").write_text("20261120T100000Z-local\n")
+    (tmp_path / "demo" / "SHIPPED-loop").write_text("20261122T090000Z-vm1\n")
+    assert records.readers_newest_run("demo", tmp_path).run_id == "20261121T090000Z-vm1"
+    (tmp_path / "demo" / "SHIPPED-other").write_text("20261121T090000Z-vm1\n")
+    assert records.readers_newest_run("demo", tmp_path) is None
+
+
+def test_the_book_ships_no_run_it_does_not_show():
+    # On the published site, "your run beside the book's" must find no reader's run: every
+    # run in data/runs is named by a SHIPPED file of its lab.
+    shipped = PROJECT_ROOT / "data" / "runs"
+    for lab_dir in sorted(shipped.iterdir()):
+        shown = records.book_run_ids(lab_dir.name, shipped)
+        assert {p.name for p in records.list_runs(lab_dir.name, shipped)} <= shown, lab_dir.name
 
 
 def test_no_runs_is_a_clear_error(tmp_path):
