@@ -408,8 +408,7 @@ def shipped_run(lab: str, root: Path | None = None) -> RecordedRun:
     Named explicitly in data/runs/<lab>/SHIPPED (one line, a run id), never "the newest":
     a reader's own runs land in the same folder and must not change what the text describes.
     """
-    lab_dir = Path(root or runs_root()) / lab
-    marker = lab_dir / SHIPPED_FILE
+    marker = (lab_dir := Path(root or runs_root()) / lab) / SHIPPED_FILE
     if not marker.is_file():
         raise RecordError(f"{display_path(marker)}: missing (it names the run the book shows)")
     run_id = marker.read_text().strip()
@@ -419,19 +418,15 @@ def shipped_run(lab: str, root: Path | None = None) -> RecordedRun:
 
 
 def book_run_ids(lab: str, root: Path | None = None) -> set[str]:
-    """The runs the book itself shows for `lab`: the one SHIPPED names and the companions
-    named by SHIPPED-<name> files beside it (e.g. write-mostly's SHIPPED-loop)."""
-    lab_dir = Path(root or runs_root()) / lab
-    return {marker.read_text().strip() for marker in lab_dir.glob(f"{SHIPPED_FILE}*")
-            if marker.is_file()}
+    """The runs the book shows for `lab`: SHIPPED's and its companions' (SHIPPED-loop, ...)."""
+    markers = (Path(root or runs_root()) / lab).glob(f"{SHIPPED_FILE}*")
+    return {marker.read_text().strip() for marker in markers if marker.is_file()}
 
 
 def readers_newest_run(lab: str, root: Path | None = None) -> RecordedRun | None:
     """The newest valid run of `lab` that the book does not show (a reader's own), if any."""
     shown = book_run_ids(lab, root)
-    for path in reversed(list_runs(lab, root)):
-        if path.name in shown:
-            continue
+    for path in reversed([p for p in list_runs(lab, root) if p.name not in shown]):
         try:
             return load_run(path)
         except RecordError:

@@ -90,8 +90,9 @@ def latency_chart(results: pd.DataFrame, meta: dict[str, Any] | None = None
             y=y, x="model_us:Q",
             tooltip=[alt.Tooltip("label:N", title="configuration"),
                      alt.Tooltip("model_us:Q", format=",.0f", title="model (µs)")]))
+    # 330 px beside labels of up to 360: the whole chart fits the page's column.
     return alt.layer(*layers).add_params(workload, percentile).properties(
-        width=420, height=alt.Step(24),
+        width=330, height=alt.Step(24),
         title="4 KiB completion latency by configuration (black: the model's median)")
 
 

@@ -113,7 +113,8 @@ def legs_display(run: RecordedRun) -> pd.DataFrame:
     """The legs alone and the slow leg's parts at depth 1, as the page's table shows them."""
     rows = []
     labels = {"fast-only": "fast leg", "slow-only": "slow leg (cap and delay)",
-              "slow-cap-only": "slow leg's cap alone", "slow-delay-only": "slow leg's delay alone"}
+              "slow-cap-only": "slow leg's cap alone",
+              "slow-delay-only": "the delay alone, on the fast device"}
     for config, label in labels.items():
         values = {f"{op} p50": us(tables.measured(run.results, config, f"rand{op}-qd1",
                                                   "clat_p50_us")) for op in ("read", "write")}

@@ -94,7 +94,7 @@ CONFIGURATIONS = (
     Configuration("slow-only", "slow leg alone (cap and delay)", raid=False, leg="slow"),
     Configuration("slow-cap-only", "slow leg's cap alone (no delay)", raid=False,
                   leg="slow-cap", workloads=QD1_WORKLOADS),
-    Configuration("slow-delay-only", "slow leg's delay alone (no cap)", raid=False,
+    Configuration("slow-delay-only", "the delay alone, on the fast device (no cap)", raid=False,
                   leg="fast-delay", workloads=QD1_WORKLOADS),
     Configuration("raid1", "RAID1, plain", raid=True),
     Configuration("raid1-wm", "RAID1, slow leg write-mostly", raid=True, write_mostly=True),
