@@ -71,7 +71,8 @@ def latency_chart(results: pd.DataFrame, meta: dict[str, Any] | None = None
     selected = "datum.workload == WORKLOAD && datum.percentile == PCT"
     base = alt.Chart(table).transform_filter(selected)
     bars = base.mark_bar().encode(
-        y=y, x=alt.X("latency_us:Q", scale=alt.Scale(type="log", domain=[10, 3_000_000]),
+        y=y, x=alt.X("latency_us:Q", scale=alt.Scale(type="log", domain=[10, 3_000_000],
+                                                      nice=False),
                      title="completion latency (µs, log scale)"),
         x2=alt.datum(10),  # bars start at the axis: a log scale has no zero
         color=alt.Color("label:N", sort=order, legend=None,
@@ -90,9 +91,9 @@ def latency_chart(results: pd.DataFrame, meta: dict[str, Any] | None = None
             y=y, x="model_us:Q",
             tooltip=[alt.Tooltip("label:N", title="configuration"),
                      alt.Tooltip("model_us:Q", format=",.0f", title="model (µs)")]))
-    # 330 px beside labels of up to 360: the whole chart fits the page's column.
+    # 290 px beside labels of up to 360: the whole chart fits the page's column.
     return alt.layer(*layers).add_params(workload, percentile).properties(
-        width=330, height=alt.Step(24),
+        width=290, height=alt.Step(24),
         title="4 KiB completion latency by configuration (black: the model's median)")
 
 
