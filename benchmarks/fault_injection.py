@@ -248,7 +248,8 @@ class Harness:
                 left["ran on after the signal"] = 1
             kill = Kill(name, how, after_s, phase, step, left, cleaned.returncode == 0)
             self.add(kill)
-            self.log(f"kill {len(self.kills)}: {name} {how} at {after_s:.1f} s ({phase}; "
+            kills_so_far = sum(1 for k in self.kills if k.how not in NOT_KILLS)
+            self.log(f"kill {kills_so_far}: {name} {how} at {after_s:.1f} s ({phase}; "
                      f"{step or 'no step yet'}); clean {'ok' if kill.clean_ok else 'FAILED'}"
                      f"; left: {left or 'nothing'}")
         if not final_run:
