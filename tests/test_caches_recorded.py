@@ -132,6 +132,20 @@ def test_throttled_claims(run):
     rocks = cold[cold.engine == "rocksdb"].set_index("setting")
     cass = cold[(cold.engine == "cassandra") & (cold.compression == "lz4")]
     assert cass.device_bytes_per_read.iloc[0] > rocks.loc["direct", "device_bytes_per_read"]
+    # "more than the ... the same kind of read cost in section 2": shorter passes here, and
+    # more bytes per row both throttled and just before without limits.
+    params = run.meta["parameters"]
+    assert params["throttled_reads"] < params["cold_reads"]
+    engine = tables.engine_table(run, "engine")
+    same = engine[(engine.engine == "cassandra") & (engine.setting == cass.setting.iloc[0])
+                  & (engine.compression == "lz4") & (engine.row_bytes == min(params["row_sizes"]))
+                  & (engine.phase == "cold")
+                  & (engine.readahead_kib == tables.readahead_bytes(run) // 1024)]
+    assert len(same) == 1
+    assert cass.device_bytes_per_read.iloc[0] > 1.2 * same.measured.iloc[0]
+    fast = tables.engine_table(run, "unthrottled")
+    fast = fast[(fast.engine == "cassandra") & (fast.compression == "lz4") & (fast.phase == "cold")]
+    assert len(fast) == 1 and fast.measured.iloc[0] > 1.2 * same.measured.iloc[0]
     # "the page cache hid nothing": RocksDB cold, buffered as slow as direct; Cassandra slower,
     # with more device reads per miss
     assert rocks.loc["buffered", "measured"] == pytest.approx(rocks.loc["direct", "measured"],
