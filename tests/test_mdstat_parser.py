@@ -110,3 +110,14 @@ def test_cli_parses_a_saved_mdstat():
     bad = subprocess.run([sys.executable, "-m", "labs", "parse", "mdstat", "/nonexistent"],
                          cwd=PROJECT, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+
+
+def test_md_times_its_copies_in_the_kernel_log():
+    # In the format md writes them (drivers/md/md.c, md_do_sync), beside other arrays
+    # lines and an interrupted resync; a copy still running has no end yet.
+    log = (FIXTURES / "dmesg-md-recovery.txt").read_text()
+    spans = md.parse_sync_log(log, "md127")
+    assert [(s.action, s.seconds, s.outcome) for s in spans] == [
+        ("recovery", 6.25, "done"), ("resync", 1.0, "interrupted"), ("recovery", None, None)]
+    assert [s.seconds for s in md.parse_sync_log(log, "md126")] == [0.5]
+    assert md.parse_sync_log(log, "md1") == []

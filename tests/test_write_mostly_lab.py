@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -196,6 +197,28 @@ def test_reads_move_to_the_new_fast_leg_once_in_sync(disks):
     assert reads.loc["slow-leg-only", "fast"] == 0 and reads.loc["slow-leg-only", "slow"] > 0
     after = reads.loc["after-resync"]
     assert after["slow"] < 0.01 * (after["slow"] + after["fast"])
+
+
+@pytest.mark.parametrize("legs", ["disks", "loop"])
+def test_md_times_every_resync_of_a_new_fast_leg_in_its_kernel_log(legs, request):
+    # The VM's own kernel wrote the lines that begin and end each copy; the lab's polls over
+    # SSH see the end only later, so md's time is never longer than theirs (a moment's
+    # slack: md may start copying before the add command has returned).
+    recorded = request.getfixturevalue(legs)["run"]
+    results = recorded.results
+    polled = results[(results.workload == "resync") & (results.metric == "resync_s")]
+    kernel = results[(results.workload == "resync") & (results.metric == "resync_kernel_s")]
+    assert len(polled) >= 2 and len(kernel) == len(polled)
+    both = polled.merge(kernel, on=["config", "size_mib"], suffixes=("_polls", "_kernel"))
+    assert (both.value_kernel > 0).all() and (both.value_kernel < both.value_polls + 0.5).all()
+    table = tables.resync_table(results)
+    assert set(table.timed_by) == {"kernel"}
+    said = lab.markdown_paragraphs(recorded)["resync_timing_md"].data
+    assert said.startswith("md's own kernel log timed each of these copies")
+    for drill in ("drill-fast-leg-lost", "drill-resync-size-32mib"):
+        log = (recorded.raw_dir / "mdstat" / f"{drill}-kernel-log.txt").read_text()
+        array = re.search(r"\bmd\d+\b", log).group()  # the lines kept name only the lab's array
+        assert md.parse_sync_log(log, array)[-1].outcome == "done", log
 
 
 @pytest.mark.parametrize("legs", ["disks", "loop"])

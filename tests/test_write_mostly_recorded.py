@@ -229,13 +229,13 @@ def glued(page: str) -> set[str]:
 
 def test_the_companion_paragraphs_read_right_with_and_without_their_runs(run):
     page = (PROJECT_ROOT / "book" / "write-mostly" / "lab.md").read_text()
-    assert {"wb_kernels_md", "loop_md"} <= glued(page)
+    assert {"wb_kernels_md", "loop_md", "resync_timing_md"} <= glued(page)
     assert "new_release" not in page and "loop_release" not in page
     # Missing: one sentence each, with the command that records the run, no placeholder.
     kernels, loop_legs = companions.kernels_text(run, None), companions.loop_text(run, None)
     assert "not recorded for this page" in kernels and "--release trixie" in kernels
     assert "No run with loop legs is recorded" in loop_legs and "--legs loop" in loop_legs
-    shown = lab.companion_markdown(run)
+    shown = lab.markdown_paragraphs(run)
     figures = lab.figures(run)
     for text in (kernels, loop_legs, figures["wb_table_runs"],
                  *(m.data for m in shown.values())):
@@ -354,6 +354,12 @@ def test_the_resync_times_as_the_text_states(run):
     assert small.last_percent > 90 and small.done_s - small.last_running_s > 2
     # "did not keep one rate either": md's own figures differ by more than a fifth.
     assert polls.md_speed_mib_s.max() > 1.2 * polls.md_speed_mib_s.min()
+    # The run was timed by polls only (it predates the kernel-log times): the paragraph says
+    # so, with the figures above.
+    assert set(resync.timed_by) == {"polls"}
+    said = lab.markdown_paragraphs(run)["resync_timing_md"].data
+    assert "so each is an upper bound" in said and f["resync_poll_wait"] in said
+    assert f["resync_small_bracket"] in said and f["resync_md_speeds"] in said
     # One rate everywhere: the text's, the refill chart's, the resync chart's title.
     rate = tables.model_resync_rate(run.results, run.meta)
     assert f["model_resync_rate"] == f"{rate:.0f} MiB/s"

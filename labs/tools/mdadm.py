@@ -11,7 +11,9 @@ Readers:
   resync/recovery progress line with its speed and finish estimate;
 - `/sys/block/mdX/md/dev-*/state`: each member's state flags (in_sync, write_mostly, ...);
 - `/sys/block/*/stat`: each block device's read and write counters, which show where the
-  I/O of an array really went.
+  I/O of an array really went;
+- the kernel log (`dmesg`): md's own lines that begin and end a resync or recovery, with
+  the kernel's timestamps, which time a copy to the millisecond however late a poll comes.
 
 The kernel's formats are documented in Documentation/admin-guide/md.rst and
 Documentation/block/stat.rst.
@@ -123,6 +125,46 @@ def set_write_mostly_command(md_name: str, member_name: str, on: bool = True) ->
     """
     state = f"/sys/block/{md_name}/md/dev-{member_name}/state"
     return f"echo {'writemostly' if on else '-writemostly'} > {shlex.quote(state)}"
+
+
+# --- the kernel log ---------------------------------------------------------------------------
+
+KERNEL_LOG_COMMAND = ["dmesg"]  # with the kernel's timestamps ([seconds.micro]), as root
+SYNC_BEGAN = re.compile(r"^\[\s*(?P<t>\d+\.\d+)\] md: (?P<action>[\w-]+) of RAID array "
+                        r"(?P<md>md\d+)\s*$")
+SYNC_ENDED = re.compile(r"^\[\s*(?P<t>\d+\.\d+)\] md: (?P<md>md\d+): (?P<action>[\w-]+) "
+                        r"(?P<outcome>done|interrupted)\.\s*$")
+
+
+@dataclass(frozen=True)
+class SyncSpan:
+    """One resync or recovery of an array as md logged it (seconds since boot)."""
+
+    action: str
+    began_s: float
+    ended_s: float | None = None  # None: still running when the log was read
+    outcome: str | None = None  # done | interrupted
+
+    @property
+    def seconds(self) -> float | None:
+        return None if self.ended_s is None else round(self.ended_s - self.began_s, 3)
+
+
+def parse_sync_log(text: str, md_name: str) -> list[SyncSpan]:
+    """md's resyncs and recoveries of one array in a kernel log, oldest first.
+
+    md writes "md: recovery of RAID array md127" when a copy starts and "md: md127: recovery
+    done." (or "interrupted.") when it ends (drivers/md/md.c, md_do_sync)."""
+    spans: list[SyncSpan] = []
+    for line in text.splitlines():
+        began, ended = SYNC_BEGAN.match(line.strip()), SYNC_ENDED.match(line.strip())
+        if began and began["md"] == md_name:
+            spans.append(SyncSpan(began["action"], float(began["t"])))
+        elif ended and ended["md"] == md_name and spans and spans[-1].ended_s is None \
+                and spans[-1].action == ended["action"]:
+            spans[-1] = SyncSpan(spans[-1].action, spans[-1].began_s, float(ended["t"]),
+                                 ended["outcome"])
+    return spans
 
 
 # --- /proc/mdstat ---------------------------------------------------------------------------

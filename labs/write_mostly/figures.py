@@ -409,6 +409,29 @@ def _resync_polls(polls: pd.DataFrame) -> dict[str, str]:
                                  else f"{speeds.min():.0f} to {speeds.max():.0f} MiB/s")}
 
 
+def resync_timing_text(run: RecordedRun) -> str:
+    """The paragraph after the resync times: whose clock timed them, and what that means."""
+    table = tables.resync_table(run.results)
+    if table.empty:
+        return "This run timed no resync."
+    if (table["timed_by"] == "kernel").all():
+        return ("md's own kernel log timed each of these copies, from the line that began it to "
+                "the line that ended it, so the times are the copies' own, not the moments the "
+                "lab's polls of `/proc/mdstat` happened to see them end.")
+    f = _resync_polls(resync_polls(run))
+    return (
+        "Each of these times runs from the add to the first poll of `/proc/mdstat` that no "
+        "longer showed the copy, so each is an upper bound: the lab sees a resync end only when "
+        "it next looks, and a look here is a command over SSH into an emulated machine. "
+        f"Between the add and the first poll, or between two polls, up to "
+        f"{f['resync_poll_wait']} went by; the {f['resync_small_size']} copy, for one, was "
+        f"{f['resync_small_bracket']}. md's own speed figure at each copy's last poll that "
+        f"still saw it running was {f['resync_md_speeds']}, so the copy itself did not keep "
+        "one rate either. The run cannot separate how much of the time beyond size / rate is "
+        "the lab's late look, how much a slower copy, and whether any of it is a fixed cost of "
+        "starting a recovery (runs made since time each copy by md's own kernel log).")
+
+
 def _and_list(items: list[str]) -> str:
     """'a', 'a and b', 'a, b and c'."""
     if len(items) <= 1:

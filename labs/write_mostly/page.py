@@ -23,7 +23,7 @@ from labs.write_mostly.companions import (
     loop_text,
     release_name,
 )
-from labs.write_mostly.figures import NOT_MEASURED, ms, run_figures, us
+from labs.write_mostly.figures import NOT_MEASURED, ms, resync_timing_text, run_figures, us
 from labs.write_mostly.params import WRITE_BEHIND_CELLS, Parameters
 
 __all__ = ["companion_run", "figures", "legs_display", "panel", "provenance",
@@ -270,13 +270,15 @@ def explain_figures() -> dict[str, str]:
 __all__ += ["explain_figures"]
 
 
-def companion_markdown(run: RecordedRun) -> dict[str, object]:
-    """Section 4's and section 7's paragraphs about the companion runs, as Markdown for
-    `{glue:md}`: what they measured, or one sentence saying how to record a missing one."""
+def markdown_paragraphs(run: RecordedRun) -> dict[str, object]:
+    """The paragraphs whose sentences depend on the run, as Markdown for `{glue:md}`:
+    section 4's and section 7's about the companion runs (what they measured, or how to
+    record a missing one) and section 6's about how the resyncs were timed."""
     from IPython.display import Markdown
 
     return {"wb_kernels_md": Markdown(kernels_text(run, companion_run("trixie"))),
-            "loop_md": Markdown(loop_text(run, companion_run("loop")))}
+            "loop_md": Markdown(loop_text(run, companion_run("loop"))),
+            "resync_timing_md": Markdown(resync_timing_text(run))}
 
 
-__all__ += ["companion_markdown"]
+__all__ += ["markdown_paragraphs"]

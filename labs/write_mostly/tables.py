@@ -207,15 +207,24 @@ def read_share(results: pd.DataFrame, config: str) -> float | None:
 
 def resync_table(results: pd.DataFrame, meta: dict[str, Any] | None = None) -> pd.DataFrame:
     """Every timed resync of a new fast leg: size, seconds, rate, and the model's time (the
-    resync-size drill first, largest array first, then the instance-replacement drill)."""
+    resync-size drill first, largest array first, then the instance-replacement drill).
+
+    `timed_by` says whose clock: "kernel" (md's own log lines, exact) where the run has
+    them, else "polls" (from the add to the first poll of /proc/mdstat that saw the copy
+    done: an upper bound)."""
     rows = results[(results["workload"] == "resync") & (results["metric"] == "resync_s")]
     table = rows[["config", "size_mib", "value"]].rename(columns={"value": "resync_s"})
+    table = table.assign(timed_by="polls")
     # The instance-replacement drill, from its add to its "in sync": runs made before its
     # timer moved to the add started it only after a status call, seconds late.
     added = event_s(results, "drill-fast-leg-lost", "new fast leg added")
     synced = event_s(results, "drill-fast-leg-lost", "in sync")
     if added is not None and synced is not None:
         table.loc[table["config"] == "drill-fast-leg-lost", "resync_s"] = synced - added
+    kernel = results[(results["workload"] == "resync") & (results["metric"] == "resync_kernel_s")]
+    for row in kernel.itertuples():
+        same = (table["config"] == row.config) & (table["size_mib"] == row.size_mib)
+        table.loc[same, ["resync_s", "timed_by"]] = [row.value, "kernel"]
     table = table.assign(rate_mib_s=table["size_mib"] / table["resync_s"])
     if meta is not None:
         rate = model_resync_rate(results, meta)
