@@ -34,6 +34,15 @@ def test_every_glued_number_on_the_page_exists(run):
     assert used and used <= set(page.figures(run)), used - set(page.figures(run))
 
 
+def test_every_database_recovered_within_the_time_the_page_gives(run, table):
+    # "Every database recovered by itself, from its log, in at most N s, and answered the
+    # count": N is the longest recovery rounded up to a tenth.
+    said = float(page.figures(run)["recovery_max_s"])
+    assert table["recovery_s"].notna().all()
+    assert said - 0.1 < table["recovery_s"].max() <= said
+    assert table["acknowledged_found"].notna().all()
+
+
 def test_the_safe_settings_lost_nothing(table):
     safe = table[table["safety"] == "safe"]
     assert (safe["acknowledged"] > 0).all() and (safe["acknowledged_lost"] == 0).all()
