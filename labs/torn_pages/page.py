@@ -120,7 +120,8 @@ def burst_figures(run: RecordedRun) -> dict[str, str]:
         f"{width:.1f} s; that {fell_1} to "
         f"{out['burst_before_fpi']} in the last {width:.1f} s before the forced CHECKPOINT, "
         f"{jump} to {out['burst_after_fpi']} in the {width:.1f} s after it began, and {fell_2} "
-        f"to {out['burst_end_fpi']} by the end of the leg")
+        f"to {out['burst_end_fpi']} by the end of the leg (each figure counts the sampled "
+        f"intervals that began in that stretch)")
     total_measured = float(fresh["inspected_fpi"].sum())
     total_model = float((fresh["model_fpi_per_tx"] * fresh["inspected_commits"]).sum())
     out["burst_total_measured"] = f"{total_measured:,.0f}"
