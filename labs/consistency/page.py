@@ -197,13 +197,14 @@ def stale_chart(run: RecordedRun) -> alt.TopLevelMixin:
         tooltip=["case_text:N", "read_level:N", "via:N", "reads:Q", "stale_reads:Q",
                  alt.Tooltip("model_uniform_pct:Q", format=".0f", title="uniform model (%)")])
     labels = base.mark_text(dy=-6, fontSize=10).encode(y="stale_pct:Q", text="label:N")
+    # Black, not the model orange elsewhere on the page: beside the amber bars that would blur.
     ticks = alt.Chart(table).transform_filter("datum.case == STALE_CASE").mark_tick(
-        color=MODEL_COLOR, thickness=3, size=90).encode(
+        color="black", thickness=3, size=90).encode(
         x=alt.X("read_level:N", sort=LEVELS), y="model_uniform_pct:Q")
     return (bars + labels + ticks).add_params(case).properties(
         width=420, height=260,
         title="Stale reads per coordinator (bars, stale/reads); a uniform choice of "
-              "replicas (ticks)")
+              "replicas (black ticks)")
 
 
 # --- figures for the text --------------------------------------------------------------------
