@@ -429,7 +429,8 @@ def resync_timing_text(run: RecordedRun) -> str:
         f"still saw it running was {f['resync_md_speeds']}, so the copy itself did not keep "
         "one rate either. The run cannot separate how much of the time beyond size / rate is "
         "the lab's late look, how much a slower copy, and whether any of it is a fixed cost of "
-        "starting a recovery (runs made since time each copy by md's own kernel log).")
+        "starting a recovery; the lab now also reads each copy's time from md's own kernel "
+        "log, so a new run can tell.")
 
 
 def _and_list(items: list[str]) -> str:
