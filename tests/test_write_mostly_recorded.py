@@ -318,6 +318,13 @@ def test_the_flat_out_writer_behind_a_full_backlog(run):
         long = writes.index[writes["latency_ms"] > 500 * first["stall_model_s"]].tolist()
         gaps = [b - a for a, b in zip([-1, *long], long, strict=False)]
         assert long and all(gap > 256 for gap in gaps), config
+    # "This cell's log does not show it that way": the first cell's longest wait is well under
+    # a whole backlog's, while the cell named for the cycle has one close to it.
+    assert first["longest_wait_s"] < 0.5 * first["stall_model_s"]
+    assert f["wb_first_waits"].startswith("This cell's log does not show it that way")
+    cycle = wb[wb["fill_s"].notna()].iloc[0]
+    assert abs(cycle["longest_wait_s"] - cycle["stall_model_s"]) < 0.1 * cycle["stall_model_s"]
+    assert tables.CONFIG_LABELS[cycle["config"]] in f["wb_first_waits"]
 
 
 def test_the_resync_times_as_the_text_states(run):

@@ -264,7 +264,22 @@ def _write_behind(results: pd.DataFrame, meta: dict[str, Any]) -> dict[str, str]
     f["fill_write_iops"] = _iops(None if filled.empty else
                                  float(filled["fill_write_iops"].median()))
     f["fill_slow_iops"] = _iops(table["slow_iops"].iloc[0] if len(table) else None)
+    f["wb_first_waits"] = _first_cell_waits(first, f["fill_cells"])
     return f
+
+
+def _first_cell_waits(first: pd.Series | None, fill_cells: str) -> str:
+    """Whether the first write-behind cell's own log shows the cycle the text describes."""
+    if first is None or pd.isna(first["longest_wait_s"]) or pd.isna(first["stall_model_s"]):
+        return "This run's logs cannot show the cycle."
+    longest, whole = 1000 * float(first["longest_wait_s"]), 1000 * float(first["stall_model_s"])
+    if longest >= 0.5 * whole:
+        return (f"This cell's log shows it: its longest wait was {longest:,.0f} ms, against "
+                f"{whole:,.0f} ms for the whole backlog.")
+    where = ("" if fill_cells == NOT_MEASURED
+             else f"; in the chart below, {fill_cells} shows the cycle")
+    return (f"This cell's log does not show it that way: its longest wait in the logged "
+            f"seconds was {longest:,.0f} ms, not the {whole:,.0f} ms of a whole backlog{where}.")
 
 
 def behind_verdict(table: pd.DataFrame) -> str:
