@@ -165,7 +165,8 @@ def write_behind_chart(results: pd.DataFrame, meta: dict[str, Any]) -> alt.TopLe
     cell = dropdown("CELL", tables.CONFIG_LABELS[default], labels, label="write-behind cell")
     points = alt.Chart(timeline).transform_filter("datum.label == CELL").mark_point(
         size=12, filled=True, opacity=0.6).encode(
-        x=alt.X("t_s:Q", title="seconds since the writer started"),
+        # fio logs each write when it completes: a long wait shows at its end, not its start.
+        x=alt.X("t_s:Q", title="seconds since the writer started (each write at its completion)"),
         y=alt.Y("latency_ms:Q", scale=alt.Scale(type="log"),
                 title="completion latency of each write (ms, log scale)"),
         tooltip=[alt.Tooltip("t_s:Q", format=".3f", title="time (s)"),
