@@ -249,6 +249,9 @@ def test_raw_outputs_parse_with_the_project_parsers(disks):
     for path in sorted(recorded.raw_dir.glob("mdstat/*.txt")):
         if path.name.endswith("-member-state.txt"):
             assert md.parse_member_states(path.read_text())
+        elif path.name.endswith("-kernel-log.txt"):
+            array = re.search(r"\bmd\d+\b", path.read_text()).group()
+            assert md.parse_sync_log(path.read_text(), array)[-1].outcome == "done", path
         elif "poll" not in path.name and not path.name.endswith("-member-slot.txt"):
             md.parse_mdstat(path.read_text(), str(path))
     assert list(recorded.raw_dir.glob("fio/wb-*/randwrite.clat.log"))
