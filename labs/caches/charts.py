@@ -140,7 +140,7 @@ def sweep_chart(table: pd.DataFrame) -> alt.TopLevelMixin:
     x = alt.X("fraction:Q", title="working set / cache size (as the lab sized it)")
     points = base.mark_point(size=80, filled=True).encode(
         x=x, y=alt.Y("measured:Q", title="hit ratio",
-                                              scale=alt.Scale(domain=[0, 1.05], nice=False)),
+                     scale=alt.Scale(domain=[0, 1.05], nice=False)),
         color=alt.Color("label:N", title=None, legend=alt.Legend(labelLimit=300)),
         tooltip=["label:N", "pattern:N", alt.Tooltip("hot_rows:Q", format=","),
                  alt.Tooltip("working_set_mib:Q", format=".1f", title="hot rows (MiB)"),

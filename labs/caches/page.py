@@ -292,11 +292,11 @@ def figures(run: RecordedRun) -> dict[str, str]:
         f["cass_lz4_slow_bytes"] = _kib(cass_slow.device_bytes_per_read.iloc[0])
         # The same kind of read in section 2 (longer passes): the throttled passes read the
         # smallest rows with the device's own readahead.
-        same = tables.engine_table(run, "engine")
-        same = same[(same.engine == cass_slow.engine.iloc[0])
-                    & (same.setting == cass_slow.setting.iloc[0]) & (same.compression == "lz4")
-                    & (same.row_bytes == min(params["row_sizes"])) & (same.phase == "cold")
-                    & (same.readahead_kib == tables.readahead_bytes(run) // 1024)]
+        same = engine[(engine.engine == cass_slow.engine.iloc[0])
+                      & (engine.setting == cass_slow.setting.iloc[0])
+                      & (engine.compression == "lz4") & (engine.phase == "cold")
+                      & (engine.row_bytes == min(params["row_sizes"]))
+                      & (engine.readahead_kib == ra)]
         f["cass_lz4_engine_bytes"] = (_kib(same.measured.iloc[0]) if len(same)
                                       else "not measured")
     f["throttled_reads"] = f"{params['throttled_reads']:,}"
