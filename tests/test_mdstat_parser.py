@@ -80,7 +80,7 @@ def test_block_counters_and_their_difference():
     stats = md.parse_disk_stats((FIXTURES / "vm-block-stat.txt").read_text())
     assert set(stats) == {"vdb", "vdc", "md127"}
     assert stats["vdb"] == md.DiskStat(reads=548414, read_sectors=6381851, writes=200258,
-                                       write_sectors=7266523)
+                                       write_sectors=7266523, flushes=1951)
     delta = stats["vdb"] - stats["vdc"]
     assert delta.reads == 548414 - 37405
 

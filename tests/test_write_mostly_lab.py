@@ -28,7 +28,7 @@ from labs.infra.hosts import LocalHost
 from labs.infra.journal import Journal
 from labs.records import list_runs, load_run
 from labs.tools import mdadm as md
-from labs.write_mostly import charts, tables
+from labs.write_mostly import charts, power_cut, tables
 from labs.write_mostly import page as lab
 from labs.write_mostly.legs import SUPPORT_PROBE
 from labs.write_mostly.params import WRITE_BEHIND_CELLS
@@ -79,7 +79,8 @@ def finish_lab(lab_vms, request, legs: str, process: subprocess.Popen, wall_s: f
                            f"beside the other run: {wall_s:.0f} s "
                            f"(load {os.getloadavg()[0]:.1f})")
     leftovers = cli(env, "vm", "run", host, "--",
-                    "cat /proc/mdstat; dmsetup ls --target delay; losetup -a", timeout_s=120)
+                    "cat /proc/mdstat; dmsetup ls --target delay; losetup -a; "
+                    "grep instance-store /proc/mounts || true", timeout_s=120)
     (path,) = [p for p in set(list_runs("write-mostly", base / "runs")) - before
                if p.name.endswith(host)]
     return {"env": env, "stdout": stdout, "stderr": stderr, "leftovers": leftovers,
@@ -190,6 +191,35 @@ def test_every_drill_keeps_the_data_and_the_check_catches_a_moved_block(legs, re
         assert slots["dm-0"] == cell.split("-")[1].removeprefix("slot"), (cell, slots)
 
 
+def test_a_power_cut_takes_acknowledged_writes_only_with_write_behind(disks, loop):
+    """The instance dies (QEMU killed, the fast leg in the VM's memory gone with it); the
+    array comes back from the slow leg alone. Without write-behind every acknowledged block
+    is there; with it, no more are missing than md may hold behind."""
+    results = disks["run"].results
+    cuts = results[results["config"] == "drill-power-cut"]
+    by = cuts.pivot_table(index=["setting", "cut"], columns="metric", values="value")
+    settings = disks["run"].meta["parameters"]["profile_settings"]["power_cut_settings"]
+    assert sorted(by.index.get_level_values("setting").unique()) == sorted(settings)
+    assert (by["acknowledged"] > 0).all() and (by["boot_s"] > 0).all()
+    assert (by["acknowledged_lost"] <= by["acknowledged"]).all()
+    safe, unsafe = by.loc["wm-dsync"], by.loc["wb-nosync"]
+    assert (safe["acknowledged_lost"] == 0).all() and (safe["write_behind_limit"] == 0).all()
+    # Every O_DSYNC write sent the slow disk a cache flush before it returned.
+    assert (safe["slow_flushes_before_cut"] >= safe["acknowledged"] * 0.9).all()
+    # Unsynced writes did go behind (slot 0, marked at creation), and no more were lost
+    # than md may hold behind.
+    assert (unsafe["max_backlog_before_cut"] > 0).all()
+    assert (unsafe["acknowledged_lost"] <= unsafe["write_behind_limit"]).all()
+    assert (unsafe["write_behind_limit"] == 256).all()
+    checks = list(disks["run"].raw_dir.glob("power-cut/*-check.json"))
+    assert len(checks) == len(by)
+    for path in checks:
+        power_cut.parse_check(path.read_text())
+    # Loop legs have no power to cut: the drill is left out, and says so.
+    assert not (loop["run"].results["config"] == "drill-power-cut").any()
+    assert "no power-cut drill" in loop["stderr"]
+
+
 def test_reads_move_to_the_new_fast_leg_once_in_sync(disks):
     legs = tables.leg_table(disks["run"].results, ["drill-fast-leg-lost"])
     reads = legs[legs.workload == "randread-qd16"].pivot_table(index="phase", columns="leg",
@@ -265,6 +295,7 @@ def test_nothing_is_left_behind_in_the_vm(legs, request):
     mdstat = md.parse_mdstat(leftovers.stdout.split("unused devices")[0] + "unused devices:")
     assert mdstat.arrays == {}
     assert "wm-slow" not in leftovers.stdout and "wm-fast" not in leftovers.stdout
+    assert "instance-store" not in leftovers.stdout  # the power cut's tmpfs and its loop
     host = outcome["host"]
     journal = Path(outcome["env"]["LABS_STATE_DIR"]) / f"journal-{host}.jsonl"
     assert Journal(host, journal).live_entries() == []
@@ -294,6 +325,8 @@ def test_a_host_without_md_is_refused_in_one_line(tmp_path):
     (["--legs", "tape"], "--legs"),
     (["--legs", "loop", "--fast-device", "/dev/vdb"], "--legs loop makes its own"),
     (["--loop-slow-iops", "0"], "--loop-slow-iops"),
+    (["--part", "everything"], "--part"),
+    (["--part", "power-cut", "--legs", "loop"], "--part power-cut cuts a lab VM's power"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
     env = {"LABS_STATE_DIR": str(tmp_path / "state"), "LABS_INVENTORY": str(tmp_path / "h.toml"),

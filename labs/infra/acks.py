@@ -61,3 +61,12 @@ class AckStream:
         recent = [a for a in self.acks if a[1] >= last - 10]
         span = recent[-1][1] - recent[0][1]
         return (len(recent) - 1) / span if span > 0 else 0.0
+
+
+def lost_window_ms(acks: list[tuple[int, float]], newest_found: int, cut_at_s: float) -> float:
+    """Milliseconds from the acknowledgement of the first lost row to the power cut.
+
+    Rows are committed in order, so every acknowledged row after the newest one found is
+    lost; 0 when nothing acknowledged was lost."""
+    lost = [at for row, at in acks if row > newest_found]
+    return round(1000 * (cut_at_s - lost[0]), 1) if lost else 0.0

@@ -160,13 +160,16 @@ class LabWorkspace:
 
     # --- block devices and file systems -----------------------------------------------------
 
-    def make_loop_device(self, name: str, size_mib: int, *, direct_io: bool = True) -> str:
-        """A loop device over a new sparse file <work_dir>/<name>.img of size_mib."""
+    def make_loop_device(self, name: str, size_mib: int, *, direct_io: bool = True,
+                         folder: str = "") -> str:
+        """A loop device over a new sparse file <folder or work dir>/<name>.img of size_mib."""
         _check_name(name)
         if not (1 <= int(size_mib) <= 1024 * 1024):
             raise UsageError(f"loop device {name}: size_mib must be 1..1048576, not {size_mib}")
+        if folder and not is_inside(folder, self.work_dir):
+            raise UsageError(f"loop device {name}: {folder} is not inside {self.work_dir}")
         self.prepare()
-        backing = f"{self.work_dir}/{name}.img"
+        backing = f"{folder or self.work_dir}/{name}.img"
         quoted = shlex.quote(backing)
         if self.host.run(["test", "-e", backing], check=False, timeout_s=60).ok:
             # Checked before journaling: the loop teardown deletes its file, and this one
@@ -238,12 +241,13 @@ class LabWorkspace:
         ids: list[str] = []
         entries = self.journal.live_entries()
         loops = {e.details.get("device"): e.id for e in entries if e.kind == "loop"}
-        kernels = {e.details.get("device"): e.details.get("kernel") for e in entries
-                   if e.kind == "dm"}
+        dms = {e.details.get("device"): e.details for e in entries if e.kind == "dm"}
         for member in members:
             ids.append(loops.get(member, member))
-            if kernels.get(member):
-                ids.append(kernels[member])
+            # A dm device's kernel name, and the devices below it: after a reboot the dm
+            # device is gone and md assembles the array from the disk below.
+            details = dms.get(member, {})
+            ids += [d for d in (details.get("kernel"), *details.get("lower", ())) if d]
         return ids
 
     def make_dm(self, name: str, table: str, devices: Sequence[str],
@@ -257,7 +261,8 @@ class LabWorkspace:
         path = f"/dev/mapper/{name}"
         # Safe: every device in the table passed the guard.
         self.journaled("dm", name, f"{load}dmsetup create {shlex.quote(name)} --table "
-                       f"{shlex.quote(table)} && udevadm settle", device=path)
+                       f"{shlex.quote(table)} && udevadm settle", device=path,
+                       lower=list(devices))
         kernel = self.host.run(["readlink", "-f", path], timeout_s=60).stdout.strip()
         self.journal.note("dm", name, kernel=kernel)
         return path

@@ -28,7 +28,7 @@ def outcomes(run: RecordedRun) -> pd.DataFrame:
     table["bound_ms"] = [1000 * model.window_s(engine, *setting.split("=", 1))
                          for engine, setting in zip(table["engine"], table["setting"],
                                                     strict=True)]
-    # Measured from the acknowledgements' own times (see run.lost_window_ms).
+    # Measured from the acknowledgements' own times (see labs.infra.acks.lost_window_ms).
     table["lost_ms"] = table["lost_window_ms"]
     order = {"postgres": 0, "mariadb": 1}
     return table.sort_values(["engine", "safety", "cut"],

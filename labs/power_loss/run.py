@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 
 from labs.errors import LabError
-from labs.infra.acks import AckStream
+from labs.infra.acks import AckStream, lost_window_ms
 from labs.infra.facts import host_facts
 from labs.infra.hosts import Host
 from labs.infra.vm import machine, power
@@ -193,11 +193,3 @@ def cut_once(params: Parameters, ws: LabWorkspace, rec: RunRecorder, progress: P
         # run); the next cut's databases need the room.
         host.sudo(["rm", "-rf", "--one-file-system", "--", leg.data], timeout_s=300)
 
-
-def lost_window_ms(acks: list[tuple[int, float]], newest_found: int, cut_at_s: float) -> float:
-    """Milliseconds from the acknowledgement of the first lost row to the power cut.
-
-    Rows are committed in order, so every acknowledged row after the newest one found is
-    lost; 0 when nothing acknowledged was lost."""
-    lost = [at for row, at in acks if row > newest_found]
-    return round(1000 * (cut_at_s - lost[0]), 1) if lost else 0.0

@@ -365,10 +365,12 @@ class DiskStat:
     read_sectors: int
     writes: int
     write_sectors: int
+    flushes: int = 0  # cache flushes the device completed (kernels from 5.5; else 0)
 
     def __sub__(self, earlier: DiskStat) -> DiskStat:
         return DiskStat(self.reads - earlier.reads, self.read_sectors - earlier.read_sectors,
-                        self.writes - earlier.writes, self.write_sectors - earlier.write_sectors)
+                        self.writes - earlier.writes, self.write_sectors - earlier.write_sectors,
+                        self.flushes - earlier.flushes)
 
 
 def disk_stats_command(devices: Iterable[str]) -> str:
@@ -394,8 +396,10 @@ def parse_disk_stats(text: str) -> dict[str, DiskStat]:
         if len(fields) < 11:
             raise MdError(f"block stat: {match.group('device')} has {len(fields)} fields, "
                           "expected at least 11")
-        # Fields 1, 3, 5, 7 (1-based): read I/Os, read sectors, write I/Os, write sectors.
-        stats[match.group("device")] = DiskStat(fields[0], fields[2], fields[4], fields[6])
+        # Fields 1, 3, 5, 7 (1-based): read I/Os, read sectors, write I/Os, write sectors;
+        # field 16, where the kernel has it: flush requests completed.
+        stats[match.group("device")] = DiskStat(fields[0], fields[2], fields[4], fields[6],
+                                                fields[15] if len(fields) >= 17 else 0)
     return stats
 
 

@@ -17,7 +17,8 @@ against a slow leg that drains S per second fills it in
 after which the write that finds it full waits for the whole backlog: about N / S seconds.
 When it completes the backlog is empty, so the next writes go behind again until it is full:
 the writer runs in cycles of a fast burst and one long wait, and averages the slow leg's S
-writes per second. A resync (or
+writes per second. Those writes behind are the ones a power cut of the instance takes with
+the fast leg: at most N, N/2 at a random moment of the cycle. A resync (or
 streaming a node's data from its peers) moves `size` bytes at a steady rate: size / rate.
 """
 
@@ -66,6 +67,19 @@ def backlog_sustained_iops(depth: int, write_iops: float, slow_iops: float) -> f
     if math.isinf(fill):
         return write_iops
     return (write_iops * fill + 1) / (fill + backlog_stall_s(depth, slow_iops))
+
+
+def power_cut_lost(write_behind: int | None) -> tuple[int, float]:
+    """Acknowledged writes a power cut can take with the fast leg: (the most, the average at
+    a moment chosen at random). Without write-behind none: every write waited for the slow
+    leg. With a limit of N, at most the N writes md holds behind; a writer going flat out
+    fills the backlog from 0 to N and it drains from N to 0, both at a steady pace, so a
+    random moment finds N/2 behind on average."""
+    if not write_behind:
+        return 0, 0.0
+    if write_behind < 0:
+        raise UsageError(f"write-behind limit of {write_behind}: must not be negative")
+    return write_behind, write_behind / 2
 
 
 def resync_rate_mib_s(cap_iops: float | None, request_kib: float,

@@ -24,6 +24,8 @@ WRITE_BEHIND = 256  # mdadm's default limit of outstanding write-behind writes
 MD_NAME = "wm"  # the array appears as /dev/md/wm
 TIMELINE_S = 3.0  # how much of the flat-out writer's per-write log goes into results.csv
 LEG_MODES = ("auto", "disks", "loop")
+PARTS = ("all", "power-cut")
+ALL_CUTS = ("wm-dsync", "wb-dsync", "wb-nosync", "wb-dsync-log")  # power_cut.CUT_SETTINGS
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,9 @@ class Profile:
     resync_sizes_mib: tuple[int, ...]  # array sizes of the resync-vs-size drill
     drill_runtime_s: float  # the short workloads inside drills
     drill_array_mib: int  # array size in the instance-replacement drill
+    power_cuts: int  # power cuts per setting (a lab VM with disk legs only)
+    power_cut_write_s: float  # seconds of acknowledged writes before a cut (its last third)
+    power_cut_settings: tuple[str, ...]  # power_cut.CUT_SETTINGS, in the order they run
 
     @property
     def leg_mib(self) -> int:
@@ -49,11 +54,14 @@ class Profile:
 
 PROFILE_SETTINGS = {
     "ci": Profile("ci", runtime_s=1, region_mib=32, data_mib=8, resync_sizes_mib=(32,),
-                  drill_runtime_s=1, drill_array_mib=32),
+                  drill_runtime_s=1, drill_array_mib=32, power_cuts=1, power_cut_write_s=6,
+                  power_cut_settings=("wm-dsync", "wb-nosync")),
     "quick": Profile("quick", runtime_s=2, region_mib=64, data_mib=16,
-                     resync_sizes_mib=(32, 64), drill_runtime_s=1, drill_array_mib=64),
+                     resync_sizes_mib=(32, 64), drill_runtime_s=1, drill_array_mib=64,
+                     power_cuts=1, power_cut_write_s=10, power_cut_settings=ALL_CUTS),
     "full": Profile("full", runtime_s=5, region_mib=256, data_mib=64,
-                    resync_sizes_mib=(128, 256, 512), drill_runtime_s=3, drill_array_mib=256),
+                    resync_sizes_mib=(128, 256, 512), drill_runtime_s=3, drill_array_mib=256,
+                    power_cuts=2, power_cut_write_s=15, power_cut_settings=ALL_CUTS),
 }
 
 
@@ -134,6 +142,9 @@ class Parameters(LabParameters):
     loop_slow_iops: int = option(200, "with --legs loop: the cgroup io limit on the slow "
                                       "leg's reads and writes, each, per second",
                                  minimum=10, maximum=100000)
+    part: str = option("all", "which part of the lab to run: all, or power-cut (only the "
+                              "power-cut drill, which needs a lab VM and its two disks)",
+                       choices=PARTS)
     allow_device: list[str] = option([], "let the lab use this block device although it did "
                                           "not create it (its data is destroyed); repeatable",
                                       metavar="PATH")
@@ -148,6 +159,9 @@ class Parameters(LabParameters):
         if self.legs == "loop" and (self.fast_device or self.slow_device):
             raise UsageError("--legs loop makes its own loop devices: drop --fast-device and "
                              "--slow-device, or use --legs disks")
+        if self.part == "power-cut" and self.legs == "loop":
+            raise UsageError("--part power-cut cuts a lab VM's power and needs its two disks: "
+                             "drop --legs loop")
 
 
 def workload_groups(workloads: tuple[str, ...]) -> dict[str, list[str]]:
@@ -162,7 +176,11 @@ def workload_groups(workloads: tuple[str, ...]) -> dict[str, list[str]]:
     return groups
 
 
-def major_steps(profile: Profile) -> int:
+def major_steps(profile: Profile, part: str, power_cut: bool) -> int:
     """How many top-level steps a run takes (for the progress bar)."""
+    # two steps per cut: the writes and the cut, then the boot and the check
+    cuts = 2 * profile.power_cuts * len(profile.power_cut_settings) if power_cut else 0
+    if part == "power-cut":
+        return 2 + cuts  # prepare, delay
     # prepare, delay, prefill, configurations, two drills, resync sizes, control
-    return 3 + len(CONFIGURATIONS) + 2 + len(profile.resync_sizes_mib) + 1
+    return 3 + len(CONFIGURATIONS) + 2 + len(profile.resync_sizes_mib) + 1 + cuts

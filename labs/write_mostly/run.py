@@ -34,13 +34,14 @@ from labs.write_mostly.params import (
     major_steps,
     workload_groups,
 )
+from labs.write_mostly.power_cut import PowerCut, can_cut_power
 
 # (fio's JSON, its rows, the legs' counter deltas, its per-write latency log) for one fio run
 FioOutcome = tuple[dict[str, Any], list[dict[str, Any]], dict[str, md.DiskStat], str]
 SECTIONS = 6  # per fio run in a batch: before, fio, rc, after, stderr, log
 
 
-class WriteMostlyLab(Drills):
+class WriteMostlyLab(Drills, PowerCut):
     """The lab's steps on one host; results go to a labs.records.RunRecorder."""
 
     def __init__(self, host: Host, workspace: LabWorkspace, recorder: RunRecorder,
@@ -435,23 +436,27 @@ class WriteMostlyLab(Drills):
 
     def measure(self, configurations: tuple[Configuration, ...] = CONFIGURATIONS) -> None:
         self.prepare()
-        self.prefill()
-        legs_alone = [c for c in configurations if not c.raid and c.leg != "slow"]
-        for config in legs_alone:  # the fast leg and the slow leg's parts, before the delay
-            self.measure_configuration(config)
+        everything = self.params.part == "all"
+        if everything:
+            self.prefill()
+            for config in configurations:  # the fast leg and the slow leg's parts, no delay
+                if not config.raid and config.leg != "slow":
+                    self.measure_configuration(config)
         if self.params.slow_delay_ms > 0:
             self.progress.step(f"slow leg: dm-delay of {self.params.slow_delay_ms} ms over "
                                f"{self.legs.slow_disk}")
             self.legs.slow = self.dm_delay("wm-slow-delay", self.legs.slow_disk)
         else:
             self.progress.step("slow leg: no dm-delay (--slow-delay-ms 0)")
-        for config in configurations:
-            if config.raid or config.leg == "slow":
-                self.measure_configuration(config)
-        self.drill_slow_leg_lost()
-        self.drill_fast_leg_lost()
-        self.drill_resync_sizes()
-        self.drill_check_control()
+        if everything:
+            for config in configurations:
+                if config.raid or config.leg == "slow":
+                    self.measure_configuration(config)
+            self.drill_slow_leg_lost()
+            self.drill_fast_leg_lost()
+            self.drill_resync_sizes()
+            self.drill_check_control()
+        self.drill_power_cut()
 
 
 # --- command line ----------------------------------------------------------------------------
@@ -465,7 +470,8 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     facts = host_facts(host)
     vm_cap = facts.get("vm", {}).get("slow_iops")
     legs = disk_legs(host, params, vm_cap) if mode == "disks" else None
-    progress.expect(major_steps(params.settings))
+    power_cut = can_cut_power(host, mode, params.part)  # before anything is made
+    progress.expect(major_steps(params.settings, params.part, power_cut))
     run_id = new_run_id(host.name)
     record = {**params.as_record(), "profile_settings": asdict(params.settings),
               "legs_mode": mode, "configurations": [asdict(c) for c in CONFIGURATIONS],

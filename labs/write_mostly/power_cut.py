@@ -1,0 +1,306 @@
+"""The power-cut drill: the instance dies with writes acknowledged but not yet on the slow leg.
+
+On a lab VM with disk legs, the fast leg is a loop device over a file in a tmpfs inside the
+VM: like an instance store, it is gone when the power goes. The slow leg is the VM's capped
+disk (with the lab's dm-delay over it), which keeps what reached it, as a network disk does.
+A writer in the VM writes numbered 4 KiB blocks 1, 2, 3, ... to the array (O_DIRECT, and in
+most settings O_DSYNC: each returns once md reports it durable) and prints `ack N` after
+each; the
+controller writes every acknowledgement down (labs/infra/acks.py). Then QEMU is killed, the
+VM boots again, md assembles the array from the slow leg alone, and a reader counts the
+acknowledged blocks that are not there, intact.
+
+The settings (CUT_SETTINGS), each one variable apart from write-behind with O_DSYNC:
+- write-mostly alone, each write O_DSYNC: every write waits for the slow leg (safe);
+- write-behind, O_DSYNC: a database's commit (the run counts the slow disk's flushes);
+- write-behind, no sync: the write returns once md has it, the case write-behind is for;
+- write-behind, O_DSYNC, the blocks in order: a log. The others write their blocks in a
+  shuffled order, as a database writes pages: md (before a 2026 fix) holds a write to the
+  write-mostly leg back while one next to it is still behind, so writes in order barely go
+  behind.
+
+The slow leg sits in slot 0, marked write-mostly at creation: the layout whose writes went
+behind on every kernel the lab has measured (section 4 of the lab page).
+
+A mixin of WriteMostlyLab (run.py), like the other drills.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import secrets
+import shlex
+import time
+from dataclasses import dataclass
+
+from labs.errors import LabError, UsageError
+from labs.infra.acks import AckStream
+from labs.infra.hosts import Host
+from labs.infra.vm import machine, power
+from labs.tools import mdadm as md
+from labs.write_mostly.params import MD_NAME, WRITE_BEHIND
+
+DRILL = "drill-power-cut"
+BLOCK_BYTES = 4096
+FIRST_ACK_TIMEOUT_S = 300
+
+
+@dataclass(frozen=True)
+class CutSetting:
+    """One way of writing before a cut."""
+
+    name: str
+    label: str
+    write_behind: int | None  # md's write-behind limit (None: write-mostly alone)
+    sync: str  # "dsync": each write returns once durable on every leg; "none": once md has it
+    order: str  # "random": blocks to shuffled places (a database's pages); "sequential": a log
+    safety: str  # what the chapter calls it
+
+
+CUT_SETTINGS = {s.name: s for s in (
+    CutSetting("wm-dsync", "write-mostly alone, O_DSYNC", None, "dsync", "random", "safe"),
+    CutSetting("wb-dsync", "write-behind, O_DSYNC", WRITE_BEHIND, "dsync", "random", "unsafe"),
+    CutSetting("wb-nosync", "write-behind, no sync", WRITE_BEHIND, "none", "random", "unsafe"),
+    CutSetting("wb-dsync-log", "write-behind, O_DSYNC, blocks in order", WRITE_BEHIND,
+               "dsync", "sequential", "unsafe"),
+)}
+
+# Block N holds the cut's token and N, repeated over 4 KiB: a block left from an earlier cut
+# (another token), a zeroed one or a torn one all fail the check.
+BLOCK_CODE = """
+import random
+def block(token, number):
+    header = token + b"%012d" % number
+    return (header * (4096 // len(header) + 1))[:4096]
+def positions(order, blocks, seed):
+    where = list(range(1, blocks + 1))  # block N goes to where[N - 1] (block 0 stays unused)
+    if order == "random":
+        random.Random(seed).shuffle(where)
+    return where
+"""
+# The writer: one process, one O_DIRECT | O_DSYNC descriptor, one block at a time; `ack N`
+# only after the write returned. Exit 3 if the region is full before the power goes.
+WRITER_SCRIPT = BLOCK_CODE + """
+import mmap, os, sys
+device, token, blocks, order, seed, sync = sys.argv[1:7]
+token, blocks, seed = token.encode(), int(blocks), int(seed)
+flags = os.O_WRONLY | os.O_DIRECT | (os.O_DSYNC if sync == "dsync" else 0)
+fd = os.open(device, flags)
+buffer = mmap.mmap(-1, 4096)  # page-aligned, as O_DIRECT needs
+for number, where in enumerate(positions(order, blocks, seed), start=1):
+    buffer[:] = block(token, number)
+    os.pwrite(fd, buffer, where * 4096)
+    print("ack %d" % number, flush=True)
+sys.exit(3)
+"""
+# The check: read the whole region with O_DIRECT; print the acknowledged blocks that are
+# not intact (as ranges of block numbers), the newest intact block, and how many written
+# blocks beyond the last acknowledgement are intact.
+CHECK_SCRIPT = BLOCK_CODE + """
+import json, mmap, os, sys
+device, token, blocks, order, seed, acked = sys.argv[1:7]
+token, blocks, seed, acked = token.encode(), int(blocks), int(seed), int(acked)
+fd = os.open(device, os.O_RDONLY | os.O_DIRECT)
+chunk = mmap.mmap(-1, 256 * 4096)
+content = {}
+where = 1
+while where <= blocks:
+    got = os.preadv(fd, [chunk], where * 4096) // 4096
+    if got <= 0:
+        sys.exit("short read at block %d" % where)
+    for index in range(min(got, blocks - where + 1)):
+        content[where + index] = chunk[index * 4096:(index + 1) * 4096]
+    where += got
+missing, newest, beyond = [], 0, 0
+for number, where in enumerate(positions(order, blocks, seed), start=1):
+    if content[where] == block(token, number):
+        newest = number
+        beyond += number > acked
+    elif number <= acked:
+        if missing and missing[-1][1] == number - 1:
+            missing[-1][1] = number
+        else:
+            missing.append([number, number])
+print(json.dumps({"missing": missing, "newest_intact": newest, "intact_beyond_ack": beyond}))
+"""
+
+
+@dataclass
+class BlockCheck:
+    """What the reader found on the slow leg after the cut."""
+
+    missing: list[tuple[int, int]]  # acknowledged blocks not intact, as inclusive ranges
+    newest_intact: int
+    intact_beyond_ack: int  # written, found, but their ack never reached the controller
+
+    @property
+    def lost(self) -> int:
+        return sum(last - first + 1 for first, last in self.missing)
+
+
+def parse_check(text: str) -> BlockCheck:
+    """The check script's one JSON line."""
+    try:
+        found = json.loads(text.strip().splitlines()[-1])
+        return BlockCheck([(int(a), int(b)) for a, b in found["missing"]],
+                          int(found["newest_intact"]), int(found["intact_beyond_ack"]))
+    except (IndexError, KeyError, TypeError, ValueError) as error:
+        raise LabError(f"the power-cut check printed no result ({error}): {text[-200:]!r}"
+                       ) from None
+
+
+def region_blocks(write_s: float, cap_iops: float | None) -> int:
+    """Blocks enough for the writer: the slow leg's pace (the sustained rate either way) for
+    twice the writing time, the write-behind backlog, and room (an uncapped leg: 5,000/s);
+    at most 256 MiB, which a fast leg in the VM's memory must hold."""
+    return min(int(2 * write_s * (cap_iops or 5000)) + 4 * WRITE_BEHIND + 1024, 65536)
+
+
+def can_cut_power(host: Host, legs_mode: str, part: str) -> bool:
+    """Whether the drill can run here: a lab VM of this install, its two disks as the legs.
+    With --part power-cut, a host where it cannot is refused in one line."""
+    possible = (legs_mode == "disks" and not host.is_local
+                and machine.read_state(host.name) is not None)
+    if part == "power-cut" and not possible:
+        raise UsageError(f"host {host.name}: --part power-cut cuts a lab VM's power and uses "
+                         "its two disks (`python -m labs vm up`, then --host vm1)")
+    return possible
+
+
+class PowerCut:
+    """The power-cut drill; needs a lab VM of this install and its two disks as the legs."""
+
+    def drill_power_cut(self) -> None:
+        if not can_cut_power(self.host, self.legs.mode, self.params.part):
+            self.progress.detail("no power-cut drill: it needs a lab VM of this install and "
+                                 "its two disks as the legs")
+            return
+        rng = random.Random(self.params.seed)
+        for cut in range(1, self.profile.power_cuts + 1):
+            for name in self.profile.power_cut_settings:
+                self.cut_once(rng, cut, CUT_SETTINGS[name])
+
+    def cut_once(self, rng: random.Random, cut: int, setting: CutSetting) -> None:
+        ws, host, name = self.ws, self.host, setting.name
+        write_s = self.profile.power_cut_write_s
+        blocks = region_blocks(write_s, self.legs.cap_iops)
+        size_mib = -(-(blocks + 1) * BLOCK_BYTES // (1024 * 1024)) + 1
+        self.progress.step(f"{DRILL} {cut}, {setting.label}: a fast leg in memory, {write_s:g} "
+                           f"s of acknowledged writes, then {host.name}'s power is cut")
+        fast = self.instance_store(size_mib)
+        # Slot 0 at creation, as Hyperconnect built it: the slow leg and a missing slot,
+        # then the fast leg added, which md fills from the slow leg.
+        array = self.create_array([md.Member(self.legs.slow, write_mostly=True),
+                                   md.Member("missing")], bitmap="internal",
+                                  write_behind=setting.write_behind, size_mib=size_mib)
+        self.manage(array, "add", fast)
+        self.wait_for_sync(array, f"{DRILL}-{name}-cut{cut}-add", time.monotonic())
+        host.sudo("sync", timeout_s=300)
+        token, seed = secrets.token_hex(8), rng.randrange(2**31)
+        layout = [str(blocks), setting.order, str(seed)]
+        stream = AckStream(shlex.join(["python3", "-c", WRITER_SCRIPT, array, token, *layout,
+                                       setting.sync]))
+        before = self.leg_stats()
+        started = time.monotonic()
+        stream.start(host, started)
+        while not stream.acks:
+            if not stream.thread.is_alive() or time.monotonic() > started + FIRST_ACK_TIMEOUT_S:
+                raise LabError(f"{DRILL}: the writer wrote nothing "
+                               f"({stream.ended or f'no answer in {FIRST_ACK_TIMEOUT_S} s'})")
+            time.sleep(0.1)
+        writing = time.monotonic()
+        time.sleep(write_s * (2 / 3 + rng.random() / 3))
+        backlog, slow = self.just_before_the_cut(array, before)
+        try:
+            if not stream.thread.is_alive():
+                raise LabError(f"{DRILL}: the writer stopped before the cut ({stream.ended}; "
+                               f"its region holds {blocks} blocks)")
+            # The power cut: QEMU dies at once; the guest's memory and its tmpfs are gone.
+            cut_at = power.power_cut(host.name) - started
+            stream.thread.join(timeout=60)
+        finally:
+            # Whatever happened, the VM gets its power back: its teardown runs inside it.
+            self.progress.step(f"{DRILL} {cut}, {setting.label}: booting {host.name} again; "
+                               "the array from the slow leg alone")
+            booted = time.monotonic()
+            if not machine.is_running(host.name):
+                power.power_on(host.name, log=self.progress.detail)
+            boot_s = time.monotonic() - booted
+            ws.reconnect()
+        check = self.assemble_and_check(f"{name}-cut{cut}", token, layout, stream.acked)
+        self.run.add_raw(f"power-cut/{name}-cut{cut}-acks.txt",
+                         "".join(f"{number} {at:.3f}\n" for number, at in stream.acks))
+        first_lost_at = next((at for number, at in stream.acks
+                              if check.missing and number == check.missing[0][0]), None)
+        dims = {"setting": name, "safety": setting.safety, "cut": cut, "leg": "slow",
+                "sync": setting.sync, "order": setting.order}
+        for metric, value, unit in (
+                ("acknowledged", stream.acked, "count"),
+                ("acknowledged_lost", check.lost, "count"),
+                ("lost_ranges", len(check.missing), "count"),
+                ("newest_found", check.newest_intact, "count"),
+                ("unacknowledged_found", check.intact_beyond_ack, "count"),
+                ("acks_per_second", stream.rate(), "tps"),
+                ("max_backlog_before_cut", backlog, "count"),
+                ("write_behind_limit", setting.write_behind or 0, "count"),
+                ("slow_writes_before_cut", slow.writes, "count"),
+                ("slow_flushes_before_cut", slow.flushes, "count"),
+                ("lost_window_ms", 0.0 if first_lost_at is None
+                 else round(1000 * (cut_at - first_lost_at), 1), "ms"),
+                ("cut_after_s", cut_at, "s"),
+                ("writing_s", cut_at - (writing - started), "s"),
+                ("boot_s", boot_s, "s")):
+            self.run.add_result(config=DRILL, workload="power-cut", metric=metric, value=value,
+                                unit=unit, **dims)
+        self.progress.detail(f"{setting.label}: acknowledged {stream.acked}, lost {check.lost} "
+                             f"(the most writes held behind before the cut: {backlog})")
+
+    def instance_store(self, size_mib: int) -> str:
+        """A loop device over a file in a tmpfs inside the VM: gone with the power."""
+        ws = self.ws
+        ws.prepare()
+        point = f"{ws.work_dir}/mnt/instance-store"
+        self.host.sudo(["mkdir", "-p", point], timeout_s=60)
+        # Safe: a new tmpfs on an empty folder inside the lab's own work dir.
+        ws.journaled("mount", point, ["mount", "-t", "tmpfs", "-o", f"size={size_mib + 32}m",
+                                      "lab-instance-store", point], device="tmpfs")
+        return ws.make_loop_device("wm-instance-store", size_mib + 16, direct_io=False,
+                                   folder=point)
+
+    def just_before_the_cut(self, array: str, before: dict[str, md.DiskStat]
+                            ) -> tuple[int, md.DiskStat]:
+        """The most writes md has held behind the fast leg so far (md does not export how
+        many are behind right now), and what the slow disk completed since the writer began
+        (writes, cache flushes), in one command."""
+        kernel = self.md_kernel_name(array)
+        out = self.host.run(f"cat /sys/block/{kernel}/md/bitmap/max_backlog_used; "
+                            + md.disk_stats_command([self.legs.slow_disk]),
+                            timeout_s=60).stdout
+        first, _, rest = out.partition("\n")
+        slow_name = self.legs.slow_disk.removeprefix("/dev/")
+        return int(first), md.parse_disk_stats(rest)[slow_name] - before["slow"]
+
+    def assemble_and_check(self, raw_name: str, token: str, layout: list[str], acked: int
+                           ) -> BlockCheck:
+        """After the reboot: the array from the slow leg alone, every block read back."""
+        ws, slow_disk = self.ws, self.legs.slow_disk
+        ws.remove("md", MD_NAME)  # an array udev assembled at boot from the slow disk
+        ws.remove("loop", f"{ws.work_dir}/mnt/instance-store/wm-instance-store.img")
+        ws.remove("mount", f"{ws.work_dir}/mnt/instance-store")
+        ws.check_device(slow_disk)
+        array = f"/dev/md/{MD_NAME}"
+        # Safe: assembles the lab's own array from a lab disk the guard allowed just above.
+        ws.journaled("md", MD_NAME, md.assemble_command(array, [slow_disk]), device=array,
+                     members=[slow_disk])
+        self.mdstat(f"{DRILL}-{raw_name}-assembled")
+        out = self.host.sudo(["python3", "-c", CHECK_SCRIPT, array, token, *layout, str(acked)],
+                             timeout_s=1800).stdout
+        self.run.add_raw(f"power-cut/{raw_name}-check.json", out)
+        check = parse_check(out)
+        ws.remove("md", MD_NAME)
+        self.zero_superblocks(slow_disk)
+        if self.params.slow_delay_ms > 0:  # the dm-delay went with the power: make it again
+            ws.remove("dm", "wm-slow-delay")
+            self.legs.slow = self.dm_delay("wm-slow-delay", slow_disk)
+        return check
