@@ -78,23 +78,12 @@ def test_shuffled_blocks_land_apart_and_blocks_in_order_side_by_side():
     assert neighbours < 10  # a few by chance, against 299 in order
 
 
-def test_each_cut_setting_is_one_variable_apart_from_write_behind_with_o_dsync():
+def test_each_cut_setting_is_one_variable_apart_from_the_one_before():
     assert tuple(CUT_SETTINGS) == ALL_CUTS
     for profile in PROFILE_SETTINGS.values():
         assert set(profile.power_cut_settings) <= set(CUT_SETTINGS)
-    hub = CUT_SETTINGS["wb-dsync"]
-    for setting in CUT_SETTINGS.values():
+    settings = list(CUT_SETTINGS.values())
+    for earlier, later in zip(settings, settings[1:]):
         apart = [field for field in ("write_behind", "sync", "order")
-                 if getattr(setting, field) != getattr(hub, field)]
-        assert len(apart) == (setting != hub), (setting.name, apart)
-
-
-def test_a_reader_that_printed_nothing_is_one_clear_error():
-    with pytest.raises(LabError, match="the power-cut check printed no result"):
-        parse_check("Traceback (most recent call last):\n  ...\nOSError: boom\n")
-
-
-def test_the_region_holds_the_writer_at_the_slow_legs_pace_with_room_and_fits_in_memory():
-    assert region_blocks(15, 200) == 2 * 15 * 200 + 4 * WRITE_BEHIND + 1024
-    assert region_blocks(6, None) > 2 * 6 * 5000
-    assert region_blocks(600, 100000) * 4096 == 256 * 1024 * 1024
+                 if getattr(earlier, field) != getattr(later, field)]
+        assert len(apart) == 1, (earlier.name, later.name, apart)

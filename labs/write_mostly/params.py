@@ -25,7 +25,7 @@ MD_NAME = "wm"  # the array appears as /dev/md/wm
 TIMELINE_S = 3.0  # how much of the flat-out writer's per-write log goes into results.csv
 LEG_MODES = ("auto", "disks", "loop")
 PARTS = ("all", "power-cut")
-ALL_CUTS = ("wm-dsync", "wb-dsync", "wb-nosync", "wb-dsync-log")  # power_cut.CUT_SETTINGS
+ALL_CUTS = ("wm-dsync", "wb-dsync", "wb-nosync", "wb-nosync-in-order")  # power_cut.CUT_SETTINGS
 
 
 @dataclass(frozen=True)
