@@ -87,3 +87,14 @@ def test_each_cut_setting_is_one_variable_apart_from_the_one_before():
         apart = [field for field in ("write_behind", "sync", "order")
                  if getattr(earlier, field) != getattr(later, field)]
         assert len(apart) == 1, (earlier.name, later.name, apart)
+
+
+def test_a_reader_that_printed_nothing_is_one_clear_error():
+    with pytest.raises(LabError, match="the power-cut check printed no result"):
+        parse_check("Traceback (most recent call last):\n  ...\nOSError: boom\n")
+
+
+def test_the_region_holds_the_writer_at_the_slow_legs_pace_with_room_and_fits_in_memory():
+    assert region_blocks(15, 200) == 2 * 15 * 200 + 4 * WRITE_BEHIND + 1024
+    assert region_blocks(6, None) > 2 * 6 * 5000
+    assert region_blocks(600, 100000) * 4096 == 256 * 1024 * 1024
