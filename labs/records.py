@@ -180,12 +180,12 @@ class RunRecorder:
 
     def __post_init__(self) -> None:
         self.started_at = utc_now()
+        self.git_commit = project_git_commit()  # the code that runs; a later edit is not it
         self.run_id = self.run_id or new_run_id(self.lab_host, self.started_at)
         self.root = Path(self.root or runs_root())
-        suffix = uuid.uuid4().hex[:8]
         # The pid lets `clean` tell a staging folder whose lab died from one still in use.
-        self.staging = (self.root / self.lab /
-                        f"{STAGING_PREFIX}{self.run_id}-{os.getpid()}-{suffix}")
+        self.staging = (self.root / self.lab / f"{STAGING_PREFIX}{self.run_id}-{os.getpid()}-"
+                        f"{uuid.uuid4().hex[:8]}")
 
     def __enter__(self) -> RunRecorder:
         (self.staging / "raw").mkdir(parents=True)
@@ -255,7 +255,7 @@ class RunRecorder:
             "run_id": self.run_id,
             "parameters": self.parameters,
             "seed": self.seed,
-            "git_commit": project_git_commit(),
+            "git_commit": self.git_commit,
             "host": self.host,
             "tool_versions": self.tool_versions,
             "commands": self.commands,

@@ -1,14 +1,20 @@
 """The power-cut drill's writer and reader, run here on a plain file: what the reader calls
-lost is exactly what was not written intact. (The drill itself runs in the lab VM test.)"""
+lost is exactly what was not written intact; and the recorded run the page shows says what
+section 8 says. (The drill itself runs in the lab VM test.)"""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
+from conftest import PROJECT_ROOT
 
-from labs.errors import LabError
+from labs.errors import LabError, UsageError
+from labs.write_mostly import page, power_cut_page
+from labs.write_mostly.model import HELD_TO_THE_SLOW_PACE, power_cut_lost
 from labs.write_mostly.params import ALL_CUTS, PROFILE_SETTINGS, WRITE_BEHIND
 from labs.write_mostly.power_cut import (
     CHECK_SCRIPT,
@@ -98,3 +104,103 @@ def test_the_region_holds_the_writer_at_the_slow_legs_pace_with_room_and_fits_in
     assert region_blocks(15, 200) == 2 * 15 * 200 + 4 * WRITE_BEHIND + 1024
     assert region_blocks(6, None) > 2 * 6 * 5000
     assert region_blocks(600, 100000) * 4096 == 256 * 1024 * 1024
+
+
+# --- the recorded run the page shows (data/runs/write-mostly/SHIPPED-power-cut) -------------
+
+@pytest.fixture(scope="module")
+def cut_run():
+    recorded = page.companion_run("power-cut", PROJECT_ROOT / "data" / "runs")
+    assert recorded is not None, "data/runs/write-mostly/SHIPPED-power-cut names no run"
+    return recorded
+
+
+def by_cut(recorded) -> pd.DataFrame:
+    rows = recorded.results[recorded.results["config"] == "drill-power-cut"]
+    rows = rows.assign(cut=rows["cut"].astype(int))
+    return rows.pivot_table(index=["setting", "cut"], columns="metric", values="value")
+
+
+def test_the_power_cut_run_was_recorded_by_the_project_command_on_a_lab_vm(cut_run):
+    meta = cut_run.meta
+    assert meta["parameters"]["command_line"].startswith(
+        "python -m labs run write-mostly --host vm1")
+    assert meta["parameters"]["part"] == "power-cut" and meta["parameters"]["profile"] == "full"
+    assert meta["host"]["lab_vm"] and not meta["git_commit"].endswith("-dirty")
+    by = by_cut(cut_run)
+    cuts = PROFILE_SETTINGS["full"].power_cuts
+    assert sorted(by.index) == sorted((s, c) for s in ALL_CUTS for c in range(1, cuts + 1))
+
+
+def test_the_power_cut_counts_re_derive_from_the_raw_files(cut_run):
+    by = by_cut(cut_run)
+    for (setting, cut), row in by.iterrows():
+        acks = (cut_run.raw_dir / f"power-cut/{setting}-cut{cut}-acks.txt").read_text()
+        assert int(acks.split()[-2]) == row["acknowledged"]
+        check = parse_check((cut_run.raw_dir / f"power-cut/{setting}-cut{cut}-check.json")
+                            .read_text())
+        assert check.lost == row["acknowledged_lost"]
+        assert check.newest_intact == row["newest_found"]
+        assert len(check.missing) == row["lost_ranges"]
+
+
+def test_what_section_8_says_is_what_the_run_measured(cut_run):
+    by = by_cut(cut_run)
+    text = power_cut_page.power_cut_text(cut_run)
+    cap = cut_run.meta["parameters"]["slow_cap_iops"]
+    safe = by.loc["wm-dsync"]
+    assert ("as the model says: none" in text) == (safe["acknowledged_lost"].sum() == 0)
+    for setting in ALL_CUTS:
+        rows = by.loc[setting]
+        limit = CUT_SETTINGS[setting].write_behind or 0
+        assert (rows["acknowledged_lost"] <= limit).all(), setting  # the model's most
+        held = rows["acks_per_second"].median() >= HELD_TO_THE_SLOW_PACE * cap
+        rate = rows["acks_per_second"].median()
+        expected = power_cut_lost(limit, rate, cap, power_cut_page.slow_latency_ms(cut_run))[1]
+        assert expected == (limit / 2 if held else min(limit, rate * 6 / 1000))  # 5 + 1 ms
+    # The synced writer with write-behind: flushed at every write, and the words for its pace.
+    synced = by.loc["wb-dsync"]
+    assert (synced["slow_flushes_before_cut"] >= synced["acknowledged"]).all()
+    assert ("That is below the slow disk's cap" in text) == (
+        synced["acks_per_second"].median() < HELD_TO_THE_SLOW_PACE * cap)
+    unsynced = by.loc["wb-nosync"]
+    assert ("reached the slow disk's pace" in text) == (
+        unsynced["acks_per_second"].median() >= HELD_TO_THE_SLOW_PACE * cap)
+    newest = power_cut_page.lost_were_the_newest(cut_run, "wb-nosync")
+    assert ("always the newest ones" in text) == bool(newest)
+    in_order = by.loc["wb-nosync-in-order"]["max_backlog_before_cut"].max()
+    shuffled = unsynced["max_backlog_before_cut"].max()
+    ordered_rate = by.loc["wb-nosync-in-order"]["acks_per_second"].median()
+    slower = (unsynced["acks_per_second"].median() >= HELD_TO_THE_SLOW_PACE * cap
+              and ordered_rate < HELD_TO_THE_SLOW_PACE * cap)
+    assert ("writer going in order waits" in text) == (slower and in_order * 10 <= shuffled)
+    assert "nan" not in text.lower().split() and "None" not in text
+
+
+def test_section_8_without_its_run_says_how_to_record_it_and_the_chart_says_so():
+    text = power_cut_page.power_cut_text(None)
+    assert "--part power-cut" in text and text.count("\n") == 0
+    chart = power_cut_page.power_cut_chart(None).to_dict()
+    assert "This run has no power-cut drill." in json.dumps(chart)
+    assert power_cut_page.power_cut_display(None).empty
+
+
+def test_the_power_cut_chart_and_table_show_every_cut_with_the_model(cut_run):
+    table = power_cut_page.power_cut_table(cut_run)
+    assert len(table) == len(by_cut(cut_run))
+    assert {"model_expected", "model_most"} <= set(table.columns)
+    chart = power_cut_page.power_cut_chart(cut_run).to_dict()
+    assert len(json.dumps(chart)) < 100_000
+    marks = [layer["mark"]["type"] for layer in chart["layer"]]
+    assert marks == ["bar", "tick", "tick"]
+    shown = power_cut_page.power_cut_display(cut_run)
+    assert list(shown.columns)[:2] == ["setting", "cut"] and not shown.isna().any().any()
+
+
+def test_the_models_expected_loss_by_setting_and_pace():
+    assert power_cut_lost(None, 500, 200, 6) == (0, 0.0)  # every write waited
+    assert power_cut_lost(256, 200, 200, 6) == (256, 128.0)  # held to the slow pace: N/2
+    assert power_cut_lost(256, 100, 200, 6) == (256, 0.6)  # Little's law: W × latency
+    assert power_cut_lost(256, 100, None, 6) == (256, 0.6)  # no cap: only the latency
+    with pytest.raises(UsageError):
+        power_cut_lost(256, -1, 200, 6)

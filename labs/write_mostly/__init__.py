@@ -10,12 +10,14 @@ builds RAID1 arrays over them (plain, write-mostly, with a bitmap, with write-be
 combination of mirror slot and of how write-mostly was set), runs 4 KiB random reads and
 writes at queue depth 1 and 16, counts where the I/O landed per leg, logs every write of the
 write-behind cells, and runs failure drills each followed by a data check that catches a
-single lost or wrong 4 KiB piece.
+single lost or wrong 4 KiB piece. On a lab VM it also cuts the VM's power with writes in flight
+and counts the acknowledged writes the slow leg lacks (`--part power-cut` runs only that).
 
 params.py     parameters, profiles, the configurations and workloads compared
 legs.py       the two legs (VM disks or loop devices), the host check, the loop legs' limit
 run.py        the lab on a host: arrays, fio, per-leg counters
 drills.py     the failure drills and the data checks
+power_cut.py  the power-cut drill: the instance dies with writes in flight (a lab VM only)
 model.py      what the chapter predicts (slow leg, write-behind backlog, transfer times)
 reference.py  Hyperconnect's published figures, read closely
 tables.py     tidy tables of a run, with the model beside each measurement
@@ -23,6 +25,7 @@ figures.py    every number and shape word the lab page quotes
 page.py       what the pages show: tables, provenance, the panel, companion runs
 companions.py what the page says about the companion runs (or how to record one)
 charts.py     the pages' Altair charts
+power_cut_page.py  the power-cut drill's table, paragraph and chart
 """
 
 from labs.write_mostly.params import Parameters

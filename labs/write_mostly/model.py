@@ -69,17 +69,27 @@ def backlog_sustained_iops(depth: int, write_iops: float, slow_iops: float) -> f
     return (write_iops * fill + 1) / (fill + backlog_stall_s(depth, slow_iops))
 
 
-def power_cut_lost(write_behind: int | None) -> tuple[int, float]:
-    """Acknowledged writes a power cut can take with the fast leg: (the most, the average at
-    a moment chosen at random). Without write-behind none: every write waited for the slow
-    leg. With a limit of N, at most the N writes md holds behind; a writer going flat out
-    fills the backlog from 0 to N and it drains from N to 0, both at a steady pace, so a
-    random moment finds N/2 behind on average."""
+HELD_TO_THE_SLOW_PACE = 0.95  # a writer this close to the slow leg's rate is held to it
+
+
+def power_cut_lost(write_behind: int | None, writer_iops: float, slow_iops: float | None,
+                   slow_latency_ms: float) -> tuple[int, float]:
+    """Acknowledged writes a power cut takes with the fast leg: (the most, the expected).
+
+    Without write-behind none: every write waited for the slow leg. With a limit of N, at
+    most the N writes md holds behind. A writer that outruns the slow leg is held to its
+    pace (its measured rate within 5 % of the slow leg's S, or above): the backlog fills
+    from 0 to N and drains from N to 0, both at a steady pace, so a moment chosen at random
+    finds N/2 behind. A slower writer (W < S) never fills it: each write is behind only for
+    the slow leg's latency, so about W × latency are behind at any moment (Little's law).
+    """
     if not write_behind:
         return 0, 0.0
-    if write_behind < 0:
-        raise UsageError(f"write-behind limit of {write_behind}: must not be negative")
-    return write_behind, write_behind / 2
+    if write_behind < 0 or writer_iops < 0 or slow_latency_ms < 0:
+        raise UsageError("write-behind limit, writer rate and latency must not be negative")
+    if slow_iops and writer_iops >= HELD_TO_THE_SLOW_PACE * slow_iops:
+        return write_behind, write_behind / 2
+    return write_behind, min(write_behind, writer_iops * slow_latency_ms / 1000)
 
 
 def resync_rate_mib_s(cap_iops: float | None, request_kib: float,

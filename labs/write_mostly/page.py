@@ -4,7 +4,8 @@ Pure page code: it reads recorded runs (pandas) and never touches a host.
 
 The page shows the shipped run (data/runs/write-mostly/SHIPPED, Debian 12's kernel on the
 lab VM's disks) and beside it two companion runs named the same way: SHIPPED-trixie (the same
-lab on Debian 13's kernel) and SHIPPED-loop (loop-device legs).
+lab on Debian 13's kernel), SHIPPED-loop (loop-device legs) and SHIPPED-power-cut (the
+power-cut drill alone, `--part power-cut`).
 """
 
 from __future__ import annotations
@@ -25,15 +26,18 @@ from labs.write_mostly.companions import (
 )
 from labs.write_mostly.figures import NOT_MEASURED, ms, resync_timing_text, run_figures, us
 from labs.write_mostly.params import WRITE_BEHIND_CELLS, Parameters
+from labs.write_mostly.power_cut_page import power_cut_text
 
 __all__ = ["companion_run", "figures", "legs_display", "panel", "provenance",
            "release_figures", "write_behind_display"]
 
-COMPANIONS = {"trixie": "SHIPPED-trixie", "loop": "SHIPPED-loop"}
+COMPANIONS = {"trixie": "SHIPPED-trixie", "loop": "SHIPPED-loop",
+              "power-cut": "SHIPPED-power-cut"}
 
 
 def companion_run(role: str, root: Path | None = None) -> RecordedRun | None:
-    """The run the page shows beside the shipped one ("trixie" or "loop"), if it ships one."""
+    """The run the page shows beside the shipped one ("trixie", "loop" or "power-cut"), if
+    it ships one."""
     marker = Path(root or runs_root()) / "write-mostly" / COMPANIONS[role]
     if not marker.is_file():
         return None
@@ -272,13 +276,14 @@ __all__ += ["explain_figures"]
 
 def markdown_paragraphs(run: RecordedRun) -> dict[str, object]:
     """The paragraphs whose sentences depend on the run, as Markdown for `{glue:md}`:
-    section 4's and section 7's about the companion runs (what they measured, or how to
-    record a missing one) and section 6's about how the resyncs were timed."""
+    section 4's, section 7's and section 8's about the companion runs (what they measured,
+    or how to record a missing one) and section 6's about how the resyncs were timed."""
     from IPython.display import Markdown
 
     return {"wb_kernels_md": Markdown(kernels_text(run, companion_run("trixie"))),
             "loop_md": Markdown(loop_text(run, companion_run("loop"))),
-            "resync_timing_md": Markdown(resync_timing_text(run))}
+            "resync_timing_md": Markdown(resync_timing_text(run)),
+            "power_cut_md": Markdown(power_cut_text(companion_run("power-cut")))}
 
 
 __all__ += ["markdown_paragraphs"]
