@@ -192,7 +192,7 @@ def test_the_power_cut_chart_and_table_show_every_cut_with_the_model(cut_run):
     chart = power_cut_page.power_cut_chart(cut_run).to_dict()
     assert len(json.dumps(chart)) < 100_000
     marks = [layer["mark"]["type"] for layer in chart["layer"]]
-    assert marks == ["bar", "tick", "tick"]
+    assert marks == ["bar", "tick", "point"]
     shown = power_cut_page.power_cut_display(cut_run)
     assert list(shown.columns)[:2] == ["setting", "cut"] and not shown.isna().any().any()
 

@@ -15,7 +15,7 @@ import pandas as pd
 
 from labs.records import RecordedRun
 from labs.write_mostly.model import HELD_TO_THE_SLOW_PACE, power_cut_lost, slow_leg_latency_ms
-from labs.write_mostly.power_cut import CUT_SETTINGS, DRILL
+from labs.write_mostly.power_cut import CUT_SETTINGS, DRILL, parse_check
 
 MODEL_COLOR = "#000000"
 COMMAND = "`python -m labs run write-mostly --host vm1 --part power-cut`"
@@ -24,9 +24,10 @@ KERNEL_FIX = ("[*md/raid1: fix the comparing region of interval tree*, Xiao Ni, 
               "March 2026](https://lore.kernel.org/linux-raid/20260305011839.5118-2-xni@"
               "redhat.com/)")
 SHOWN = {"label": "setting", "cut": "cut", "acknowledged": "acknowledged",
-         "acks_per_second": "per second", "flushes_per_write": "slow-disk flushes per write",
-         "max_backlog_before_cut": "most held behind", "acknowledged_lost": "lost",
-         "model_expected": "model: expected", "model_most": "model: at most"}
+         "acks_per_second": "per s", "flushes_per_write": "flushes per write",
+         "max_backlog_before_cut": "most behind", "acknowledged_lost": "lost",
+         "model_expected": "model expects", "model_most": "model's most"}
+KEPT = ["first_lost", "lost_window_ms"]  # in the table for the paragraph, not shown
 
 
 def slow_cap_iops(run: RecordedRun) -> float | None:
@@ -44,7 +45,7 @@ def power_cut_table(run: RecordedRun | None) -> pd.DataFrame:
     """One row per setting and cut: what was acknowledged, how fast, what md held behind,
     what the cut took, and what the model expects (power_cut_lost)."""
     if run is None or not (run.results["config"] == DRILL).any():
-        return pd.DataFrame(columns=["setting", *SHOWN])
+        return pd.DataFrame(columns=["setting", *SHOWN, *KEPT])
     rows = run.results[run.results["config"] == DRILL]
     table = rows.pivot_table(index=["setting", "cut"], columns="metric", values="value",
                              aggfunc="first").reset_index()
@@ -54,21 +55,32 @@ def power_cut_table(run: RecordedRun | None) -> pd.DataFrame:
         ["rank", "cut"]).reset_index(drop=True)
     table["label"] = [CUT_SETTINGS[name].label for name in table["setting"]]
     table["flushes_per_write"] = table["slow_flushes_before_cut"] / table["acknowledged"]
+    table["first_lost"] = [_first_lost(run, name, cut, acked) for name, cut, acked
+                           in zip(table["setting"], table["cut"], table["acknowledged"],
+                                  strict=True)]
     cap, latency = slow_cap_iops(run), slow_latency_ms(run)
     model = [power_cut_lost(CUT_SETTINGS[name].write_behind, rate, cap, latency)
              for name, rate in zip(table["setting"], table["acks_per_second"], strict=True)]
     table["model_most"] = [most for most, _ in model]
     table["model_expected"] = [expected for _, expected in model]
-    return table[["setting", *SHOWN]]
+    return table[["setting", *SHOWN, *KEPT]]
+
+
+def _first_lost(run: RecordedRun, setting: str, cut: int, acknowledged: float) -> float:
+    """The oldest acknowledged write the cut took (its block number), from the run's raw
+    check; one past the last acknowledgement if it took none."""
+    check = parse_check((run.raw_dir / f"power-cut/{setting}-cut{cut}-check.json").read_text())
+    return float(check.missing[0][0]) if check.missing else acknowledged + 1
 
 
 def power_cut_display(run: RecordedRun | None) -> pd.DataFrame:
     table = power_cut_table(run)
     counts = ("acknowledged", "acks_per_second", "max_backlog_before_cut", "acknowledged_lost",
-              "model_expected", "model_most")
+              "model_most")
     shown = table.assign(**{c: table[c].map(lambda v: f"{v:,.0f}") for c in counts},
-                         flushes_per_write=table["flushes_per_write"].map(lambda v: f"{v:.1f}"))
-    return shown.drop(columns="setting").rename(columns=SHOWN)
+                         flushes_per_write=table["flushes_per_write"].map(lambda v: f"{v:.1f}"),
+                         model_expected=[_numbers([v], ".1f") for v in table["model_expected"]])
+    return shown.drop(columns=["setting", *KEPT]).rename(columns=SHOWN)
 
 
 def _setting(table: pd.DataFrame, name: str) -> pd.DataFrame:
@@ -99,9 +111,13 @@ def power_cut_figures(run: RecordedRun | None) -> dict[str, str]:
         f[f"{key}_lost_total"] = f"{rows['acknowledged_lost'].sum():,.0f}"
         f[f"{key}_rate"] = f"{rows['acks_per_second'].median():,.0f}"
         f[f"{key}_backlog"] = f"{rows['max_backlog_before_cut'].max():,.0f}"
+        f[f"{key}_half_backlog"] = f"{rows['max_backlog_before_cut'].max() / 2:,.0f}"
         f[f"{key}_flushes"] = f"{rows['flushes_per_write'].median():.1f}"
-        f[f"{key}_expected"] = _numbers(rows["model_expected"], ".1f")
+        f[f"{key}_expected"] = _numbers(rows["model_expected"].unique(), ".1f")
         f[f"{key}_most"] = f"{rows['model_most'].max():,.0f}"
+        # How far back the oldest missing write was: in writes, and in time before the cut.
+        f[f"{key}_window_writes"] = f"{(rows['acknowledged'] - rows['first_lost'] + 1).max():,.0f}"
+        f[f"{key}_window_ms"] = f"{rows['lost_window_ms'].max():,.0f}"
     return f
 
 
@@ -136,8 +152,11 @@ def power_cut_text(run: RecordedRun | None) -> str:
     cuts = f"{f['cuts']} cuts" if f["cuts"] != "1" else "one cut"
     safe_lost = f["wm_dsync_lost_total"] != "0"
     parts = [
+        f"The run is `{run.run_id}`, recorded with `--part power-cut` and the "
+        f"{run.meta['parameters']['profile']} profile: {cuts} per setting, each after about "
+        f"{run.meta['parameters']['profile_settings']['power_cut_write_s']:g} s of writing.",
         f"**Write-mostly alone.** Each O_DSYNC write waited for the slow disk, "
-        f"{f['wm_dsync_rate']} acknowledged per second; over {cuts} the power cut took "
+        f"{f['wm_dsync_rate']} acknowledged per second; the {cuts} took "
         f"{f['wm_dsync_lost_total']} of {f['wm_dsync_acked']} acknowledged writes"
         + (", though the model says none: something below md acknowledged writes it had "
            "not kept." if safe_lost else ", as the model says: none.")]
@@ -158,21 +177,31 @@ def power_cut_text(run: RecordedRun | None) -> str:
             f"{f['wb_dsync_expected']}).")
     newest = lost_were_the_newest(run, "wb-nosync")
     held = _held(table, "wb-nosync", cap)
+    full_below = (_setting(table, "wb-nosync")["max_backlog_before_cut"].max()
+                  < _setting(table, "wb-nosync")["model_most"].max())
     parts.append(
         "**Write-behind, no sync.** Without a flush per write the writer "
         + (f"reached the slow disk's pace, {f['wb_nosync_rate']} per second against a cap of "
            f"{f['cap']}, which is where the model puts a writer that outruns it: the backlog "
            "fills and drains in cycles. " if held else
            f"went {f['wb_nosync_rate']} per second, below the slow disk's cap of {f['cap']}. ")
-        + f"md held up to {f['wb_nosync_backlog']} writes behind, and the cuts took "
-        f"{f['wb_nosync_lost']} acknowledged writes. The model allows at most "
-        f"{f['wb_nosync_most']}, the write-behind limit, and expects {f['wb_nosync_expected']}"
-        + (" at a moment chosen at random, half the limit; each cut is one draw between none "
-           "and the limit." if held else ".")
+        + (f"The model allows at most {f['wb_nosync_most']}, the write-behind limit, and "
+           f"expects half of it, {f['wb_nosync_expected']}, at a moment chosen at random, if "
+           "the backlog fills to the limit. "
+           + (f"It did not quite: md's own counter reached {f['wb_nosync_backlog']} at most "
+              f"before the cut, which makes half of that, {f['wb_nosync_half_backlog']}, the "
+              "better guess. " if full_below else "")
+           + f"The cuts took {f['wb_nosync_lost']} acknowledged writes; each cut is one draw "
+           "between none and the top of the backlog." if held else
+           f"md held up to {f['wb_nosync_backlog']} writes behind, and the cuts took "
+           f"{f['wb_nosync_lost']} acknowledged writes (the model expects "
+           f"{f['wb_nosync_expected']}).")
         + (" The missing writes were always the newest ones: the network disk held an "
            "older, consistent state, behind what the writer had been told." if newest else "")
         + (" The missing writes were not only the newest: the network disk held some later "
-           "writes without some earlier ones." if newest is False else ""))
+           "writes without some earlier ones, a state the writer never saw, though every "
+           f"missing write was among the last {f['wb_nosync_window_writes']} acknowledged "
+           f"(within {f['wb_nosync_window_ms']} ms of the cut)." if newest is False else ""))
     if "wb_nosync_in_order_acked" in f:
         order = _setting(table, "wb-nosync-in-order")["max_backlog_before_cut"].max()
         shuffled = _setting(table, "wb-nosync")["max_backlog_before_cut"].max()
@@ -193,8 +222,8 @@ def power_cut_text(run: RecordedRun | None) -> str:
 
 
 def power_cut_chart(run: RecordedRun | None) -> alt.TopLevelMixin:
-    """Lost acknowledged writes per cut, beside the model's expectation (dashed tick) and
-    its most (solid tick)."""
+    """Lost acknowledged writes per cut, beside the model's expectation (diamond) and the
+    most it allows (tick)."""
     table = power_cut_table(run)
     if table.empty:
         return alt.Chart(pd.DataFrame({"text": ["This run has no power-cut drill."]})).mark_text(
@@ -216,11 +245,11 @@ def power_cut_chart(run: RecordedRun | None) -> alt.TopLevelMixin:
                 scale=alt.Scale(domain=[0, top], nice=False)), y=y, tooltip=tooltip)
     most = alt.Chart(table).mark_tick(color=MODEL_COLOR, thickness=2, size=16).encode(
         x="model_most:Q", y=y, tooltip=tooltip)
-    expected = alt.Chart(table).mark_tick(color=MODEL_COLOR, thickness=2, size=16,
-                                          strokeDash=[3, 2]).encode(
-        x="model_expected:Q", y=y, tooltip=tooltip)
+    expected = alt.Chart(table).mark_point(color=MODEL_COLOR, shape="diamond", filled=True,
+                                           size=60).encode(x="model_expected:Q", y=y,
+                                                           tooltip=tooltip)
     return alt.layer(bars, most, expected).properties(
         width=300, height=alt.Step(20),
         title=alt.Title("The instance's power cut, cut by cut",
-                        subtitle="bars: measured; dashed tick: the model's expectation; "
-                                 "solid tick: its most"))
+                        subtitle="bars: measured; diamond: what the model expects; tick: "
+                                 "the most it allows"))
