@@ -194,7 +194,12 @@ def test_the_power_cut_chart_and_table_show_every_cut_with_the_model(cut_run):
     marks = [layer["mark"]["type"] for layer in chart["layer"]]
     assert marks == ["bar", "tick", "point"]
     shown = power_cut_page.power_cut_display(cut_run)
-    assert list(shown.columns)[:2] == ["setting", "cut"] and not shown.isna().any().any()
+    assert len(shown) == len(ALL_CUTS) and not shown.isna().any().any()
+    lost = shown.set_index("setting")["lost"]
+    by = by_cut(cut_run)
+    for setting in ALL_CUTS:  # each cell lists the cuts in order
+        assert lost[CUT_SETTINGS[setting].label] == " / ".join(
+            f"{v:,.0f}" for v in by.loc[setting]["acknowledged_lost"])
 
 
 def test_the_models_expected_loss_by_setting_and_pace():

@@ -28,6 +28,9 @@ SHOWN = {"label": "setting", "cut": "cut", "acknowledged": "acknowledged",
          "max_backlog_before_cut": "most behind", "acknowledged_lost": "lost",
          "model_expected": "model expects", "model_most": "model's most"}
 KEPT = ["first_lost", "lost_window_ms"]  # in the table for the paragraph, not shown
+DISPLAY = {"setting": "setting", "acknowledged": "acknowledged", "acks_per_second": "per s",
+           "max_backlog_before_cut": "most behind", "acknowledged_lost": "lost",
+           "model_expected": "model expects", "model_most": "model's most"}
 
 
 def slow_cap_iops(run: RecordedRun) -> float | None:
@@ -74,13 +77,24 @@ def _first_lost(run: RecordedRun, setting: str, cut: int, acknowledged: float) -
 
 
 def power_cut_display(run: RecordedRun | None) -> pd.DataFrame:
+    """One row per setting, each cell its cuts' figures in order ("28 / 42"): narrow enough
+    for the page's column; the chart has them cut by cut."""
     table = power_cut_table(run)
-    counts = ("acknowledged", "acks_per_second", "max_backlog_before_cut", "acknowledged_lost",
-              "model_most")
-    shown = table.assign(**{c: table[c].map(lambda v: f"{v:,.0f}") for c in counts},
-                         flushes_per_write=table["flushes_per_write"].map(lambda v: f"{v:.1f}"),
-                         model_expected=[_numbers([v], ".1f") for v in table["model_expected"]])
-    return shown.drop(columns=["setting", *KEPT]).rename(columns=SHOWN)
+    if table.empty:
+        return pd.DataFrame(columns=list(DISPLAY.values()))
+
+    def cuts(rows: pd.DataFrame, column: str, form: str = ",.0f") -> str:
+        return " / ".join(_numbers([v], form) for v in rows[column])
+
+    shown = []
+    for name in dict.fromkeys(table["setting"]):
+        rows = _setting(table, name)
+        shown.append({"setting": CUT_SETTINGS[name].label,
+                      **{column: cuts(rows, column) for column in (
+                          "acknowledged", "acks_per_second", "max_backlog_before_cut",
+                          "acknowledged_lost", "model_most")},
+                      "model_expected": cuts(rows, "model_expected", ".1f")})
+    return pd.DataFrame(shown)[list(DISPLAY)].rename(columns=DISPLAY)
 
 
 def _setting(table: pd.DataFrame, name: str) -> pd.DataFrame:
