@@ -27,7 +27,7 @@ SHOWN = {"label": "setting", "cut": "cut", "acknowledged": "acknowledged",
          "acks_per_second": "per s", "flushes_per_write": "flushes per write",
          "max_backlog_before_cut": "most behind", "acknowledged_lost": "lost",
          "model_expected": "model expects", "model_most": "model's most"}
-KEPT = ["first_lost", "lost_window_ms"]  # in the table for the paragraph, not shown
+KEPT = ["first_lost", "writing_s", "slow_writes_before_cut", "lost_ranges"]  # for the text
 DISPLAY = {"setting": "setting", "acknowledged": "acknowledged", "acks_per_second": "per s",
            "max_backlog_before_cut": "most behind", "acknowledged_lost": "lost",
            "model_expected": "model expects", "model_most": "model's most"}
@@ -114,6 +114,7 @@ def power_cut_figures(run: RecordedRun | None) -> dict[str, str]:
     if table.empty:
         return {}
     f = {"cuts": str(table["cut"].max()), "latency": f"{slow_latency_ms(run):.0f} ms",
+         "writing": f"{table['writing_s'].min():.1f} to {table['writing_s'].max():.1f} s",
          "cap": f"{slow_cap_iops(run):,.0f}" if slow_cap_iops(run) else "no cap"}
     for name in CUT_SETTINGS:
         rows = _setting(table, name)
@@ -129,23 +130,26 @@ def power_cut_figures(run: RecordedRun | None) -> dict[str, str]:
         f[f"{key}_flushes"] = f"{rows['flushes_per_write'].median():.1f}"
         f[f"{key}_expected"] = _numbers(rows["model_expected"].unique(), ".1f")
         f[f"{key}_most"] = f"{rows['model_most'].max():,.0f}"
-        # How far back the oldest missing write was: in writes, and in time before the cut.
-        f[f"{key}_window_writes"] = f"{(rows['acknowledged'] - rows['first_lost'] + 1).max():,.0f}"
-        f[f"{key}_window_ms"] = f"{rows['lost_window_ms'].max():,.0f}"
+        # How far back the oldest missing write was, counted in acknowledged writes, per cut.
+        f[f"{key}_window_writes"] = _numbers(rows["acknowledged"] - rows["first_lost"] + 1)
+        per_ack = rows["slow_writes_before_cut"].sum() / rows["acknowledged"].sum()
+        f[f"{key}_writes_per_ack"] = f"{per_ack:.1f}"
+        # Acknowledged by the cut, less what the slow disk had completed when the lab read its
+        # counters a moment before: the writes still on their way, roughly.
+        f[f"{key}_outstanding"] = _numbers(rows["acknowledged"] - rows["slow_writes_before_cut"])
+        f[f"{key}_error"] = _numbers(rows["model_expected"] / rows["acknowledged_lost"].clip(
+            lower=1), ".1f")
     return f
 
 
-def lost_were_the_newest(run: RecordedRun, name: str) -> bool | None:
-    """Whether every cut of this setting lost only its newest acknowledged writes (one
-    unbroken run of block numbers ending at the last acknowledgement); None if it lost none."""
-    rows = run.results[(run.results["config"] == DRILL) & (run.results["setting"] == name)]
-    by = rows.pivot_table(index="cut", columns="metric", values="value", aggfunc="first")
-    lost = by[by["acknowledged_lost"] > 0]
-    if lost.empty:
-        return None
-    return bool(((lost["lost_ranges"] == 1)
-                 & (lost["newest_found"] == lost["acknowledged"] - lost["acknowledged_lost"])
-                 ).all())
+def cuts_with_gaps(run: RecordedRun, name: str) -> list[int]:
+    """The cuts of this setting whose missing writes were not one unbroken run of the newest:
+    the slow disk kept some later writes without some earlier ones."""
+    table = _setting(power_cut_table(run), name)
+    gaps = (table["acknowledged_lost"] > 0) & (
+        (table["lost_ranges"] > 1) | (table["first_lost"] + table["acknowledged_lost"] - 1
+                                      != table["acknowledged"]))
+    return [int(cut) for cut in table.loc[gaps, "cut"]]
 
 
 def _held(table: pd.DataFrame, name: str, cap: float | None) -> bool:
@@ -165,10 +169,11 @@ def power_cut_text(run: RecordedRun | None) -> str:
     table, cap = power_cut_table(run), slow_cap_iops(run)
     cuts = f"{f['cuts']} cuts" if f["cuts"] != "1" else "one cut"
     safe_lost = f["wm_dsync_lost_total"] != "0"
+    write_s = run.meta["parameters"]["profile_settings"]["power_cut_write_s"]
     parts = [
         f"The run is `{run.run_id}`, recorded with `--part power-cut` and the "
-        f"{run.meta['parameters']['profile']} profile: {cuts} per setting, each after about "
-        f"{run.meta['parameters']['profile_settings']['power_cut_write_s']:g} s of writing.",
+        f"{run.meta['parameters']['profile']} profile: {cuts} per setting, each after "
+        f"{f['writing']} of writing (a moment drawn in the last third of {write_s:g} s).",
         f"**Write-mostly alone.** Each O_DSYNC write waited for the slow disk, "
         f"{f['wm_dsync_rate']} acknowledged per second; the {cuts} took "
         f"{f['wm_dsync_lost_total']} of {f['wm_dsync_acked']} acknowledged writes"
@@ -177,49 +182,52 @@ def power_cut_text(run: RecordedRun | None) -> str:
     if "wb_dsync_acked" in f:
         held = _held(table, "wb-dsync", cap)
         parts.append(
-            f"**Write-behind, O_DSYNC.** The writer went {f['wb_dsync_rate']} per second, "
-            f"and every write still sent the slow disk a cache flush ({f['wb_dsync_flushes']} "
-            "per write). "
-            + (f"It kept to the slow disk's cap of {f['cap']} per second, where the model "
-               "puts a writer that outruns the slow leg: the backlog fills and drains. " if held
-               else f"That is below the slow disk's cap of {f['cap']} per second: W < S in "
-               "the chapter's model, so the backlog never fills, and each write is behind "
-               f"only while the slow disk takes it ({f['latency']} in the model), which "
-               "leaves about W × that behind at any moment. ")
+            f"**Write-behind, O_DSYNC.** The writer went {f['wb_dsync_rate']} per second. "
+            f"For each acknowledged write the slow disk completed {f['wb_dsync_flushes']} "
+            f"cache flushes and {f['wb_dsync_writes_per_ack']} writes (the run does not say "
+            "what the second write was). "
+            + (f"The writer kept to the slow disk's cap of {f['cap']} per second, where the "
+               "model puts a writer that outruns the slow leg. " if held
+               else f"Its {f['wb_dsync_rate']} per second are below the slow disk's cap of "
+               f"{f['cap']}: W < S in the chapter's model, so the backlog never fills, and "
+               f"each write is behind only while the slow disk takes it ({f['latency']} in "
+               "the model), which leaves about W × that behind at any moment. ")
             + f"md held at most {f['wb_dsync_backlog']} behind, and the cuts took "
             f"{f['wb_dsync_lost']} acknowledged writes (the model expects "
             f"{f['wb_dsync_expected']}).")
-    newest = lost_were_the_newest(run, "wb-nosync")
     held = _held(table, "wb-nosync", cap)
-    full_below = (_setting(table, "wb-nosync")["max_backlog_before_cut"].max()
-                  < _setting(table, "wb-nosync")["model_most"].max())
+    nosync = _setting(table, "wb-nosync")
+    below_limit = nosync["max_backlog_before_cut"].max() < nosync["model_most"].max()
+    gaps = cuts_with_gaps(run, "wb-nosync")
     parts.append(
         "**Write-behind, no sync.** Without a flush per write the writer "
-        + (f"reached the slow disk's pace, {f['wb_nosync_rate']} per second against a cap of "
-           f"{f['cap']}, which is where the model puts a writer that outruns it: the backlog "
-           "fills and drains in cycles. " if held else
-           f"went {f['wb_nosync_rate']} per second, below the slow disk's cap of {f['cap']}. ")
-        + (f"The model allows at most {f['wb_nosync_most']}, the write-behind limit, and "
-           f"expects half of it, {f['wb_nosync_expected']}, at a moment chosen at random, if "
-           "the backlog fills to the limit. "
-           + (f"It did not quite: md's own counter reached {f['wb_nosync_backlog']} at most "
-              f"before the cut, which makes half of that, {f['wb_nosync_half_backlog']}, the "
-              "better guess. " if full_below else "")
-           + f"The cuts took {f['wb_nosync_lost']} acknowledged writes; each cut is one draw "
-           "between none and the top of the backlog." if held else
-           f"md held up to {f['wb_nosync_backlog']} writes behind, and the cuts took "
-           f"{f['wb_nosync_lost']} acknowledged writes (the model expects "
-           f"{f['wb_nosync_expected']}).")
-        + (" The missing writes were always the newest ones: the network disk held an "
-           "older, consistent state, behind what the writer had been told." if newest else "")
-        + (" The missing writes were not only the newest: the network disk held some later "
-           "writes without some earlier ones, a state the writer never saw, though every "
-           f"missing write was among the last {f['wb_nosync_window_writes']} acknowledged "
-           f"(within {f['wb_nosync_window_ms']} ms of the cut)." if newest is False else ""))
+        + (f"kept to the slow disk's pace, {f['wb_nosync_rate']} per second against a cap of "
+           f"{f['cap']}, which the model explains by a writer that outruns the slow leg and "
+           f"a backlog that fills to the limit of {f['wb_nosync_most']} and drains. The "
+           f"model then expects half the limit, {f['wb_nosync_expected']}, behind at a "
+           f"moment chosen at random. The cuts took {f['wb_nosync_lost']}: the model expects "
+           f"{f['wb_nosync_error']} times that. " if held else
+           f"went {f['wb_nosync_rate']} per second, below the slow disk's cap of {f['cap']}; "
+           f"the cuts took {f['wb_nosync_lost']} (the model expects "
+           f"{f['wb_nosync_expected']}). ")
+        + (f"md's own counter peaked at {f['wb_nosync_backlog']}, below the limit, so the "
+           "backlog never filled as the model assumes; this run does not say why (the "
+           "writer's own pace, without the slow disk, was not measured). " if held
+           and below_limit else "")
+        + "A cross-check: the writes acknowledged by the cut, less those the slow disk had "
+        f"completed when the lab read its counters a moment before, were "
+        f"{f['wb_nosync_outstanding']}, against {f['wb_nosync_lost']} lost."
+        + (f" In cut {' and '.join(map(str, gaps))} the missing writes were not one unbroken "
+           "run of the newest: the slow disk held some later writes without some earlier "
+           "ones, a state the writer never saw." if gaps else
+           " The missing writes were the newest ones: the slow disk held an older state, "
+           "behind what the writer had been told.")
+        + f" Cut by cut, every missing write was among the last "
+        f"{f['wb_nosync_window_writes']} acknowledged.")
     if "wb_nosync_in_order_acked" in f:
         order = _setting(table, "wb-nosync-in-order")["max_backlog_before_cut"].max()
-        shuffled = _setting(table, "wb-nosync")["max_backlog_before_cut"].max()
-        slower = _held(table, "wb-nosync", cap) and not _held(table, "wb-nosync-in-order", cap)
+        shuffled = nosync["max_backlog_before_cut"].max()
+        slower = held and not _held(table, "wb-nosync-in-order", cap)
         parts.append(
             "**The same, blocks in order.** Only the order differs from the last setting. "
             f"The writer went {f['wb_nosync_in_order_rate']} per second, md held at most "
@@ -227,10 +235,11 @@ def power_cut_text(run: RecordedRun | None) -> str:
             f"{f['wb_nosync_in_order_lost']} (the model, from that rate, expects "
             f"{f['wb_nosync_in_order_expected']})."
             + (" The order alone kept the writer below the slow disk's pace and the backlog "
-               "nearly empty. md keeps a write to the write-mostly disk from passing one "
-               "still on its way that it overlaps, and its check counted a write that only "
-               "touches the next one as overlapping, so a writer going in order waits for the "
-               f"slow disk at nearly every write ({KERNEL_FIX} corrects the check)."
+               "nearly empty. The likely reason is in md: it keeps a write to the "
+               "write-mostly disk from passing one still on its way that it overlaps, and "
+               "its check counted a write that only touches the next one as overlapping, so "
+               "a writer going in order waits for the slow disk at nearly every write "
+               f"({KERNEL_FIX} corrects the check; the lab has not run a kernel with the fix)."
                if slower and order * 10 <= shuffled else ""))
     return "\n\n".join(parts)
 
@@ -250,7 +259,7 @@ def power_cut_chart(run: RecordedRun | None) -> alt.TopLevelMixin:
                alt.Tooltip("acknowledged:Q", format=",.0f", title="acknowledged"),
                alt.Tooltip("acknowledged_lost:Q", format=",.0f", title="lost"),
                alt.Tooltip("max_backlog_before_cut:Q", format=",.0f", title="most held behind"),
-               alt.Tooltip("model_expected:Q", format=",.0f", title="model: expected"),
+               alt.Tooltip("model_expected:Q", format=",.1f", title="model: expected"),
                alt.Tooltip("model_most:Q", format=",.0f", title="model: at most")]
     top = max(300.0, float(table["model_most"].max()) * 1.1,
               float(table["acknowledged_lost"].max()) * 1.1)
