@@ -207,8 +207,8 @@ def test_the_power_cut_chart_and_table_show_every_cut_with_the_model(cut_run):
     marks = [layer["mark"]["type"] for layer in chart["layer"]]
     assert marks == ["bar", "tick", "point"]
     shown = power_cut_page.power_cut_display(cut_run)
-    assert len(shown) == len(ALL_CUTS) and not shown.isna().any().any()
-    lost = shown.set_index("setting")["lost"]
+    assert len(shown.columns) == 1 + len(ALL_CUTS) and not shown.isna().any().any()
+    lost = shown.set_index("cut 1 / cut 2").loc["lost"]
     by = by_cut(cut_run)
     for setting in ALL_CUTS:  # each cell lists the cuts in order
         assert lost[CUT_SETTINGS[setting].label] == " / ".join(

@@ -28,9 +28,10 @@ SHOWN = {"label": "setting", "cut": "cut", "acknowledged": "acknowledged",
          "max_backlog_before_cut": "most behind", "acknowledged_lost": "lost",
          "model_expected": "model expects", "model_most": "model's most"}
 KEPT = ["first_lost", "writing_s", "slow_writes_before_cut", "lost_ranges"]  # for the text
-DISPLAY = {"setting": "setting", "acknowledged": "acknowledged", "acks_per_second": "per s",
-           "max_backlog_before_cut": "most behind", "acknowledged_lost": "lost",
-           "model_expected": "model expects", "model_most": "model's most"}
+DISPLAY = {"setting": "setting", "acknowledged": "acknowledged",
+           "acks_per_second": "acknowledged per second",
+           "max_backlog_before_cut": "most held behind", "acknowledged_lost": "lost",
+           "model_expected": "lost, the model expects", "model_most": "lost, the model's most"}
 
 
 def slow_cap_iops(run: RecordedRun) -> float | None:
@@ -77,11 +78,11 @@ def _first_lost(run: RecordedRun, setting: str, cut: int, acknowledged: float) -
 
 
 def power_cut_display(run: RecordedRun | None) -> pd.DataFrame:
-    """One row per setting, each cell its cuts' figures in order ("28 / 42"): narrow enough
-    for the page's column; the chart has them cut by cut."""
+    """One column per setting, each cell its cuts' figures in order ("28 / 42"): narrow
+    enough for the page's column; the chart has them cut by cut."""
     table = power_cut_table(run)
     if table.empty:
-        return pd.DataFrame(columns=list(DISPLAY.values()))
+        return pd.DataFrame(columns=["cut 1 / cut 2"])
 
     def cuts(rows: pd.DataFrame, column: str, form: str = ",.0f") -> str:
         return " / ".join(_numbers([v], form) for v in rows[column])
@@ -94,7 +95,10 @@ def power_cut_display(run: RecordedRun | None) -> pd.DataFrame:
                           "acknowledged", "acks_per_second", "max_backlog_before_cut",
                           "acknowledged_lost", "model_most")},
                       "model_expected": cuts(rows, "model_expected", ".1f")})
-    return pd.DataFrame(shown)[list(DISPLAY)].rename(columns=DISPLAY)
+    # One column per setting, one row per figure: four narrow columns fit the page.
+    return (pd.DataFrame(shown)[list(DISPLAY)].rename(columns=DISPLAY).set_index("setting")
+            .T.rename_axis(None, axis=1).reset_index(
+                names=" / ".join(f"cut {cut}" for cut in sorted(set(table["cut"])))))
 
 
 def _setting(table: pd.DataFrame, name: str) -> pd.DataFrame:
