@@ -28,7 +28,7 @@ from labs.infra.hosts import LocalHost
 from labs.infra.journal import Journal
 from labs.records import list_runs, load_run
 from labs.tools import mdadm as md
-from labs.write_mostly import charts, power_cut, tables
+from labs.write_mostly import charts, cut_blocks, tables
 from labs.write_mostly import page as lab
 from labs.write_mostly.legs import SUPPORT_PROBE
 from labs.write_mostly.params import WRITE_BEHIND_CELLS
@@ -214,7 +214,7 @@ def test_a_power_cut_takes_acknowledged_writes_only_with_write_behind(disks, loo
     checks = list(disks["run"].raw_dir.glob("power-cut/*-check.json"))
     assert len(checks) == len(by)
     for path in checks:
-        power_cut.parse_check(path.read_text())
+        cut_blocks.parse_check(path.read_text())
     # Loop legs have no power to cut: the drill is left out, and says so.
     assert not (loop["run"].results["config"] == "drill-power-cut").any()
     assert "no power-cut drill" in loop["stderr"]

@@ -14,15 +14,10 @@ from conftest import PROJECT_ROOT
 
 from labs.errors import LabError, UsageError
 from labs.write_mostly import page, power_cut_page
+from labs.write_mostly.cut_blocks import CHECK_SCRIPT, WRITER_SCRIPT, parse_check
 from labs.write_mostly.model import HELD_TO_THE_SLOW_PACE, power_cut_lost
-from labs.write_mostly.params import ALL_CUTS, PROFILE_SETTINGS, WRITE_BEHIND
-from labs.write_mostly.power_cut import (
-    CHECK_SCRIPT,
-    CUT_SETTINGS,
-    WRITER_SCRIPT,
-    parse_check,
-    region_blocks,
-)
+from labs.write_mostly.params import ALL_CUTS, CUT_SETTINGS, PROFILE_SETTINGS, WRITE_BEHIND
+from labs.write_mostly.power_cut import region_blocks
 
 TOKEN = "0123456789abcdef"
 

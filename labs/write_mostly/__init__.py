@@ -18,6 +18,7 @@ legs.py       the two legs (VM disks or loop devices), the host check, the loop 
 run.py        the lab on a host: arrays, fio, per-leg counters
 drills.py     the failure drills and the data checks
 power_cut.py  the power-cut drill: the instance dies with writes in flight (a lab VM only)
+cut_blocks.py the drill's numbered blocks: writer and reader scripts, the reader's result
 model.py      what the chapter predicts (slow leg, write-behind backlog, transfer times)
 reference.py  Hyperconnect's published figures, read closely
 tables.py     tidy tables of a run, with the model beside each measurement

@@ -26,7 +26,7 @@ from labs.write_mostly.companions import (
 )
 from labs.write_mostly.figures import NOT_MEASURED, ms, resync_timing_text, run_figures, us
 from labs.write_mostly.params import WRITE_BEHIND_CELLS, Parameters
-from labs.write_mostly.power_cut_page import power_cut_text
+from labs.write_mostly.power_cut_page import power_cut_figures, power_cut_headline, power_cut_text
 
 __all__ = ["companion_run", "figures", "legs_display", "panel", "provenance",
            "release_figures", "write_behind_display"]
@@ -50,6 +50,8 @@ def companion_run(role: str, root: Path | None = None) -> RecordedRun | None:
 def figures(run: RecordedRun) -> dict[str, str]:
     """Every number the lab page quotes: this run's, and what it says beside the companion
     runs (Debian 13's kernel, prefixed new_; loop legs, prefixed loop_)."""
+    if run.meta["parameters"].get("part") == "power-cut":  # the power-cut drill alone
+        return power_cut_figures(run)
     newer = companion_run("trixie")
     return {**run_figures(run),
             **release_figures({"old": run, "new": newer}),
@@ -183,6 +185,8 @@ def headline(run: RecordedRun) -> pd.DataFrame:
     from labs.book.compare import headline_table
     from labs.write_mostly.params import CONFIGURATIONS
 
+    if run.meta["parameters"].get("part") == "power-cut":  # the power-cut drill alone
+        return power_cut_headline(run)
     results = run.results
     rows = results[(results["metric"] == "clat_p50_us") & (results["leg"] == "array")
                    & results["workload"].isin(list(HEADLINE_WORKLOADS))]

@@ -25,7 +25,7 @@ MD_NAME = "wm"  # the array appears as /dev/md/wm
 TIMELINE_S = 3.0  # how much of the flat-out writer's per-write log goes into results.csv
 LEG_MODES = ("auto", "disks", "loop")
 PARTS = ("all", "power-cut")
-ALL_CUTS = ("wm-dsync", "wb-dsync", "wb-nosync", "wb-nosync-in-order")  # power_cut.CUT_SETTINGS
+ALL_CUTS = ("wm-dsync", "wb-dsync", "wb-nosync", "wb-nosync-in-order")  # CUT_SETTINGS below
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class Profile:
     drill_array_mib: int  # array size in the instance-replacement drill
     power_cuts: int  # power cuts per setting (a lab VM with disk legs only)
     power_cut_write_s: float  # seconds of acknowledged writes before a cut (its last third)
-    power_cut_settings: tuple[str, ...]  # power_cut.CUT_SETTINGS, in the order they run
+    power_cut_settings: tuple[str, ...]  # CUT_SETTINGS, in the order they run
 
     @property
     def leg_mib(self) -> int:
@@ -117,6 +117,30 @@ CONFIGURATIONS = (
     write_behind_cell(0, "sysfs"),
 )
 WRITE_BEHIND_CELLS = tuple(c.name for c in CONFIGURATIONS if c.write_behind)
+
+
+POWER_CUT_DRILL = "drill-power-cut"  # its rows' config in results.csv
+
+
+@dataclass(frozen=True)
+class CutSetting:
+    """One way of writing before a cut."""
+
+    name: str
+    label: str
+    write_behind: int | None  # md's write-behind limit (None: write-mostly alone)
+    sync: str  # "dsync": each write returns once durable on every leg; "none": once md has it
+    order: str  # "random": blocks to shuffled places (a database's pages); "sequential": a log
+    safety: str  # what the chapter calls it
+
+
+CUT_SETTINGS = {s.name: s for s in (
+    CutSetting("wm-dsync", "write-mostly alone, O_DSYNC", None, "dsync", "random", "safe"),
+    CutSetting("wb-dsync", "write-behind, O_DSYNC", WRITE_BEHIND, "dsync", "random", "unsafe"),
+    CutSetting("wb-nosync", "write-behind, no sync", WRITE_BEHIND, "none", "random", "unsafe"),
+    CutSetting("wb-nosync-in-order", "write-behind, no sync, blocks in order", WRITE_BEHIND,
+               "none", "sequential", "unsafe"),
+)}
 
 
 @dataclass

@@ -14,8 +14,10 @@ import altair as alt
 import pandas as pd
 
 from labs.records import RecordedRun
+from labs.write_mostly.cut_blocks import parse_check
 from labs.write_mostly.model import HELD_TO_THE_SLOW_PACE, power_cut_lost, slow_leg_latency_ms
-from labs.write_mostly.power_cut import CUT_SETTINGS, DRILL, parse_check
+from labs.write_mostly.params import CUT_SETTINGS
+from labs.write_mostly.params import POWER_CUT_DRILL as DRILL
 
 MODEL_COLOR = "#000000"
 COMMAND = "`python -m labs run write-mostly --host vm1 --part power-cut`"
@@ -99,6 +101,20 @@ def power_cut_display(run: RecordedRun | None) -> pd.DataFrame:
     return (pd.DataFrame(shown)[list(DISPLAY)].rename(columns=DISPLAY).set_index("setting")
             .T.rename_axis(None, axis=1).reset_index(
                 names=" / ".join(f"cut {cut}" for cut in sorted(set(table["cut"])))))
+
+
+def power_cut_headline(run: RecordedRun) -> pd.DataFrame:
+    """labs.book.compare's headline of a power-cut run: per setting, the acknowledged writes
+    a cut took (the mean over its cuts) beside the model's expectation."""
+    from labs.book.compare import headline_table
+
+    table = power_cut_table(run)
+    return headline_table([
+        {"measure": "acknowledged writes lost per power cut", "config": CUT_SETTINGS[name].label,
+         "value": float(rows["acknowledged_lost"].mean()), "unit": "count", "better": "lower",
+         "model": float(rows["model_expected"].mean())}
+        for name in dict.fromkeys(table["setting"])
+        for rows in [_setting(table, name)]])
 
 
 def _setting(table: pd.DataFrame, name: str) -> pd.DataFrame:

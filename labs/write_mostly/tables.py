@@ -137,7 +137,7 @@ def write_timeline(results: pd.DataFrame) -> pd.DataFrame:
     """Every write of the flat-out writer at depth 1, first seconds, per write-behind cell."""
     rows = results[results["metric"] == "write_clat_us"]
     return pd.DataFrame({"config": rows["config"], "label": rows["config"].map(CONFIG_LABELS),
-                         "t_s": rows["t_s"].astype(float),
+                         "t_s": rows["t_s"].astype(float) if "t_s" in rows else [],
                          "latency_ms": rows["value"] / 1000}).reset_index(drop=True)
 
 
