@@ -129,7 +129,7 @@ class CutSetting:
     name: str
     label: str
     write_behind: int | None  # md's write-behind limit (None: write-mostly alone)
-    sync: str  # "dsync": each write returns once durable on every leg; "none": once md has it
+    sync: str  # "dsync": a write returns once md reports it durable; "none": once md has it
     order: str  # "random": blocks to shuffled places (a database's pages); "sequential": a log
     safety: str  # what the chapter calls it
 
