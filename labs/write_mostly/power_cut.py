@@ -93,6 +93,7 @@ class PowerCut:
         # keeps which of its clusters hold data in its memory until a flush
         # (labs/infra/vm/power.py): an unsynced write into a cluster never written before
         # could vanish with QEMU for that reason alone. Written, the count is md's.
+        # Safe: zeroes only the lab's slow disk, which the guard allows first.
         self.check_device_then(self.legs.slow_disk, [
             "dd", "if=/dev/zero", f"of={self.legs.slow_disk}", "bs=1M", f"count={size_mib + 16}",
             "oflag=direct", "conv=fsync", "status=none"])
@@ -106,6 +107,7 @@ class PowerCut:
         host.sudo("sync", timeout_s=300)
         token, seed = secrets.token_hex(8), rng.randrange(2**31)
         layout = [str(blocks), setting.order, str(seed)]
+        # Safe: the writer writes only the lab's own array, made above over guarded legs.
         stream = AckStream(shlex.join(["python3", "-c", WRITER_SCRIPT, array, token, *layout,
                                        setting.sync]))
         before = self.leg_stats()
