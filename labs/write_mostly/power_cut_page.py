@@ -162,10 +162,10 @@ def power_cut_figures(run: RecordedRun | None) -> dict[str, str]:
     return f
 
 
-def cuts_with_gaps(run: RecordedRun, name: str) -> list[int]:
+def cuts_with_gaps(table: pd.DataFrame, name: str) -> list[int]:
     """The cuts of this setting whose missing writes were not one unbroken run of the newest:
     the slow disk kept some later writes without some earlier ones."""
-    table = _setting(power_cut_table(run), name)
+    table = _setting(table, name)
     gaps = (table["acknowledged_lost"] > 0) & (
         (table["lost_ranges"] > 1) | (table["first_lost"] + table["acknowledged_lost"] - 1
                                       != table["acknowledged"]))
@@ -218,7 +218,7 @@ def power_cut_text(run: RecordedRun | None) -> str:
     held = _held(table, "wb-nosync", cap)
     nosync = _setting(table, "wb-nosync")
     below_limit = nosync["max_backlog_before_cut"].max() < nosync["model_most"].max()
-    gaps = cuts_with_gaps(run, "wb-nosync")
+    gaps = cuts_with_gaps(table, "wb-nosync")
     parts.append(
         "**Write-behind, no sync.** Without a flush per write the writer "
         + (f"kept to the slow disk's pace, {f['wb_nosync_rate']} per second against a cap of "
