@@ -26,3 +26,16 @@ def window_s(engine: str, setting: str, value: str) -> float:
 def max_lost(engine: str, setting: str, value: str, acks_per_s: float) -> float:
     """The most acknowledged commits a power cut can take with this setting (0 if safe)."""
     return acks_per_s * window_s(engine, setting, value)
+
+
+def torn_pages(full_page_writes: str, pages_per_s: float, hold_s: float) -> float:
+    """Pages a power cut leaves torn after recovery, on the lab's disk that holds the second
+    half of each page `hold_s` in memory (labs/power_loss/torn.py).
+
+    With full_page_writes on: none. The first change to a page after a checkpoint puts the
+    whole page in the WAL, and recovery writes that image over whatever the disk holds.
+    Off: every page written within the hold before the cut, its first half new and its
+    second half old. The lab's table has one row per page and the server 16 pages of
+    buffers, so each update writes about one page: pages_per_s is the update rate.
+    """
+    return 0.0 if full_page_writes == "on" else pages_per_s * hold_s

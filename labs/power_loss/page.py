@@ -10,7 +10,7 @@ import pandas as pd
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.panel import LabPanel
 from labs.book.tables import wrapping_table
-from labs.power_loss import model
+from labs.power_loss import model, torn_page
 from labs.power_loss.params import Parameters
 from labs.records import RecordedRun, run_summary
 
@@ -65,7 +65,7 @@ def summary_table(run: RecordedRun):
 
 def figures(run: RecordedRun) -> dict[str, str]:
     """Every number the page quotes, computed from the run."""
-    return {**run_figures(run), **exercise_figures(run)}
+    return {**run_figures(run), **exercise_figures(run), **torn_page.torn_figures(run)}
 
 
 def run_figures(run: RecordedRun) -> dict[str, str]:

@@ -7,6 +7,10 @@ from dataclasses import dataclass
 from labs.errors import UsageError
 from labs.lab import LabParameters, option
 
+# The torn-page legs (labs/power_loss/torn.py): PostgreSQL with full_page_writes on and off,
+# on a disk that writes each page in two pieces.
+TORN_SETTINGS = (("full_page_writes", "on", "safe"), ("full_page_writes", "off", "unsafe"))
+
 # engine -> (setting, value) pairs, each with what the book calls it
 SETTINGS = {
     "postgres": (("synchronous_commit", "on", "safe"), ("synchronous_commit", "off", "unsafe")),
@@ -29,12 +33,17 @@ class Parameters(LabParameters):
                        minimum=0, maximum=2**31 - 1)
     engines: tuple[str, ...] = option(("postgres", "mariadb"), "engines, comma-separated",
                                       choices=tuple(SETTINGS))
+    tear_delay_ms: int = option(1000, "how long the second lab disk holds each write in the "
+                                      "VM's memory, under the torn-page legs (PostgreSQL "
+                                      "full_page_writes on and off); 0 leaves those legs out",
+                                minimum=0, maximum=5000)
     cuts: int = option(3, "power cuts (each one: every engine and setting at once)",
                        minimum=1, maximum=20)
     write_s: int = option(30, "seconds of writing before the cut (the cut lands in the last "
                                "third of it, chosen by the seed)", minimum=5, maximum=600)
     data_disk: str | None = option(None, "the VM disk the data lives on (default: the VM's "
-                                         "first lab disk)")
+                                         "first lab disk; the torn-page legs also use the "
+                                         "other one)")
 
     def check(self) -> None:
         if not (self.host.startswith("vm") and self.host[2:].isdigit()):

@@ -9,18 +9,20 @@ before the power is cut (labs/infra/acks.py).
 from __future__ import annotations
 
 import random
+import shlex
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from labs.errors import LabError
 from labs.infra.acks import AckStream, lost_window_ms
 from labs.infra.facts import host_facts
-from labs.infra.hosts import Host
+from labs.infra.hosts import CommandFailed, Host
 from labs.infra.vm import machine, power
 from labs.infra.vm.servers import SERVERS, Server
 from labs.infra.workspace import LabWorkspace
-from labs.power_loss import model
-from labs.power_loss.params import SETTINGS, Parameters
+from labs.power_loss import model, torn
+from labs.power_loss.params import SETTINGS, TORN_SETTINGS, Parameters
 from labs.progress import Progress
 from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
 
@@ -34,16 +36,26 @@ class Leg:
     value: str
     safety: str  # safe | unsafe, as the book calls the setting
     data: str  # its folder on the lab's file system in the VM
+    wal: str | None = None  # a torn-page leg's WAL folder (on the disk that does not tear)
 
     @property
     def name(self) -> str:
         return self.data.rsplit("/", 1)[-1]
 
-    def start(self) -> str:
-        return self.server.start_command(self.data, self.setting, self.value)
+    @property
+    def tears(self) -> bool:
+        """A torn-page leg: its data on the stripe that tears pages, updates not inserts."""
+        return self.wal is not None
 
-    def restart(self) -> str:
-        return self.server.restart_command(self.data, self.setting, self.value)
+    def options(self) -> tuple[str, ...]:
+        return torn.PAGE_LEGS_OPTIONS if self.tears else ()
+
+    def start(self) -> str:
+        return self.server.start_command(self.data, self.setting, self.value, self.options())
+
+    def restart(self, *more: str) -> str:
+        return self.server.restart_command(self.data, self.setting, self.value,
+                                           self.options() + more)
 
     def sql(self, ws: LabWorkspace, statement: str) -> str:
         return ws.host.sudo(self.server.sql_command(self.data, statement),
@@ -58,7 +70,9 @@ class Writer(AckStream):
 
     @classmethod
     def of(cls, leg: Leg) -> Writer:
-        return cls(command=leg.server.insert_loop(leg.data), leg=leg)
+        command = (leg.server.update_loop(leg.data, torn.ROWS) if leg.tears
+                   else leg.server.insert_loop(leg.data))
+        return cls(command=command, leg=leg)
 
 
 def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
@@ -66,6 +80,11 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
                            ("mariadbd", "mariadb-install-db", "psql", "runuser", "setsid"),
                            "ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1 || echo initdb")
     disk = machine.data_disk(host, params.data_disk)
+    tears = bool(params.tear_delay_ms) and "postgres" in params.engines
+    second = next((d for d in host.lab_devices if d != disk), None) if tears else None
+    if tears and second is None:
+        raise LabError(f"{host.name} has one lab disk; the torn-page legs need two "
+                       "(or leave them out with --tear-delay-ms 0)")
     progress.expect(2 + 4 * params.cuts)
     rng = random.Random(params.seed)
     run_id = new_run_id(host.name)
@@ -74,40 +93,97 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     with recorder as rec, LabWorkspace(host, lab=params.LAB, run_id=run_id,
                                        on_command=rec.add_command) as ws:
         rec.add_command(params.command_line())
-        progress.step(f"an ext4 file system on {disk}, for the databases' folders")
-        ws.make_filesystem(disk, "ext4", label="powerloss")
-        point = ws.mount(disk, "data")
+        disks = set_up_disks(params, ws, progress, disk, second)
         versions = host.sudo("mariadbd --version; "
                              "$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)/postgres "
                              "--version", timeout_s=60).stdout.strip().splitlines()
         for name, line in zip(("mariadb", "postgres"), versions, strict=False):
             rec.add_tool_version(name, line.strip())
         for cut in range(1, params.cuts + 1):
-            cut_once(params, ws, rec, progress, rng, cut, disk, point)
+            cut_once(params, ws, rec, progress, rng, cut, disks)
         progress.step("stopping the databases, removing the file system; writing the run")
     return load_run(recorder.final_path)
 
 
-def cut_once(params: Parameters, ws: LabWorkspace, rec: RunRecorder, progress: Progress,
-             rng: random.Random, cut: int, disk: str, point: str) -> None:
-    host = ws.host
+@dataclass
+class Disks:
+    """Where the legs keep their folders, and how to put the disks back after a cut."""
+
+    first: str  # the lab disk of the commit legs
+    second: str | None  # the lab disk that holds writes back (None: no torn-page legs)
+    plain: str  # the device of the commit legs' file system (and of the torn legs' WAL)
+    plain_point: str
+    torn: str | None = None  # the stripe that tears pages, and where it is mounted
+    torn_point: str | None = None
+    layout: torn.TearLayout | None = None
+
+
+def set_up_disks(params: Parameters, ws: LabWorkspace, progress: Progress, first: str,
+                 second: str | None) -> Disks:
+    if second is None:
+        progress.step(f"an ext4 file system on {first}, for the databases' folders")
+        ws.make_filesystem(first, "ext4", label="powerloss")
+        return Disks(first, None, first, ws.mount(first, "data"))
+    progress.step(f"a disk that tears pages: 4 KiB stripes over {first} and {second} "
+                  f"(while the clients write, {second} holds each write "
+                  f"{params.tear_delay_ms} ms); two file systems")
+    layout = torn.build(ws, first, second)
+    ws.make_filesystem(layout.plain, "ext4", label="powerloss")
+    ws.make_filesystem(layout.torn, "ext4", label="pl-torn")
+    return Disks(first, second, layout.plain, ws.mount(layout.plain, "data"),
+                 layout.torn, ws.mount(layout.torn, "torn"), layout)
+
+
+def mount_again(ws: LabWorkspace, disks: Disks) -> None:
+    """After the reboot, each file system where it was, the device-mapper devices below
+    them made again first."""
+    if disks.second and disks.torn and disks.torn_point:
+        # The mounts are journaled again after the devices below them, so that a teardown
+        # (which goes newest first) unmounts before it removes a device.
+        ws.remove("mount", disks.torn_point)
+        ws.remove("mount", disks.plain_point)
+        disks.layout = torn.rebuild_after_boot(ws, disks.first, disks.second)
+        ws.mount(disks.torn, "torn")
+        ws.mount(disks.plain, "data")
+        return
+    ws.run_guarded(["mount", disks.plain, disks.plain_point], [disks.plain], timeout_s=300)
+
+
+def make_legs(params: Parameters, disks: Disks, cut: int) -> list[Leg]:
     legs = [Leg(SERVERS[engine], setting, value, safety,
-                f"{point}/{engine}-{value}-cut{cut}")
+                f"{disks.plain_point}/{engine}-{value}-cut{cut}")
             for engine in params.engines for setting, value, safety in SETTINGS[engine]]
+    if disks.torn_point and "postgres" in params.engines:
+        for setting, value, safety in TORN_SETTINGS:
+            name = f"postgres-fpw-{value}-cut{cut}"
+            legs.append(Leg(SERVERS["postgres"], setting, value, safety,
+                            f"{disks.torn_point}/{name}", wal=f"{disks.plain_point}/{name}-wal"))
+    return legs
+
+
+def cut_once(params: Parameters, ws: LabWorkspace, rec: RunRecorder, progress: Progress,
+             rng: random.Random, cut: int, disks: Disks) -> None:
+    host = ws.host
+    legs = make_legs(params, disks, cut)
     progress.step(f"power cut {cut}: starting {len(legs)} databases in {host.name}")
     # One at a time: made side by side in the VM's 1 GiB, a MariaDB bootstrap crashed.
     for leg in legs:
         progress.detail(f"{leg.name}: {leg.server.label}, {leg.setting}={leg.value}")
-        host.sudo(leg.server.init_command(leg.data), timeout_s=900)
+        host.sudo(leg.server.init_command(leg.data, leg.wal), timeout_s=900)
         ws.start_server(leg.data, leg.start(), stop=leg.server.stop_command(leg.data),
                         pid_file=leg.server.pid_file(leg.data))
         in_force = leg.sql(ws, leg.server.setting_sql(leg.setting))
         if not leg.server.setting_in_force(in_force, leg.value):
             raise LabError(f"{leg.name}: {leg.setting} is {in_force!r}, not {leg.value!r}")
-        leg.sql(ws, leg.server.create_table_sql())
-    # Everything made so far (the folders, the empty tables) reaches the disk before the
-    # cut: the run then measures the commits, not an unsynced set-up.
+        for statement in (leg.server.pages_table_sql(torn.ROWS) if leg.tears
+                          else [leg.server.create_table_sql()]):
+            leg.sql(ws, statement)
+    # Everything made so far (the folders, the tables) reaches the disk before the cut: the
+    # run then measures the commits, not an unsynced set-up.
     host.sudo("sync", timeout_s=300)
+    if disks.layout:
+        # Only now: the set-up (a table's first writes) at a second a write would take minutes.
+        torn.hold_writes(ws, disks.layout, params.tear_delay_ms)
     progress.step(f"power cut {cut}: committing for about {params.write_s} s, then the cut")
     started = time.monotonic()
     writers = [Writer.of(leg) for leg in legs]
@@ -143,53 +219,110 @@ def cut_once(params: Parameters, ws: LabWorkspace, rec: RunRecorder, progress: P
         if not writer.acks:
             raise LabError(f"{writer.leg.name}: no commit was acknowledged before the cut "
                            f"({writer.ended or 'no answer'})")
-    # The same lab disk, mounted again where it was (the journal's mount entry still holds).
-    ws.run_guarded(["mount", disk, point], [disk], timeout_s=300)
+    mount_again(ws, disks)
     progress.step(f"power cut {cut}: recovery and the count")
     for writer in writers:
         leg = writer.leg
-        recovering = time.monotonic()
-        ws.restart_server(leg.data, leg.restart())
-        recovery_s = time.monotonic() - recovering
-        rows_acked, rate = writer.acked, writer.rate()
-        table = leg.server.table()
-        found = int(leg.sql(ws, f"SELECT count(*) FROM {table} WHERE id <= {rows_acked}"))
-        newest_found = int(leg.sql(ws, f"SELECT coalesce(max(id), 0) FROM {table} "
-                                       f"WHERE id <= {rows_acked}"))
-        total = int(leg.sql(ws, f"SELECT count(*) FROM {table}"))
-        rec.add_raw(f"cut{cut}/{leg.name}.log",
-                    host.sudo(["cat", "--", leg.server.log_file(leg.data)],
-                              timeout_s=60).stdout)
-        rec.add_raw(f"cut{cut}/{leg.name}-acks.txt",
-                    "".join(f"{row} {at:.3f}\n" for row, at in writer.acks))
         dims = {"engine": leg.server.name, "setting": f"{leg.setting}={leg.value}",
                 "safety": leg.safety, "cut": cut}
         config = f"{leg.server.name}-{leg.setting}-{leg.value}"
+        workload = "torn-pages" if leg.tears else "power-cut"
 
         def add(metric: str, number: float, unit: str, dims: dict = dims,
-                config: str = config) -> None:
-            rec.add_result(config=config, workload="power-cut", metric=metric, value=number,
+                config: str = config, workload: str = workload) -> None:
+            rec.add_result(config=config, workload=workload, metric=metric, value=number,
                            unit=unit, **dims)
 
-        add("acknowledged", rows_acked, "count")
-        add("acknowledged_found", found, "count")
-        add("acknowledged_lost", rows_acked - found, "count")
-        add("newest_found", newest_found, "count")  # the highest acknowledged row still there
-        # How long before the cut the oldest lost commit was acknowledged: the stretch of
-        # acknowledged work the cut erased, as the controller's clock saw it (0: none lost).
-        add("lost_window_ms", lost_window_ms(writer.acks, newest_found, cut_at), "ms")
-        add("unacknowledged_found", total - found, "count")
+        rate = writer.rate()
+        if leg.tears:
+            counted = count_pages(ws, rec, writer, add, cut)
+            add("model_damaged_pages",
+                model.torn_pages(leg.value, rate, params.tear_delay_ms / 1000), "count")
+        else:
+            counted = count_rows(ws, rec, writer, add, cut, cut_at)
+            add("model_max_lost", model.max_lost(leg.server.name, leg.setting, leg.value,
+                                                 rate), "count")
+        rec.add_raw(f"cut{cut}/{leg.name}-acks.txt",
+                    "".join(f"{row} {at:.3f}\n" for row, at in writer.acks))
         add("acks_per_second", rate, "tps")
-        add("model_max_lost", model.max_lost(leg.server.name, leg.setting, leg.value, rate),
-            "count")
         add("cut_after_s", cut_at, "s")  # since the clients started
         add("writing_s", cut_at - (writing - started), "s")  # since all of them committed
-        add("recovery_s", recovery_s, "s")
         add("boot_s", boot_s, "s")
-        progress.detail(f"{leg.name}: acknowledged {rows_acked}, found {found}, "
-                        f"lost {rows_acked - found}, recovered in {recovery_s:.1f} s")
+        progress.detail(f"{leg.name}: {counted}")
         ws.remove("server", leg.data)
-        # Safe: a folder this cut made on the lab's own file system (its log is kept in the
+        # Safe: folders this cut made on the lab's own file systems (the log is kept in the
         # run); the next cut's databases need the room.
-        host.sudo(["rm", "-rf", "--one-file-system", "--", leg.data], timeout_s=300)
+        host.sudo(["rm", "-rf", "--one-file-system", "--", leg.data, *([leg.wal] if leg.wal
+                                                                      else [])],
+                  timeout_s=300)
 
+
+def count_rows(ws: LabWorkspace, rec: RunRecorder, writer: Writer, add: Any, cut: int,
+               cut_at: float) -> str:
+    """A commit leg: recovery, then which acknowledged rows are there."""
+    leg, host = writer.leg, ws.host
+    recovering = time.monotonic()
+    ws.restart_server(leg.data, leg.restart())
+    recovery_s = time.monotonic() - recovering
+    rows_acked = writer.acked
+    table = leg.server.table()
+    found = int(leg.sql(ws, f"SELECT count(*) FROM {table} WHERE id <= {rows_acked}"))
+    newest_found = int(leg.sql(ws, f"SELECT coalesce(max(id), 0) FROM {table} "
+                                   f"WHERE id <= {rows_acked}"))
+    total = int(leg.sql(ws, f"SELECT count(*) FROM {table}"))
+    rec.add_raw(f"cut{cut}/{leg.name}.log",
+                host.sudo(["cat", "--", leg.server.log_file(leg.data)], timeout_s=60).stdout)
+    add("acknowledged", rows_acked, "count")
+    add("acknowledged_found", found, "count")
+    add("acknowledged_lost", rows_acked - found, "count")
+    add("newest_found", newest_found, "count")  # the highest acknowledged row still there
+    # How long before the cut the oldest lost commit was acknowledged: the stretch of
+    # acknowledged work the cut erased, as the controller's clock saw it (0: none lost).
+    add("lost_window_ms", lost_window_ms(writer.acks, newest_found, cut_at), "ms")
+    add("unacknowledged_found", total - found, "count")
+    add("recovery_s", recovery_s, "s")
+    return (f"acknowledged {rows_acked}, found {found}, lost {rows_acked - found}, "
+            f"recovered in {recovery_s:.1f} s")
+
+
+def count_pages(ws: LabWorkspace, rec: RunRecorder, writer: Writer, add: Any,
+                cut: int) -> str:
+    """A torn-page leg: does PostgreSQL recover by itself? If not, again with
+    zero_damaged_pages (it then zeroes each page that fails its checksum and goes on); which
+    pages were damaged; which rows lost their newest acknowledged update."""
+    leg, host = writer.leg, ws.host
+    recovering = time.monotonic()
+    try:
+        ws.restart_server(leg.data, leg.restart())
+        alone = 1
+    except CommandFailed:
+        alone = 0
+        # What a reader would do to get the rest of the data back, and how the lab counts
+        # the damage: every page that fails its checksum is zeroed, with a warning.
+        ws.restart_server(leg.data, leg.restart("zero_damaged_pages=on"))
+    recovery_s = time.monotonic() - recovering
+    expected = torn.expected_values(writer.acks, torn.ROWS)
+    read = host.sudo(leg.server.sql_command(
+        leg.data, "SET zero_damaged_pages = on; SELECT id, v FROM pages"),
+        timeout_s=600, check=False)
+    found = dict(tuple(map(int, line.split("|"))) for line in read.stdout.split()
+                 if read.ok and "|" in line)
+    relation = leg.sql(ws, "SELECT pg_relation_filepath('pages')") if read.ok else ""
+    # The server's log lives on the disk that tears: its last lines before the cut may be
+    # zeroes, which are left out.
+    log = host.sudo(f"tr -d '\\000' < {shlex.quote(leg.server.log_file(leg.data))}",
+                    timeout_s=60).stdout
+    rec.add_raw(f"cut{cut}/{leg.name}.log", log)
+    rec.add_raw(f"cut{cut}/{leg.name}-read.txt", read.stderr)
+    damaged = torn.damaged_pages(log, read.stderr)
+    lost = torn.lost_updates(expected, found) if read.ok else len(expected)
+    add("acknowledged", writer.acked, "count")
+    add("rows_updated", len(expected), "count")  # rows with an acknowledged update
+    add("recovered_alone", alone, "count")  # 1: recovery needed no help
+    add("table_read", int(read.ok), "count")  # 1: the table could be read (maybe zeroed)
+    add("damaged_pages", len(damaged), "count")
+    add("damaged_table_pages", sum(1 for rel, _ in damaged if rel == relation), "count")
+    add("acknowledged_lost", lost, "count")
+    add("recovery_s", recovery_s, "s")
+    return (f"acknowledged {writer.acked}, recovered {'alone' if alone else 'only with help'}, "
+            f"{len(damaged)} damaged pages, {lost} rows lost their newest update")
