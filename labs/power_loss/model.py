@@ -35,7 +35,8 @@ def torn_pages(full_page_writes: str, pages_per_s: float, hold_s: float) -> floa
     With full_page_writes on: none. The first change to a page after a checkpoint puts the
     whole page in the WAL, and recovery writes that image over whatever the disk holds.
     Off: every page written within the hold before the cut, its first half new and its
-    second half old. The lab's table has one row per page and the server 16 pages of
-    buffers, so each update writes about one page: pages_per_s is the update rate.
+    second half old. The lab's table has one row per page, the server 16 pages of buffers
+    and no background writer, so each update sends about one page to the disk at once:
+    pages_per_s is the update rate.
     """
     return 0.0 if full_page_writes == "on" else pages_per_s * hold_s

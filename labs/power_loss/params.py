@@ -10,6 +10,7 @@ from labs.lab import LabParameters, option
 # The torn-page legs (labs/power_loss/torn.py): PostgreSQL with full_page_writes on and off,
 # on a disk that writes each page in two pieces.
 TORN_SETTINGS = (("full_page_writes", "on", "safe"), ("full_page_writes", "off", "unsafe"))
+TORN_ROWS = 2000  # the torn-page legs' table: one row per 8 KiB page (16 MiB)
 
 # engine -> (setting, value) pairs, each with what the book calls it
 SETTINGS = {

@@ -26,12 +26,14 @@ import shlex
 from dataclasses import dataclass
 
 from labs.infra.workspace import LabWorkspace
+from labs.power_loss.params import TORN_ROWS
 
 CHUNK_SECTORS = 8  # 4 KiB: the stripe's chunk, half a PostgreSQL page
-ROWS = 2000  # the page table's rows, one per page (16 MiB)
+ROWS = TORN_ROWS
 PAGE_LEGS_OPTIONS = (
     "shared_buffers=128kB",  # 16 pages: nearly every update evicts a dirty page
     "backend_flush_after=1",  # and sends it to the disk at once, not after 30 s
+    "bgwriter_lru_maxpages=0",  # no background writer, which would batch 64 pages first
     "autovacuum=off",  # no writes to the catalog or the visibility map during the run
     "recovery_init_sync_method=syncfs",  # one syncfs before recovery, not an fsync per file
 )

@@ -6,6 +6,7 @@ import altair as alt
 import pandas as pd
 
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
+from labs.power_loss.params import TORN_ROWS
 from labs.records import RecordedRun
 
 SETTING_LABELS = {"full_page_writes=on": "full_page_writes = on",
@@ -78,6 +79,16 @@ def torn_chart(run: RecordedRun) -> alt.LayerChart:
                "and the model's expectation (grey ticks)"])
 
 
+def first_fatal(run: RecordedRun, cut: int) -> str:
+    """The line with which recovery of the full_page_writes=off server stopped in `cut`, as
+    its log says it ("" if it did not stop)."""
+    log = run.path / "raw" / f"cut{cut}" / f"postgres-fpw-off-cut{cut}.log"
+    for line in log.read_text(errors="replace").splitlines():
+        if "FATAL:" in line:
+            return line.split("FATAL:", 1)[1].strip()
+    return ""
+
+
 def torn_figures(run: RecordedRun) -> dict[str, str]:
     """Every number the torn-page section quotes, computed from the run."""
     if not has_torn_legs(run):
@@ -86,9 +97,14 @@ def torn_figures(run: RecordedRun) -> dict[str, str]:
     safe, unsafe = table[table["safety"] == "safe"], table[table["safety"] == "unsafe"]
     alone = int(unsafe["recovered_alone"].sum())
     model_total, damaged_total = unsafe["model_damaged_pages"].sum(), unsafe["damaged_pages"].sum()
-    error = (damaged_total - model_total) / model_total * 100 if model_total else float("nan")
+    error = (damaged_total - model_total) / model_total * 100
+    stopped = unsafe[unsafe["recovered_alone"] == 0]
+    fatal = first_fatal(run, int(stopped["cut"].iloc[0])) if len(stopped) else ""
+    rate_on, rate_off = safe["acks_per_second"].median(), unsafe["acks_per_second"].median()
     return {
         "torn_cuts": str(len(unsafe)),
+        "torn_hold_ms": f"{run.meta['parameters']['tear_delay_ms']:,}",
+        "torn_rows": f"{TORN_ROWS:,}",
         "torn_safe_damaged": f"{int(safe['damaged_pages'].sum())}",
         "torn_safe_lost": f"{int(safe['acknowledged_lost'].sum())}",
         "torn_safe_alone": ("recovered by itself after every cut" if safe["recovered_alone"].all()
@@ -96,6 +112,7 @@ def torn_figures(run: RecordedRun) -> dict[str, str]:
         "torn_unsafe_alone": ("recovered by itself after every cut" if alone == len(unsafe)
                               else "refused to start after every cut" if alone == 0
                               else f"recovered by itself after {alone} of {len(unsafe)} cuts"),
+        "torn_fatal_quote": f"“{fatal}”" if fatal else "no error",
         "torn_unsafe_damaged_min": f"{int(unsafe['damaged_pages'].min())}",
         "torn_unsafe_damaged_max": f"{int(unsafe['damaged_pages'].max())}",
         "torn_unsafe_lost": f"{int(unsafe['acknowledged_lost'].sum()):,}",
@@ -103,6 +120,6 @@ def torn_figures(run: RecordedRun) -> dict[str, str]:
         "torn_model_total": f"{model_total:.0f}",
         "torn_damaged_total": f"{int(damaged_total)}",
         "torn_model_error": f"{error:+.0f} %",
-        "torn_safe_rate": f"{safe['acks_per_second'].median():.0f}",
-        "torn_unsafe_rate": f"{unsafe['acks_per_second'].median():.0f}",
+        "torn_safe_rate": f"{rate_on:.0f}",
+        "torn_unsafe_rate": f"{rate_off:.0f}",
     }
