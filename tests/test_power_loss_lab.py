@@ -16,7 +16,7 @@ import sys
 import pytest
 from conftest import PROJECT_ROOT, kill_once_it_prints, report, run_vm_ci
 
-from labs.power_loss import page
+from labs.power_loss import page, torn_page
 
 pytestmark = pytest.mark.slow
 
@@ -39,7 +39,11 @@ def ci_run(lab_vms, background_ci, request):
     report(request.config, f"power-loss ci run on {VM}: {ran.wall_s:.0f} s; "
             + "; ".join(f"{row.database}: acked {row.acknowledged:.0f}, lost "
                         f"{row.acknowledged_lost:.0f} (model at most {row.model_max_lost:.1f})"
-                        for row in page.outcomes(run).itertuples()))
+                        for row in page.outcomes(run).itertuples())
+            + "; " + "; ".join(f"{row.label}: recovered alone {row.recovered_alone:.0f}, "
+                               f"damaged pages {row.damaged_pages:.0f} "
+                               f"(model {row.model_damaged_pages:.0f})"
+                               for row in torn_page.torn_outcomes(run).itertuples()))
     return {"run": run, "stdout": ran.stdout, "stderr": ran.stderr}
 
 
@@ -98,10 +102,29 @@ def test_each_database_log_and_acknowledgement_list_is_kept(ci_run):
     raw = ci_run["run"].path / "raw"
     logs = sorted(p.name for p in raw.rglob("*.log"))
     acks = sorted(raw.rglob("*-acks.txt"))
-    assert len(logs) == 4 and len(acks) == 4, logs
+    # four commit legs and two torn-page legs; the torn legs' reads of their table too
+    assert len(logs) == 6 and len(acks) == 6, logs
+    assert len(list(raw.rglob("*-read.txt"))) == 2
     for path in acks:
         rows = [int(line.split()[0]) for line in path.read_text().splitlines()]
         assert rows == list(range(1, len(rows) + 1)), path  # every ack, in order, none skipped
+
+
+def test_full_page_writes_on_mends_every_torn_page_and_off_leaves_some(ci_run):
+    """The cut tears pages on the torn-page legs' disk. With full_page_writes on, recovery
+    rewrites them from the WAL: the server starts by itself, no page fails its checksum,
+    no row lost its newest acknowledged update. With off, the second half of every page
+    written in the last second was lost: some page fails its checksum."""
+    table = torn_page.torn_outcomes(ci_run["run"])
+    assert sorted(table["setting"]) == ["full_page_writes=off", "full_page_writes=on"]
+    safe, unsafe = (table[table["safety"] == name].iloc[0] for name in ("safe", "unsafe"))
+    assert safe["recovered_alone"] == 1 and safe["table_read"] == 1
+    assert safe["damaged_pages"] == 0 and safe["acknowledged_lost"] == 0
+    assert safe["model_damaged_pages"] == 0 and unsafe["model_damaged_pages"] > 0
+    assert unsafe["damaged_pages"] > 0, unsafe.to_dict()
+    assert unsafe["table_read"] == 1  # the damage stayed in the table, not the catalog
+    assert 0 <= unsafe["acknowledged_lost"] <= unsafe["rows_updated"] <= unsafe["acknowledged"]
+    assert unsafe["damaged_table_pages"] <= unsafe["damaged_pages"]
 
 
 def test_the_vm_came_back_and_nothing_is_left_in_it(ci_run, lab_vms):
@@ -133,6 +156,7 @@ def test_a_run_killed_while_the_databases_write_leaves_nothing_after_clean(ci_ru
     (["--engines", "sqlite"], "sqlite"),
     (["--cuts", "0"], "--cuts"),
     (["--write-s", "2"], "--write-s"),
+    (["--tear-delay-ms", "6000"], "--tear-delay-ms"),
 ])
 def test_bad_input_is_one_line_and_makes_nothing(args, words):
     ran = subprocess.run([sys.executable, "-m", "labs", "run", "power-loss", *args],

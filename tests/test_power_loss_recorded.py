@@ -9,7 +9,8 @@ import pytest
 from conftest import glued_names
 
 from labs import PROJECT_ROOT, records
-from labs.power_loss import page
+from labs.power_loss import page, torn, torn_page
+from labs.power_loss.params import TORN_ROWS
 
 
 @pytest.fixture(scope="module")
@@ -91,3 +92,89 @@ def test_every_database_recovered_and_answered(table):
     assert (table["recovery_s"] > 0).all()
     assert (table["acknowledged_found"] + table["acknowledged_lost"] == table["acknowledged"]).all()
     assert (table["unacknowledged_found"] >= 0).all()
+
+
+# --- the torn-page section ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def torn_table(run):
+    return torn_page.torn_outcomes(run)
+
+
+def test_the_recorded_run_has_both_torn_page_legs_in_every_cut(run, torn_table):
+    assert len(torn_table) == 2 * run.meta["parameters"]["cuts"]
+    assert sorted(set(torn_table["setting"])) == ["full_page_writes=off", "full_page_writes=on"]
+
+
+def test_full_page_writes_on_left_no_damage_and_lost_no_update(run, torn_table):
+    safe = torn_table[torn_table["safety"] == "safe"]
+    assert (safe["recovered_alone"] == 1).all() and (safe["table_read"] == 1).all()
+    assert (safe["damaged_pages"] == 0).all() and (safe["acknowledged_lost"] == 0).all()
+    figures = page.figures(run)
+    assert figures["torn_safe_damaged"] == figures["torn_safe_lost"] == "0"
+    assert figures["torn_safe_alone"] == "recovered by itself after every cut"
+
+
+def test_the_damage_with_off_is_what_the_logs_say(run, torn_table):
+    """The damaged pages, counted again from the raw logs and answers; every lost update is
+    on a damaged page of the table (with synchronous commits, the WAL restores every other
+    one), and the quoted FATAL line is in the log of a cut whose recovery stopped."""
+    unsafe = torn_table[torn_table["safety"] == "unsafe"]
+    for row in unsafe.itertuples():
+        folder = run.path / "raw" / f"cut{row.cut:.0f}"
+        log = (folder / f"postgres-fpw-off-cut{row.cut:.0f}.log").read_text(errors="replace")
+        read = (folder / f"postgres-fpw-off-cut{row.cut:.0f}-read.txt").read_text()
+        assert len(torn.damaged_pages(log, read)) == row.damaged_pages > 0
+        assert row.acknowledged_lost <= row.damaged_table_pages <= row.damaged_pages
+        acks = [(int(n), float(t)) for n, t in (line.split() for line in
+                (folder / f"postgres-fpw-off-cut{row.cut:.0f}-acks.txt").read_text()
+                .splitlines())]
+        assert len(torn.expected_values(acks, TORN_ROWS)) == row.rows_updated
+        stopped = [line for line in log.splitlines() if "FATAL:  invalid page" in line]
+        assert bool(stopped) == (row.recovered_alone == 0)
+    figures = page.figures(run)
+    assert figures["torn_unsafe_damaged_min"] == f"{unsafe['damaged_pages'].min():.0f}"
+    assert figures["torn_unsafe_damaged_max"] == f"{unsafe['damaged_pages'].max():.0f}"
+    assert figures["torn_unsafe_lost"] == f"{unsafe['acknowledged_lost'].sum():,.0f}"
+    alone = int(unsafe["recovered_alone"].sum())
+    assert figures["torn_unsafe_alone"].startswith(
+        "refused" if alone == 0 else "recovered by itself after every" if alone == len(unsafe)
+        else f"recovered by itself after {alone} of")
+    quoted = figures["torn_unsafe_alone"].partition("“")[2].rstrip("”")
+    assert alone == len(unsafe) or quoted.startswith("invalid page in block")
+
+
+def test_the_model_sentence_matches_its_numbers(run, torn_table):
+    unsafe = torn_table[torn_table["safety"] == "unsafe"]
+    expected, found = unsafe["model_damaged_pages"].sum(), unsafe["damaged_pages"].sum()
+    error = (found - expected) / expected * 100
+    sentence = page.figures(run)["torn_model_sentence"]
+    assert f"expected {expected:.0f} damaged pages" in sentence
+    assert f"found {found:.0f}" in sentence and f"({error:+.0f} %)" in sentence
+    assert ("within 25 %" in sentence) == (abs(error) <= 25)
+    assert ("fewer than" in sentence) == (error < -25)
+
+
+def test_the_rate_sentence_claims_a_cost_only_if_every_cut_shows_it(run, torn_table):
+    rates = torn_table.pivot_table(index="cut", columns="safety", values="acks_per_second")
+    sentence = page.figures(run)["torn_rate_sentence"]
+    assert ("`on` was the slower" in sentence) == (rates["safe"] < rates["unsafe"]).all()
+    assert ("`on` was the faster" in sentence) == (rates["safe"] > rates["unsafe"]).all()
+
+
+def test_the_hold_sentence_counts_the_last_second_from_the_raw_acknowledgements(run, torn_table):
+    unsafe = torn_table[torn_table["safety"] == "unsafe"]
+    sentence = page.figures(run)["torn_hold_sentence"]
+    total_in_hold, widest = 0, 0
+    for row in unsafe.itertuples():
+        cut = f"cut{row.cut:.0f}"
+        path = run.path / "raw" / cut / f"postgres-fpw-off-{cut}-acks.txt"
+        times_s = [float(line.split()[1]) for line in path.read_text().splitlines()]
+        in_hold = sum(1 for at in times_s if at >= row.cut_after_s - 1.0)  # the 1,000 ms hold
+        assert f"{in_hold} and {row.damaged_pages:.0f}" in sentence
+        total_in_hold += in_hold
+        widest = max(widest, abs(in_hold - row.damaged_pages))
+    assert f"{total_in_hold} against {unsafe['damaged_pages'].sum():.0f} in all" in sentence
+    assert f"at most {widest:.0f} page" in sentence
+    assert run.meta["parameters"]["tear_delay_ms"] == 1000

@@ -6,7 +6,7 @@ import shlex
 import subprocess
 
 from labs.infra.vm.servers import SERVERS
-from labs.power_loss import model, torn
+from labs.power_loss import model, torn, torn_page
 
 POSTGRES = SERVERS["postgres"]
 
@@ -65,3 +65,11 @@ def test_the_model_expects_no_torn_page_with_full_page_writes_and_rate_times_hol
     assert model.torn_pages("on", 150.0, 1.0) == 0
     assert model.torn_pages("off", 150.0, 1.0) == 150.0
     assert model.torn_pages("off", 150.0, 0.5) == 75.0
+
+
+def test_the_torn_page_exercise_is_the_model_at_a_real_disks_window():
+    figures = torn_page.exercise_figures(30.0)
+    assert figures["ex_torn_per_cut"] == "0.5"  # 5,000 pages/s × 100 µs
+    assert figures["ex_torn_lab_per_cut"] == "0.0030"  # 30 pages/s × 100 µs
+    assert figures["ex_torn_lab_cuts"] == "330"  # 1 / 0.003, to the nearest ten
+    assert "ex_torn_lab_rate" not in torn_page.exercise_figures()

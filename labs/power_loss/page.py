@@ -183,6 +183,12 @@ def headline(run: RecordedRun) -> pd.DataFrame:
         rows.append({"measure": "commits per second before the cut (median)",
                      "config": database, "value": cuts["acks_per_second"].median(),
                      "unit": "tps", "better": "higher", "model": None})
+    if torn_page.has_torn_legs(run):
+        for label, cuts in torn_page.torn_outcomes(run).groupby("label", sort=False):
+            rows.append({"measure": "pages damaged after recovery from a power cut (median)",
+                         "config": f"PostgreSQL, {label}",
+                         "value": cuts["damaged_pages"].median(), "unit": "count",
+                         "better": "lower", "model": cuts["model_damaged_pages"].median()})
     return headline_table(rows)
 
 

@@ -6,6 +6,7 @@ import altair as alt
 import pandas as pd
 
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
+from labs.power_loss import model
 from labs.power_loss.params import TORN_ROWS
 from labs.records import RecordedRun
 
@@ -79,12 +80,43 @@ def torn_chart(run: RecordedRun) -> alt.LayerChart:
                "and the model's expectation (grey ticks)"])
 
 
+def exercise_figures(lab_pages_per_s: float | None = None) -> dict[str, str]:
+    """The torn-page exercise: a real disk's window for a tear, through the same model, at a
+    busy server's pace and at the lab's (its `off` client's median update rate)."""
+    pages_per_s, window_s = 5000, 100e-6
+    busy = model.torn_pages("off", pages_per_s, window_s)
+    figures = {"ex_torn_pages_per_s": f"{pages_per_s:,}",
+               "ex_torn_window_us": f"{window_s * 1e6:.0f}", "ex_torn_per_cut": f"{busy:.1f}"}
+    if lab_pages_per_s:
+        lab = model.torn_pages("off", lab_pages_per_s, window_s)
+        figures.update({"ex_torn_lab_rate": f"{lab_pages_per_s:.0f}",
+                        "ex_torn_lab_per_cut": f"{lab:.4f}",
+                        "ex_torn_lab_cuts": f"{round(1 / lab, -1):,.0f}"})
+    return figures
+
+
+def updates_in_hold(run: RecordedRun) -> pd.Series:
+    """Per cut: the updates the full_page_writes=off client had acknowledged within the
+    hold before the cut, counted from the acknowledgements' own times (the pages the model
+    expects torn, at the rate of that last stretch instead of the last ten seconds)."""
+    table = torn_outcomes(run)
+    unsafe = table[table["safety"] == "unsafe"]
+    hold_s = run.meta["parameters"]["tear_delay_ms"] / 1000
+    counts = {}
+    for row in unsafe.itertuples():
+        cut = f"cut{row.cut:.0f}"
+        acks = run.path / "raw" / cut / f"postgres-fpw-off-{cut}-acks.txt"
+        times_s = [float(line.split()[1]) for line in acks.read_text().splitlines()]
+        counts[int(row.cut)] = sum(1 for at in times_s if row.cut_after_s - hold_s <= at)
+    return pd.Series(counts, name="updates_in_hold")
+
+
 def first_fatal(run: RecordedRun, cut: int) -> str:
-    """The line with which recovery of the full_page_writes=off server stopped in `cut`, as
-    its log says it ("" if it did not stop)."""
+    """The error with which recovery of the full_page_writes=off server stopped in `cut`, as
+    its log says it ("" if it did not stop on a damaged page)."""
     log = run.path / "raw" / f"cut{cut}" / f"postgres-fpw-off-cut{cut}.log"
     for line in log.read_text(errors="replace").splitlines():
-        if "FATAL:" in line:
+        if "FATAL:  invalid page" in line:
             return line.split("FATAL:", 1)[1].strip()
     return ""
 
@@ -100,8 +132,8 @@ def torn_figures(run: RecordedRun) -> dict[str, str]:
     error = (damaged_total - model_total) / model_total * 100
     stopped = unsafe[unsafe["recovered_alone"] == 0]
     fatal = first_fatal(run, int(stopped["cut"].iloc[0])) if len(stopped) else ""
-    rate_on, rate_off = safe["acks_per_second"].median(), unsafe["acks_per_second"].median()
     return {
+        **exercise_figures(unsafe["acks_per_second"].median()),
         "torn_cuts": str(len(unsafe)),
         "torn_hold_ms": f"{run.meta['parameters']['tear_delay_ms']:,}",
         "torn_rows": f"{TORN_ROWS:,}",
@@ -109,10 +141,12 @@ def torn_figures(run: RecordedRun) -> dict[str, str]:
         "torn_safe_lost": f"{int(safe['acknowledged_lost'].sum())}",
         "torn_safe_alone": ("recovered by itself after every cut" if safe["recovered_alone"].all()
                             else "needed help to recover after some cut"),
-        "torn_unsafe_alone": ("recovered by itself after every cut" if alone == len(unsafe)
-                              else "refused to start after every cut" if alone == 0
-                              else f"recovered by itself after {alone} of {len(unsafe)} cuts"),
-        "torn_fatal_quote": f"“{fatal}”" if fatal else "no error",
+        "torn_unsafe_alone": (
+            "recovered by itself after every cut" if alone == len(unsafe)
+            else (("refused to start after every cut" if alone == 0 else
+                   f"refused to start after {len(unsafe) - alone} of {len(unsafe)} cuts")
+                  + ": recovery stopped at the first damaged page it had to replay a change "
+                  f"onto, with “{fatal}”")),
         "torn_unsafe_damaged_min": f"{int(unsafe['damaged_pages'].min())}",
         "torn_unsafe_damaged_max": f"{int(unsafe['damaged_pages'].max())}",
         "torn_unsafe_lost": f"{int(unsafe['acknowledged_lost'].sum()):,}",
@@ -120,6 +154,49 @@ def torn_figures(run: RecordedRun) -> dict[str, str]:
         "torn_model_total": f"{model_total:.0f}",
         "torn_damaged_total": f"{int(damaged_total)}",
         "torn_model_error": f"{error:+.0f} %",
-        "torn_safe_rate": f"{rate_on:.0f}",
-        "torn_unsafe_rate": f"{rate_off:.0f}",
+        "torn_model_sentence": model_sentence(model_total, damaged_total, len(unsafe)),
+        "torn_hold_sentence": hold_sentence(unsafe, updates_in_hold(run)),
+        "torn_rate_sentence": rate_sentence(table),
     }
+
+
+def model_sentence(model_total: float, damaged_total: float, cuts: int) -> str:
+    error = (damaged_total - model_total) / model_total * 100
+    verdict = ("within 25 % of it" if abs(error) <= 25 else
+               "fewer than it expected" if error < 0 else "more than it expected")
+    return (f"The model expected {model_total:.0f} damaged pages over the {cuts} cuts with "
+            f"`off` (each cut's update rate times the hold); the run found "
+            f"{damaged_total:.0f}, {verdict} ({error:+.0f} %).")
+
+
+def hold_sentence(unsafe: pd.DataFrame, in_hold: pd.Series) -> str:
+    """The model again, with the rate of the hold itself, cut by cut."""
+    damaged = unsafe.set_index(unsafe["cut"].astype(int))["damaged_pages"]
+    pairs = "; ".join(f"{in_hold[cut]} and {damaged[cut]:.0f}" for cut in in_hold.index)
+    error = (damaged.sum() - in_hold.sum()) / in_hold.sum() * 100
+    apart = int((damaged - in_hold).abs().max())
+    return (f"But the model's rate is the client's average over its last ten seconds, and the "
+            f"pages at risk are those written in the last second. Counted from the "
+            f"acknowledgements' own times, the updates of that last second and the damaged "
+            f"pages were, cut by cut, {pairs}: {in_hold.sum()} against {damaged.sum():.0f} "
+            f"in all ({error:+.0f} %), at most {apart} page{'s' if apart != 1 else ''} apart "
+            "in any cut.")
+
+
+def rate_sentence(table: pd.DataFrame) -> str:
+    """The two clients' update rates, and what they say about the cost of full-page images
+    only if every cut says the same."""
+    rates = table.pivot_table(index="cut", columns="safety", values="acks_per_second")
+    on, off = rates["safe"].median(), rates["unsafe"].median()
+    said = (f"The client made a median of {on:.0f} updates a second with `on` and {off:.0f} "
+            "with `off`")
+    if (rates["safe"] < rates["unsafe"]).all():
+        return (f"{said}: in every cut `on` was the slower, by {(1 - on / off) * 100:.0f} % "
+                "at the median, the price of writing each page's first change after a "
+                "checkpoint into the WAL whole.")
+    if (rates["safe"] > rates["unsafe"]).all():
+        return (f"{said}: in every cut `on` was the faster, so here the full-page images "
+                "cost nothing the run can see; the two servers share two emulated CPUs, and "
+                "which of them gets more is not under the lab's control.")
+    return (f"{said}, and neither was the faster in every cut: at this pace the run cannot "
+            "see what the full-page images cost.")
