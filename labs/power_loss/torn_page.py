@@ -34,17 +34,16 @@ def torn_table(run: RecordedRun) -> pd.DataFrame:
     """Per setting and cut, as the page's table shows it."""
     table = torn_outcomes(run)
     return pd.DataFrame({
-        "setting (the book calls it)": table["label"] + " (" + table["safety"] + ")",
+        "full_page_writes": table["setting"].str.split("=").str[1] + " (" + table["safety"]
+        + ")",
         "cut": table["cut"].map("{:.0f}".format),
-        "updates acknowledged": table["acknowledged"].map("{:,.0f}".format),
+        "updates acked": table["acknowledged"].map("{:,.0f}".format),
         "per s": table["acks_per_second"].map("{:.0f}".format),
-        "recovered by itself": table["recovered_alone"].map({1: "yes", 0: "no"}),
+        "recovered alone": table["recovered_alone"].map({1: "yes", 0: "no"}),
         "damaged pages (model)": [f"{d:.0f} ({m:.0f})" for d, m in
                                   zip(table["damaged_pages"], table["model_damaged_pages"],
                                       strict=True)],
-        "rows that lost their newest update": [
-            f"{lost:,.0f} of {updated:,.0f}" for lost, updated in
-            zip(table["acknowledged_lost"], table["rows_updated"], strict=True)],
+        "rows that lost their newest update": table["acknowledged_lost"].map("{:,.0f}".format),
     })
 
 
@@ -141,12 +140,12 @@ def torn_figures(run: RecordedRun) -> dict[str, str]:
         "torn_safe_lost": f"{int(safe['acknowledged_lost'].sum())}",
         "torn_safe_alone": ("recovered by itself after every cut" if safe["recovered_alone"].all()
                             else "needed help to recover after some cut"),
-        "torn_unsafe_alone": (
-            "recovered by itself after every cut" if alone == len(unsafe)
-            else (("refused to start after every cut" if alone == 0 else
-                   f"refused to start after {len(unsafe) - alone} of {len(unsafe)} cuts")
-                  + ": recovery stopped at the first damaged page it had to replay a change "
-                  f"onto, with “{fatal}”")),
+        "torn_unsafe_alone": ("recovered by itself after every cut" if alone == len(unsafe)
+                              else "refused to start after every cut" if alone == 0
+                              else f"refused to start after {len(unsafe) - alone} of "
+                                   f"{len(unsafe)} cuts"),
+        "torn_fatal_cut": f"{int(stopped['cut'].iloc[0])}" if len(stopped) else "",
+        "torn_fatal_quote": fatal,
         "torn_unsafe_damaged_min": f"{int(unsafe['damaged_pages'].min())}",
         "torn_unsafe_damaged_max": f"{int(unsafe['damaged_pages'].max())}",
         "torn_unsafe_lost": f"{int(unsafe['acknowledged_lost'].sum()):,}",
@@ -154,49 +153,41 @@ def torn_figures(run: RecordedRun) -> dict[str, str]:
         "torn_model_total": f"{model_total:.0f}",
         "torn_damaged_total": f"{int(damaged_total)}",
         "torn_model_error": f"{error:+.0f} %",
-        "torn_model_sentence": model_sentence(model_total, damaged_total, len(unsafe)),
-        "torn_hold_sentence": hold_sentence(unsafe, updates_in_hold(run)),
-        "torn_rate_sentence": rate_sentence(table),
+        **hold_figures(unsafe, updates_in_hold(run)),
+        **rate_figures(table),
     }
 
 
-def model_sentence(model_total: float, damaged_total: float, cuts: int) -> str:
-    error = (damaged_total - model_total) / model_total * 100
-    verdict = ("within 25 % of it" if abs(error) <= 25 else
-               "fewer than it expected" if error < 0 else "more than it expected")
-    return (f"The model expected {model_total:.0f} damaged pages over the {cuts} cuts with "
-            f"`off` (each cut's update rate times the hold); the run found "
-            f"{damaged_total:.0f}, {verdict} ({error:+.0f} %).")
-
-
-def hold_sentence(unsafe: pd.DataFrame, in_hold: pd.Series) -> str:
+def hold_figures(unsafe: pd.DataFrame, in_hold: pd.Series) -> dict[str, str]:
     """The model again, with the rate of the hold itself, cut by cut."""
     damaged = unsafe.set_index(unsafe["cut"].astype(int))["damaged_pages"]
-    pairs = "; ".join(f"{in_hold[cut]} and {damaged[cut]:.0f}" for cut in in_hold.index)
-    error = (damaged.sum() - in_hold.sum()) / in_hold.sum() * 100
     apart = int((damaged - in_hold).abs().max())
-    return (f"But the model's rate is the client's average over its last ten seconds, and the "
-            f"pages at risk are those written in the last second. Counted from the "
-            f"acknowledgements' own times, the updates of that last second and the damaged "
-            f"pages were, cut by cut, {pairs}: {in_hold.sum()} against {damaged.sum():.0f} "
-            f"in all ({error:+.0f} %), at most {apart} page{'s' if apart != 1 else ''} apart "
-            "in any cut.")
+    error = (damaged.sum() - in_hold.sum()) / in_hold.sum() * 100
+    return {
+        "torn_hold_pairs": "; ".join(f"{in_hold[cut]} and {damaged[cut]:.0f}"
+                                     for cut in in_hold.index),
+        "torn_hold_total": f"{in_hold.sum()}",
+        "torn_hold_error": f"{error:+.0f} %",
+        "torn_hold_apart": f"{apart} page{'s' if apart != 1 else ''}",
+        "torn_hold_verdict": ("about one damaged page for each update of the last second"
+                              if apart <= 2 else "not one damaged page per update of the "
+                              "last second: something else is at work"),
+    }
 
 
-def rate_sentence(table: pd.DataFrame) -> str:
+def rate_figures(table: pd.DataFrame) -> dict[str, str]:
     """The two clients' update rates, and what they say about the cost of full-page images
     only if every cut says the same."""
     rates = table.pivot_table(index="cut", columns="safety", values="acks_per_second")
     on, off = rates["safe"].median(), rates["unsafe"].median()
-    said = (f"The client made a median of {on:.0f} updates a second with `on` and {off:.0f} "
-            "with `off`")
     if (rates["safe"] < rates["unsafe"]).all():
-        return (f"{said}: in every cut `on` was the slower, by {(1 - on / off) * 100:.0f} % "
-                "at the median, the price of writing each page's first change after a "
-                "checkpoint into the WAL whole.")
-    if (rates["safe"] > rates["unsafe"]).all():
-        return (f"{said}: in every cut `on` was the faster, so here the full-page images "
-                "cost nothing the run can see; the two servers share two emulated CPUs, and "
-                "which of them gets more is not under the lab's control.")
-    return (f"{said}, and neither was the faster in every cut: at this pace the run cannot "
-            "see what the full-page images cost.")
+        verdict = (f"; on was the slower in every cut, by {(1 - on / off) * 100:.0f} % at the "
+                   "median: the price of the full-page images")
+    elif (rates["safe"] > rates["unsafe"]).all():
+        verdict = ("; on was the faster in every cut, so the run sees no price for the "
+                   "full-page images")
+    else:
+        verdict = (", and neither was the faster in every cut: at this pace the run cannot "
+                   "see what the full-page images cost")
+    return {"torn_safe_rate": f"{on:.0f}", "torn_unsafe_rate": f"{off:.0f}",
+            "torn_rate_verdict": verdict}
