@@ -22,7 +22,7 @@ from labs.infra.vm import machine, power
 from labs.infra.vm.servers import SERVERS, Server
 from labs.infra.workspace import LabWorkspace
 from labs.power_loss import model, torn
-from labs.power_loss.params import SETTINGS, TORN_SETTINGS, Parameters
+from labs.power_loss.params import SETTINGS, TORN_ROWS, TORN_SETTINGS, Parameters
 from labs.progress import Progress
 from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
 
@@ -70,7 +70,7 @@ class Writer(AckStream):
 
     @classmethod
     def of(cls, leg: Leg) -> Writer:
-        command = (leg.server.update_loop(leg.data, torn.ROWS) if leg.tears
+        command = (leg.server.update_loop(leg.data, TORN_ROWS) if leg.tears
                    else leg.server.insert_loop(leg.data))
         return cls(command=command, leg=leg)
 
@@ -110,12 +110,10 @@ class Disks:
     """Where the legs keep their folders, and how to put the disks back after a cut."""
 
     first: str  # the lab disk of the commit legs
-    second: str | None  # the lab disk that holds writes back (None: no torn-page legs)
     plain: str  # the device of the commit legs' file system (and of the torn legs' WAL)
     plain_point: str
-    torn: str | None = None  # the stripe that tears pages, and where it is mounted
-    torn_point: str | None = None
-    layout: torn.TearLayout | None = None
+    layout: torn.TearLayout | None = None  # the disk that tears pages (None: no torn legs)
+    torn_point: str | None = None  # where its stripe is mounted
 
 
 def set_up_disks(params: Parameters, ws: LabWorkspace, progress: Progress, first: str,
@@ -123,27 +121,27 @@ def set_up_disks(params: Parameters, ws: LabWorkspace, progress: Progress, first
     if second is None:
         progress.step(f"an ext4 file system on {first}, for the databases' folders")
         ws.make_filesystem(first, "ext4", label="powerloss")
-        return Disks(first, None, first, ws.mount(first, "data"))
+        return Disks(first, first, ws.mount(first, "data"))
     progress.step(f"a disk that tears pages: 4 KiB stripes over {first} and {second} "
                   f"(while the clients write, {second} holds each write "
                   f"{params.tear_delay_ms} ms); two file systems")
     layout = torn.build(ws, first, second)
     ws.make_filesystem(layout.plain, "ext4", label="powerloss")
     ws.make_filesystem(layout.torn, "ext4", label="pl-torn")
-    return Disks(first, second, layout.plain, ws.mount(layout.plain, "data"),
-                 layout.torn, ws.mount(layout.torn, "torn"), layout)
+    return Disks(first, layout.plain, ws.mount(layout.plain, "data"), layout,
+                 ws.mount(layout.torn, "torn"))
 
 
 def mount_again(ws: LabWorkspace, disks: Disks) -> None:
     """After the reboot, each file system where it was, the device-mapper devices below
     them made again first."""
-    if disks.second and disks.torn and disks.torn_point:
+    if disks.layout and disks.torn_point:
         # The mounts are journaled again after the devices below them, so that a teardown
         # (which goes newest first) unmounts before it removes a device.
         ws.remove("mount", disks.torn_point)
         ws.remove("mount", disks.plain_point)
-        disks.layout = torn.rebuild_after_boot(ws, disks.first, disks.second)
-        ws.mount(disks.torn, "torn")
+        disks.layout = torn.rebuild_after_boot(ws, disks.first, disks.layout.second)
+        ws.mount(disks.layout.torn, "torn")
         ws.mount(disks.plain, "data")
         return
     ws.run_guarded(["mount", disks.plain, disks.plain_point], [disks.plain], timeout_s=300)
@@ -175,7 +173,7 @@ def cut_once(params: Parameters, ws: LabWorkspace, rec: RunRecorder, progress: P
         in_force = leg.sql(ws, leg.server.setting_sql(leg.setting))
         if not leg.server.setting_in_force(in_force, leg.value):
             raise LabError(f"{leg.name}: {leg.setting} is {in_force!r}, not {leg.value!r}")
-        for statement in (leg.server.pages_table_sql(torn.ROWS) if leg.tears
+        for statement in (leg.server.pages_table_sql(TORN_ROWS) if leg.tears
                           else [leg.server.create_table_sql()]):
             leg.sql(ws, statement)
     # Everything made so far (the folders, the tables) reaches the disk before the cut: the
@@ -301,7 +299,7 @@ def count_pages(ws: LabWorkspace, rec: RunRecorder, writer: Writer, add: Any,
         # the damage: every page that fails its checksum is zeroed, with a warning.
         ws.restart_server(leg.data, leg.restart("zero_damaged_pages=on"))
     recovery_s = time.monotonic() - recovering
-    expected = torn.expected_values(writer.acks, torn.ROWS)
+    expected = torn.expected_values(writer.acks, TORN_ROWS)
     read = host.sudo(leg.server.sql_command(
         leg.data, "SET zero_damaged_pages = on; SELECT id, v FROM pages"),
         timeout_s=600, check=False)

@@ -26,10 +26,8 @@ import shlex
 from dataclasses import dataclass
 
 from labs.infra.workspace import LabWorkspace
-from labs.power_loss.params import TORN_ROWS
 
 CHUNK_SECTORS = 8  # 4 KiB: the stripe's chunk, half a PostgreSQL page
-ROWS = TORN_ROWS
 PAGE_LEGS_OPTIONS = (
     "shared_buffers=128kB",  # 16 pages: nearly every update evicts a dirty page
     "backend_flush_after=1",  # and sends it to the disk at once, not after 30 s

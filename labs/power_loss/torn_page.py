@@ -97,12 +97,11 @@ def exercise_figures(lab_pages_per_s: float | None = None) -> dict[str, str]:
     return figures
 
 
-def updates_in_hold(run: RecordedRun) -> pd.Series:
-    """Per cut: the updates the full_page_writes=off client had acknowledged within the
-    hold before the cut, counted from the acknowledgements' own times (the pages the model
-    expects torn, at the rate of that last stretch instead of the last ten seconds)."""
-    table = torn_outcomes(run)
-    unsafe = table[table["safety"] == "unsafe"]
+def updates_in_hold(run: RecordedRun, unsafe: pd.DataFrame) -> pd.Series:
+    """Per cut: the updates the full_page_writes=off client (`unsafe`, its rows of
+    torn_outcomes) had acknowledged within the hold before the cut, counted from the
+    acknowledgements' own times (the pages the model expects torn, at the rate of that last
+    stretch instead of the last ten seconds)."""
     hold_s = run.meta["parameters"]["tear_delay_ms"] / 1000
     counts = {}
     for row in unsafe.itertuples():
@@ -156,7 +155,7 @@ def torn_figures(run: RecordedRun) -> dict[str, str]:
         "torn_model_total": f"{model_total:.0f}",
         "torn_damaged_total": f"{int(damaged_total)}",
         "torn_model_error": f"{error:+.0f} %",
-        **hold_figures(unsafe, updates_in_hold(run)),
+        **hold_figures(unsafe, updates_in_hold(run, unsafe)),
         **rate_figures(table),
     }
 
