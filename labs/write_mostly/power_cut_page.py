@@ -128,9 +128,11 @@ def _numbers(values: Any, form: str = ",.0f") -> str:
     return " and ".join([", ".join(words[:-1]), words[-1]]) if len(words) > 1 else words[0]
 
 
-def power_cut_figures(run: RecordedRun | None) -> dict[str, str]:
-    """The numbers the paragraph quotes, per setting (empty without the drill)."""
-    table = power_cut_table(run)
+def power_cut_figures(run: RecordedRun | None,
+                      table: pd.DataFrame | None = None) -> dict[str, str]:
+    """The numbers the paragraph quotes, per setting (empty without the drill); `table` is
+    the run's power_cut_table when the caller has it already."""
+    table = power_cut_table(run) if table is None else table
     if table.empty:
         return {}
     f = {"cuts": str(table["cut"].max()), "latency": f"{slow_latency_ms(run):.0f} ms",
@@ -182,11 +184,12 @@ def _held(table: pd.DataFrame, name: str, cap: float | None) -> bool:
 def power_cut_text(run: RecordedRun | None) -> str:
     """The section's paragraphs: what each setting lost, against the model, or how to record
     the drill. Every word that depends on the run is chosen from the run."""
-    f = power_cut_figures(run)
+    table = power_cut_table(run)
+    f = power_cut_figures(run, table)
     if not f or "wm_dsync_acked" not in f or "wb_nosync_acked" not in f:
         return ("The book does not ship a run of this drill yet: it needs a lab VM, whose "
                 f"power it cuts. Record one with {COMMAND}.")
-    table, cap = power_cut_table(run), slow_cap_iops(run)
+    cap = slow_cap_iops(run)
     cuts = f"{f['cuts']} cuts" if f["cuts"] != "1" else "one cut"
     safe_lost = f["wm_dsync_lost_total"] != "0"
     write_s = run.meta["parameters"]["profile_settings"]["power_cut_write_s"]
