@@ -8,19 +8,25 @@ import subprocess
 from labs.infra.vm.servers import SERVERS
 from labs.power_loss import model, torn, torn_page
 
-POSTGRES = SERVERS["postgres"]
+POSTGRES, MARIADB = SERVERS["postgres"], SERVERS["mariadb"]
+
+
+def loop_lines(command: str, client: str, count: int) -> list[str]:
+    """What the client of a loop would read first: its own shell, `head` in its place."""
+    script = shlex.split(command.split("sh -c ", 1)[1])[0]
+    head = script.replace(f"| stdbuf -oL {client}", f"| head -n {count} #")
+    return subprocess.run(["sh", "-c", head], capture_output=True, text=True,
+                          timeout=30).stdout.splitlines()
 
 
 def test_the_update_loop_sends_one_update_and_one_ack_per_row_in_a_scattered_order():
-    # The loop's own shell, with `head` in place of psql: what psql would read.
-    command = POSTGRES.update_loop("/data/x", rows=10)
-    script = shlex.split(command.split(" sh -c ", 1)[1])[0]
-    head = script.replace("| stdbuf -oL psql", "| head -n 6 #")
-    lines = subprocess.run(["sh", "-c", head], capture_output=True, text=True,
-                           timeout=30).stdout.splitlines()
+    lines = loop_lines(POSTGRES.update_loop("/data/x", rows=10), "psql", 6)
     assert lines == ["UPDATE pages SET v = 1 WHERE id = 9;", "\\echo ack 1",
                      "UPDATE pages SET v = 2 WHERE id = 8;", "\\echo ack 2",
                      "UPDATE pages SET v = 3 WHERE id = 7;", "\\echo ack 3"]
+    lines = loop_lines(MARIADB.update_loop("/data/y", rows=10), "mariadb", 4)
+    assert lines == ["UPDATE lab.pages SET v = 1 WHERE id = 9;", 'SELECT "ack 1";',
+                     "UPDATE lab.pages SET v = 2 WHERE id = 8;", 'SELECT "ack 2";']
 
 
 def test_the_page_table_has_one_row_per_page_and_is_vacuumed_and_checkpointed():
@@ -28,6 +34,70 @@ def test_the_page_table_has_one_row_per_page_and_is_vacuumed_and_checkpointed():
     assert "fillfactor = 10" in create and "generate_series(0, 1999)" in create
     # each its own statement: VACUUM refuses to run inside a multi-statement string
     assert (vacuum, checkpoint) == ("VACUUM", "CHECKPOINT")
+
+
+def test_the_innodb_page_table_has_two_rows_a_page_and_is_written_home():
+    create, insert, flush = MARIADB.pages_table_sql(2000)
+    assert "VARCHAR(7000) CHARACTER SET latin1" in create and "ENGINE=InnoDB" in create
+    assert insert.startswith("USE lab; ") and "seq_0_to_1999" in insert
+    assert flush == "FLUSH TABLES lab.pages FOR EXPORT; UNLOCK TABLES"
+
+
+def test_innodb_torn_legs_keep_their_logs_and_doublewrite_area_on_the_other_disk():
+    command = MARIADB.init_command("/torn/m", wal_dir="/plain/m_wal")
+    for option in ("--innodb-data-home-dir=/plain/m_wal", "--innodb-log-group-home-dir=/plain/"
+                   "m_wal", "--aria-log-dir-path=/plain/m_wal", "--innodb-log-file-size=16M"):
+        assert option in command  # the folder's own underscores kept
+    assert "/torn/m /plain/m_wal" in command and command.endswith("&& sync")
+    plain = MARIADB.init_command("/plain/b")
+    assert "--innodb-data-home-dir" not in plain and "sync" not in plain
+    # every start names the folders again, and the torn legs' own settings come last
+    start = MARIADB.start_command("/torn/m", "innodb_doublewrite", "OFF",
+                                  MARIADB.log_options("/plain/m-wal")
+                                  + ("innodb_buffer_pool_size=6M",))
+    assert "--innodb-doublewrite=OFF" in start and "--innodb-data-home-dir=/plain/m-wal" in start
+    assert start.index("--innodb-buffer-pool-size=32M") < start.index(
+        "--innodb-buffer-pool-size=6M")  # the last one counts
+    assert POSTGRES.log_options("/plain/p-wal") == ()
+
+
+def test_a_mariadb_start_fails_at_once_when_the_server_stops(tmp_path):
+    # The start command's own wait, with a "server" that exits at once and a ping that never
+    # answers: it must give up when the server exits, not after ten minutes of pings.
+    start = MARIADB.start_command(str(tmp_path), "innodb_doublewrite", "ON")
+    server = start.split("setsid nohup ", 1)[1].split(" >>", 1)[0]
+    start = start.replace(server, "true").replace("mariadb-admin", "false")
+    ran = subprocess.run(["sh", "-c", start], capture_output=True, text=True, timeout=30)
+    assert ran.returncode == 1
+
+
+def test_mariadb_answers_one_and_zero_for_on_and_off():
+    assert MARIADB.setting_in_force("1", "ON") and MARIADB.setting_in_force("0", "OFF")
+    assert not MARIADB.setting_in_force("1", "OFF")
+    assert MARIADB.setting_in_force("0", "0") and not MARIADB.setting_in_force("2", "1")
+    assert POSTGRES.setting_in_force("on", "on") and not POSTGRES.setting_in_force("1", "on")
+
+
+def test_innochecksum_failures_are_counted_per_file():
+    report = ("== /torn/m/lab/pages.ibd\nFail: page::12 invalid\nFail: page::400 invalid\n"
+              "== /torn/m/mysql/innodb_index_stats.ibd\n"
+              "== /torn/m/mysql/gtid_slave_pos.ibd\nFail: page::3 invalid\n")
+    assert torn.invalid_pages(report) == {"/torn/m/lab/pages.ibd": 2,
+                                          "/torn/m/mysql/innodb_index_stats.ibd": 0,
+                                          "/torn/m/mysql/gtid_slave_pos.ibd": 1}
+    command = torn.checksum_command("/torn/m")
+    assert "find /torn/m -name '*.ibd'" in command and "ibdata1" not in command
+
+
+def test_innodb_recovery_words_are_read_from_its_log():
+    log = ("[Note] InnoDB: Trying to recover page [page id: space=5, page number=12] from the "
+           "doublewrite buffer.\n"
+           "[Note] InnoDB: Trying to recover page [page id: space=5, page number=12] from the "
+           "doublewrite buffer.\n"
+           "[ERROR] InnoDB: Unable to apply log to corrupted page 40 in file ./lab/pages.ibd\n"
+           "[Warning] InnoDB: Unable to apply log to corrupted page 40 in file ./lab/pages.ibd\n")
+    assert torn.pages_from_doublewrite(log) == {(5, 12)}
+    assert torn.unusable_pages(log) == {("./lab/pages.ibd", 40)}
 
 
 def test_torn_legs_get_checksums_their_own_wal_folder_and_one_sync():
@@ -62,9 +132,10 @@ def test_a_row_lost_its_update_when_the_newest_acknowledged_value_is_not_there()
 
 
 def test_the_model_expects_no_torn_page_with_full_page_writes_and_rate_times_hold_without():
-    assert model.torn_pages("on", 150.0, 1.0) == 0
-    assert model.torn_pages("off", 150.0, 1.0) == 150.0
-    assert model.torn_pages("off", 150.0, 0.5) == 75.0
+    assert model.pages_in_hold(150.0, 1.0) == 150.0  # torn on the disk, whatever the setting
+    assert model.torn_pages("safe", 150.0, 1.0) == 0
+    assert model.torn_pages("unsafe", 150.0, 1.0) == 150.0
+    assert model.torn_pages("unsafe", 150.0, 0.5) == 75.0
 
 
 def test_the_torn_page_exercise_is_the_model_at_a_real_disks_window():

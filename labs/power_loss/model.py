@@ -28,15 +28,20 @@ def max_lost(engine: str, setting: str, value: str, acks_per_s: float) -> float:
     return acks_per_s * window_s(engine, setting, value)
 
 
-def torn_pages(full_page_writes: str, pages_per_s: float, hold_s: float) -> float:
-    """Pages a power cut leaves torn after recovery, on the lab's disk that holds the second
-    half of each page `hold_s` in memory (labs/power_loss/torn.py).
+def pages_in_hold(pages_per_s: float, hold_s: float) -> float:
+    """Pages a power cut finds torn on the lab's disk that holds part of each page `hold_s`
+    in memory (labs/power_loss/torn.py): every page written within the hold before the cut,
+    whatever the setting. The lab's table has a row or two per page, the server a small
+    cache of pages, so each update sends about one page to the disk: pages_per_s is the
+    update rate."""
+    return pages_per_s * hold_s
 
-    With full_page_writes on: none. The first change to a page after a checkpoint puts the
-    whole page in the WAL, and recovery writes that image over whatever the disk holds.
-    Off: every page written within the hold before the cut, its first half new and its
-    second half old. The lab's table has one row per page, the server 16 pages of buffers
-    and no background writer, so each update sends about one page to the disk at once:
-    pages_per_s is the update rate.
-    """
-    return 0.0 if full_page_writes == "on" else pages_per_s * hold_s
+
+def torn_pages(safety: str, pages_per_s: float, hold_s: float) -> float:
+    """Pages still damaged after recovery. Safe (full_page_writes on, the doublewrite buffer
+    on): none. PostgreSQL puts the whole page in the WAL at its first change after a
+    checkpoint, and recovery writes that image over whatever the disk holds; InnoDB writes
+    each page to its doublewrite area, and waits for that copy to be on the disk before it
+    writes the page home, so a torn page has a whole copy that recovery writes back. Unsafe:
+    every page torn (pages_in_hold)."""
+    return 0.0 if safety == "safe" else pages_in_hold(pages_per_s, hold_s)

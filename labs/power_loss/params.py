@@ -7,10 +7,15 @@ from dataclasses import dataclass
 from labs.errors import UsageError
 from labs.lab import LabParameters, option
 
-# The torn-page legs (labs/power_loss/torn.py): PostgreSQL with full_page_writes on and off,
-# on a disk that writes each page in two pieces.
-TORN_SETTINGS = (("full_page_writes", "on", "safe"), ("full_page_writes", "off", "unsafe"))
-TORN_ROWS = 2000  # the torn-page legs' table: one row per 8 KiB page (16 MiB)
+# The torn-page legs (labs/power_loss/torn.py), on a disk that writes each page in pieces:
+# PostgreSQL with full_page_writes on and off, InnoDB with its doublewrite buffer on and off.
+TORN_SETTINGS = {
+    "postgres": (("full_page_writes", "on", "safe"), ("full_page_writes", "off", "unsafe")),
+    "mariadb": (("innodb_doublewrite", "ON", "safe"), ("innodb_doublewrite", "OFF", "unsafe")),
+}
+# The torn-page legs' table: one row per 8 KiB PostgreSQL page (16 MiB), two per 16 KiB
+# InnoDB page (16 MiB).
+TORN_ROWS = 2000
 
 # engine -> (setting, value) pairs, each with what the book calls it
 SETTINGS = {
@@ -36,7 +41,8 @@ class Parameters(LabParameters):
                                       choices=tuple(SETTINGS))
     tear_delay_ms: int = option(1000, "how long the second lab disk holds each write in the "
                                       "VM's memory, under the torn-page legs (PostgreSQL "
-                                      "full_page_writes on and off); 0 leaves those legs out",
+                                      "full_page_writes and InnoDB's doublewrite buffer, on "
+                                      "and off); 0 leaves those legs out",
                                 minimum=0, maximum=5000)
     cuts: int = option(3, "power cuts (each one: every engine and setting at once)",
                        minimum=1, maximum=20)

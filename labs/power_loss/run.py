@@ -36,7 +36,7 @@ class Leg:
     value: str
     safety: str  # safe | unsafe, as the book calls the setting
     data: str  # its folder on the lab's file system in the VM
-    wal: str | None = None  # a torn-page leg's WAL folder (on the disk that does not tear)
+    wal: str | None = None  # a torn-page leg's log folder (on the disk that does not tear)
 
     @property
     def name(self) -> str:
@@ -47,8 +47,17 @@ class Leg:
         """A torn-page leg: its data on the stripe that tears pages, updates not inserts."""
         return self.wal is not None
 
+    @property
+    def workload(self) -> str:
+        """How the run's results name this leg's rows (the doublewrite legs are InnoDB's)."""
+        if not self.tears:
+            return "power-cut"
+        return "torn-pages" if self.server.name == "postgres" else "doublewrite"
+
     def options(self) -> tuple[str, ...]:
-        return torn.PAGE_LEGS_OPTIONS if self.tears else ()
+        if not self.tears:
+            return ()
+        return torn.PAGE_LEGS_OPTIONS[self.server.name] + self.server.log_options(self.wal)
 
     def start(self) -> str:
         return self.server.start_command(self.data, self.setting, self.value, self.options())
@@ -80,7 +89,7 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
                            ("mariadbd", "mariadb-install-db", "psql", "runuser", "setsid"),
                            "ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1 || echo initdb")
     disk = machine.data_disk(host, params.data_disk)
-    tears = bool(params.tear_delay_ms) and "postgres" in params.engines
+    tears = bool(params.tear_delay_ms)
     second = next((d for d in host.lab_devices if d != disk), None) if tears else None
     if tears and second is None:
         raise LabError(f"{host.name} has one lab disk; the torn-page legs need two "
@@ -151,12 +160,17 @@ def make_legs(params: Parameters, disks: Disks, cut: int) -> list[Leg]:
     legs = [Leg(SERVERS[engine], setting, value, safety,
                 f"{disks.plain_point}/{engine}-{value}-cut{cut}")
             for engine in params.engines for setting, value, safety in SETTINGS[engine]]
-    if disks.torn_point and "postgres" in params.engines:
-        for setting, value, safety in TORN_SETTINGS:
-            name = f"postgres-fpw-{value}-cut{cut}"
-            legs.append(Leg(SERVERS["postgres"], setting, value, safety,
-                            f"{disks.torn_point}/{name}", wal=f"{disks.plain_point}/{name}-wal"))
+    if disks.torn_point:
+        for engine in params.engines:
+            for setting, value, safety in TORN_SETTINGS[engine]:
+                name = f"{engine}-{TORN_NAMES[engine]}-{value.lower()}-cut{cut}"
+                legs.append(Leg(SERVERS[engine], setting, value, safety,
+                                f"{disks.torn_point}/{name}",
+                                wal=f"{disks.plain_point}/{name}-wal"))
     return legs
+
+
+TORN_NAMES = {"postgres": "fpw", "mariadb": "dblwr"}  # in the torn legs' folder names
 
 
 def cut_once(params: Parameters, ws: LabWorkspace, rec: RunRecorder, progress: Progress,
@@ -224,7 +238,7 @@ def cut_once(params: Parameters, ws: LabWorkspace, rec: RunRecorder, progress: P
         dims = {"engine": leg.server.name, "setting": f"{leg.setting}={leg.value}",
                 "safety": leg.safety, "cut": cut}
         config = f"{leg.server.name}-{leg.setting}-{leg.value}"
-        workload = "torn-pages" if leg.tears else "power-cut"
+        workload = leg.workload
 
         def add(metric: str, number: float, unit: str, dims: dict = dims,
                 config: str = config, workload: str = workload) -> None:
@@ -232,10 +246,12 @@ def cut_once(params: Parameters, ws: LabWorkspace, rec: RunRecorder, progress: P
                            unit=unit, **dims)
 
         rate = writer.rate()
+        hold_s = params.tear_delay_ms / 1000
         if leg.tears:
-            counted = count_pages(ws, rec, writer, add, cut)
-            add("model_damaged_pages",
-                model.torn_pages(leg.value, rate, params.tear_delay_ms / 1000), "count")
+            count = count_pages if leg.server.name == "postgres" else count_innodb_pages
+            counted = count(ws, rec, writer, add, cut)
+            add("model_torn_pages", model.pages_in_hold(rate, hold_s), "count")
+            add("model_damaged_pages", model.torn_pages(leg.safety, rate, hold_s), "count")
         else:
             counted = count_rows(ws, rec, writer, add, cut, cut_at)
             add("model_max_lost", model.max_lost(leg.server.name, leg.setting, leg.value,
@@ -324,3 +340,60 @@ def count_pages(ws: LabWorkspace, rec: RunRecorder, writer: Writer, add: Any,
     add("recovery_s", recovery_s, "s")
     return (f"acknowledged {writer.acked}, recovered {'alone' if alone else 'only with help'}, "
             f"{len(damaged)} damaged pages, {lost} rows lost their newest update")
+
+
+def count_innodb_pages(ws: LabWorkspace, rec: RunRecorder, writer: Writer, add: Any,
+                       cut: int) -> str:
+    """A doublewrite leg: which pages fail their checksum before recovery (innochecksum);
+    does MariaDB recover by itself? If not, again with innodb_force_recovery=1 (it then
+    starts with the damaged pages left as they are); which rows lost their newest
+    acknowledged update; after a clean shutdown, which pages still fail their checksum."""
+    leg, host = writer.leg, ws.host
+    before = host.sudo(torn.checksum_command(leg.data), timeout_s=600).stdout
+    rec.add_raw(f"cut{cut}/{leg.name}-checksums-before.txt", before)
+    recovering = time.monotonic()
+    alone, started = 1, True
+    try:
+        ws.restart_server(leg.data, leg.restart())
+    except CommandFailed:
+        alone = 0
+        try:
+            # What the manual offers a reader whose server will not start on a damaged page.
+            ws.restart_server(leg.data, leg.restart("innodb_force_recovery=1"))
+        except CommandFailed:
+            started = False
+    recovery_s = time.monotonic() - recovering
+    expected = torn.expected_values(writer.acks, TORN_ROWS)
+    read = host.sudo(leg.server.sql_command(leg.data, "SELECT id, v FROM lab.pages"),
+                     timeout_s=600, check=False) if started else None
+    table_read = bool(read and read.ok)
+    found = (dict(tuple(map(int, line.split("\t"))) for line in read.stdout.splitlines()
+                  if "\t" in line) if table_read else {})
+    if started:
+        # A clean shutdown writes every page home: what fails its checksum then, recovery
+        # could not mend.
+        host.sudo(f"mariadb-admin --socket={shlex.quote(leg.data + '/server.sock')} shutdown",
+                  timeout_s=600, check=False)
+    after = host.sudo(torn.checksum_command(leg.data), timeout_s=600).stdout
+    rec.add_raw(f"cut{cut}/{leg.name}-checksums-after.txt", after)
+    log = host.sudo(f"tr -d '\\000' < {shlex.quote(leg.server.log_file(leg.data))}",
+                    timeout_s=60).stdout
+    rec.add_raw(f"cut{cut}/{leg.name}.log", log)
+    rec.add_raw(f"cut{cut}/{leg.name}-read.txt", read.stderr if read else "not started")
+    torn_before, damaged = torn.invalid_pages(before), torn.invalid_pages(after)
+    table_file = f"{leg.data}/lab/pages.ibd"
+    lost = torn.lost_updates(expected, found) if table_read else len(expected)
+    add("acknowledged", writer.acked, "count")
+    add("rows_updated", len(expected), "count")
+    add("torn_pages", sum(torn_before.values()), "count")  # before recovery
+    add("torn_table_pages", torn_before.get(table_file, 0), "count")
+    add("doublewrite_pages", len(torn.pages_from_doublewrite(log)), "count")
+    add("recovered_alone", alone, "count")
+    add("table_read", int(table_read), "count")
+    add("damaged_pages", sum(damaged.values()), "count")  # after recovery and a shutdown
+    add("damaged_table_pages", damaged.get(table_file, 0), "count")
+    add("acknowledged_lost", lost, "count")
+    add("recovery_s", recovery_s, "s")
+    return (f"acknowledged {writer.acked}, {sum(torn_before.values())} torn pages, recovered "
+            f"{'alone' if alone else 'only with help' if started else 'not at all'}, "
+            f"{sum(damaged.values())} damaged after, {lost} rows lost their newest update")

@@ -1,21 +1,24 @@
 """The torn-page legs of the power-loss lab: a disk that writes each page in two pieces.
 
-A PostgreSQL page is 8 KiB; the disks below it promise whole 4 KiB blocks at most. A power
-cut between a page's two halves leaves half of the new page beside half of the old one, a
-torn page. On a real disk that takes a cut in a window of microseconds. This lab widens the
-window to a second, so that a short run shows what a long life would:
+A PostgreSQL page is 8 KiB and an InnoDB page 16 KiB; the disks below them promise whole
+4 KiB blocks at most. A power cut in the middle of a page's write leaves pieces of the new
+page beside pieces of the old one, a torn page. On a real disk that takes a cut in a window
+of microseconds. This lab widens the window to a second, so that a short run shows what a
+long life would:
 
     pl-plain  the first half of the first lab disk: the commit legs' folders, the torn
-              legs' WAL (so commits never wait for the delay below)
+              legs' logs (PostgreSQL's WAL; InnoDB's redo log and its system tablespace,
+              which holds the doublewrite area), so that commits never wait for the delay
     pl-fast   the second half of the first lab disk
     pl-slow   the second lab disk, every write held `delay_ms` in the guest's memory
               (dm-delay; a flush is not held)
-    pl-torn   a stripe over pl-fast and pl-slow in 4 KiB chunks: each page's first half on
-              the one, its second half on the other
+    pl-torn   a stripe over pl-fast and pl-slow in 4 KiB chunks: an 8 KiB page's first
+              half on the one, its second half on the other; a 16 KiB page's four pieces
+              on the two in turn
 
-A page written in the last second before the cut has its first half on the disk and its
-second half in memory that the cut wipes. The slow leg holds writes back only while the
-clients write (hold_writes): the set-up, and after the reboot the recovery, run at the
+A page written in the last second before the cut has its pieces on pl-fast on the disk and
+those on pl-slow in memory that the cut wipes. The slow leg holds writes back only while
+the clients write (hold_writes): the set-up, and after the reboot the recovery, run at the
 disk's own pace.
 """
 
@@ -28,13 +31,27 @@ from dataclasses import dataclass
 from labs.infra.workspace import LabWorkspace
 
 CHUNK_SECTORS = 8  # 4 KiB: the stripe's chunk, half a PostgreSQL page
-PAGE_LEGS_OPTIONS = (
-    "shared_buffers=128kB",  # 16 pages: nearly every update evicts a dirty page
-    "backend_flush_after=1",  # and sends it to the disk at once, not after 30 s
-    "bgwriter_lru_maxpages=0",  # no background writer, which would batch 64 pages first
-    "autovacuum=off",  # no writes to the catalog or the visibility map during the run
-    "recovery_init_sync_method=syncfs",  # one syncfs before recovery, not an fsync per file
-)
+PAGE_LEGS_OPTIONS = {
+    "postgres": (
+        "shared_buffers=128kB",  # 16 pages: nearly every update evicts a dirty page
+        "backend_flush_after=1",  # and sends it to the disk at once, not after 30 s
+        "bgwriter_lru_maxpages=0",  # no background writer, which would batch 64 pages first
+        "autovacuum=off",  # no writes to the catalog or the visibility map during the run
+        "recovery_init_sync_method=syncfs",  # one syncfs before recovery, not an fsync per file
+    ),
+    "mariadb": (
+        # 384 pages, InnoDB's least, for a table of 1,000: most updates evict a dirty page.
+        "innodb_buffer_pool_size=6M",
+        "innodb_flush_neighbors=0",  # write the pages it must, not their neighbours too
+        # The doublewrite buffer is skipped on devices that promise atomic writes; these do
+        # not, but the lab does not leave that to the device.
+        "innodb_use_atomic_writes=OFF",
+        "innodb_stats_auto_recalc=OFF",  # no writes to the statistics tables during the run
+        # The page cleaner writes each dirty page within about a second, as a busy server's
+        # must: by default the table's pages would wait in the buffer pool the whole run.
+        "innodb_max_dirty_pages_pct=0",
+    ),
+}
 NAMES = ("pl-plain", "pl-fast", "pl-slow", "pl-torn")
 
 
@@ -90,6 +107,49 @@ def damaged_pages(*texts: str) -> set[tuple[str, int]]:
     answers (its words: "invalid page in block 0 of relation base/5/16384")."""
     return {(relation, int(block)) for text in texts
             for block, relation in DAMAGED.findall(text + "\n")}
+
+
+# innochecksum's words for a page whose checksum fails ("Fail: page::12 invalid"), InnoDB's
+# when recovery finds a page it cannot use ("Unable to apply log to corrupted page 12 in file
+# ./lab/pages.ibd") and when it looks for a page's copy in the doublewrite area ("Trying to
+# recover page [page id: space=5, page number=12] from the doublewrite buffer.").
+INVALID = re.compile(r"^Fail: page::(\d+) invalid", re.MULTILINE)
+CHECKED_FILE = re.compile(r"^== (\S+)$", re.MULTILINE)
+UNUSABLE = re.compile(r"corrupted page (\d+) in file (\S+)")
+FROM_DOUBLEWRITE = re.compile(r"recover page \[page id: space=(\d+), page number=(\d+)\] "
+                              r"from the doublewrite buffer")
+
+
+def checksum_command(data: str) -> str:
+    """innochecksum over every table file in `data` (the disk that tears) of a server that is
+    not running: each file's name after "== ", then a line for each page whose checksum
+    fails (it goes on past them). The system tablespace is left out: it lives on the disk
+    that does not tear, and innochecksum calls every page of its doublewrite area invalid
+    (they hold copies of other files' pages)."""
+    return (f"find {shlex.quote(data)} -name '*.ibd' | sort | while read -r file; do "
+            "echo \"== $file\"; innochecksum --allow-mismatches=1000000000 \"$file\" 2>&1; "
+            "done")
+
+
+def invalid_pages(report: str) -> dict[str, int]:
+    """File -> pages whose checksum failed, from checksum_command's output."""
+    counts: dict[str, int] = {}
+    for part in re.split(r"(?m)^(?=== )", report):
+        named = CHECKED_FILE.match(part)
+        if named:
+            counts[named.group(1)] = len(INVALID.findall(part))
+    return counts
+
+
+def unusable_pages(log: str) -> set[tuple[str, int]]:
+    """Every (file, page) InnoDB's recovery found corrupted and could not use."""
+    return {(name, int(page)) for page, name in UNUSABLE.findall(log)}
+
+
+def pages_from_doublewrite(log: str) -> set[tuple[int, int]]:
+    """Every (space, page) recovery looked for in the doublewrite area: a page whose
+    checksum failed on the disk (InnoDB says so once per page, then writes the copy home)."""
+    return {(int(space), int(page)) for space, page in FROM_DOUBLEWRITE.findall(log)}
 
 
 def expected_values(acks: list[tuple[int, float]], rows: int) -> dict[int, int]:

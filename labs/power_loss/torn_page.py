@@ -19,15 +19,21 @@ def has_torn_legs(run: RecordedRun) -> bool:
     return bool((run.results["workload"] == "torn-pages").any())
 
 
-def torn_outcomes(run: RecordedRun) -> pd.DataFrame:
-    """One row per setting and power cut: updates acknowledged, whether PostgreSQL recovered
-    by itself, pages damaged, rows whose newest acknowledged update was lost, the model."""
-    rows = run.results[run.results["workload"] == "torn-pages"]
+def leg_outcomes(run: RecordedRun, workload: str, labels: dict[str, str]) -> pd.DataFrame:
+    """One row per setting and power cut of the legs whose results are named `workload`,
+    each metric a column, the setting's label beside it (safe settings first)."""
+    rows = run.results[run.results["workload"] == workload]
     table = rows.pivot_table(index=["setting", "safety", "cut"], columns="metric",
                              values="value").reset_index()
     table.columns.name = None
-    table["label"] = table["setting"].map(SETTING_LABELS)
+    table["label"] = table["setting"].map(labels)
     return table.sort_values(["safety", "cut"]).reset_index(drop=True)
+
+
+def torn_outcomes(run: RecordedRun) -> pd.DataFrame:
+    """One row per setting and power cut: updates acknowledged, whether PostgreSQL recovered
+    by itself, pages damaged, rows whose newest acknowledged update was lost, the model."""
+    return leg_outcomes(run, "torn-pages", SETTING_LABELS)
 
 
 def torn_table(run: RecordedRun) -> pd.DataFrame:
@@ -86,11 +92,11 @@ def exercise_figures(lab_pages_per_s: float | None = None) -> dict[str, str]:
     """The torn-page exercise: a real disk's window for a tear, through the same model, at a
     busy server's pace and at the lab's (its `off` client's median update rate)."""
     pages_per_s, window_s = 5000, 100e-6
-    busy = model.torn_pages("off", pages_per_s, window_s)
+    busy = model.torn_pages("unsafe", pages_per_s, window_s)
     figures = {"ex_torn_pages_per_s": f"{pages_per_s:,}",
                "ex_torn_window_us": f"{window_s * 1e6:.0f}", "ex_torn_per_cut": f"{busy:.1f}"}
     if lab_pages_per_s:
-        lab = model.torn_pages("off", lab_pages_per_s, window_s)
+        lab = model.torn_pages("unsafe", lab_pages_per_s, window_s)
         figures.update({"ex_torn_lab_rate": f"{lab_pages_per_s:.0f}",
                         "ex_torn_lab_per_cut": f"{lab:.4f}",
                         "ex_torn_lab_cuts": f"{round(1 / lab, -1):,.0f}"})

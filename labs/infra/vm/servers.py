@@ -23,6 +23,12 @@ from dataclasses import dataclass
 PG_BIN = "$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)"
 
 
+def flag(option: str) -> str:
+    """A name=value setting as a MariaDB command-line flag: --name-with-dashes=value."""
+    name, _, value = option.partition("=")
+    return f"--{name.replace('_', '-')}={value}"
+
+
 @dataclass(frozen=True)
 class Server:
     name: str  # postgres | mariadb
@@ -37,9 +43,11 @@ class Server:
     def init_command(self, data: str, wal_dir: str | None = None) -> str:
         """Make `data` and an empty database in it (as root; files owned by the server user).
 
-        `wal_dir` (PostgreSQL only): the WAL in a folder of its own, with page checksums on
-        and one `sync` at the end instead of initdb's fsync of every file (the torn-page
-        legs, whose data disk delays each write by a second)."""
+        `wal_dir`: the log in a folder of its own, on another disk than the data (the
+        torn-page legs, whose data disk delays each write by a second), and one `sync` at
+        the end. PostgreSQL: the WAL, page checksums on, no fsync of every file by initdb.
+        MariaDB: the system tablespace (ibdata1: the doublewrite area and the undo log), the
+        redo log and the Aria log; the tables' own files stay in `data`."""
         if self.name == "postgres":
             if wal_dir is None:
                 return (f"install -d -m 0700 -o postgres -g postgres {shlex.quote(data)} && "
@@ -50,16 +58,28 @@ class Server:
                     f"runuser -u postgres -- {PG_BIN}/initdb -D {shlex.quote(data)} "
                     f"--waldir={shlex.quote(wal_dir + '/pg_wal')} --data-checksums --no-sync "
                     "-A trust -U postgres --no-instructions >/dev/null && sync")
-        if wal_dir is not None:
-            raise ValueError("a WAL folder of its own is PostgreSQL's")
-        return (f"install -d -m 0700 -o mysql -g mysql {shlex.quote(data)} && "
-                f"mariadb-install-db --user=mysql --datadir={shlex.quote(data)} "
-                "--skip-test-db --auth-root-authentication-method=socket >/dev/null")
+        folders = shlex.quote(data) + (f" {shlex.quote(wal_dir)}" if wal_dir else "")
+        install = "".join(f" {flag(option)}" for option in self.log_options(wal_dir))
+        return (f"install -d -m 0700 -o mysql -g mysql {folders} && "
+                f"mariadb-install-db --user=mysql --datadir={shlex.quote(data)}{install} "
+                "--skip-test-db --auth-root-authentication-method=socket >/dev/null"
+                + (" && sync" if wal_dir else ""))
+
+    def log_options(self, wal_dir: str | None) -> tuple[str, ...]:
+        """MariaDB's name=value settings that keep its logs in `wal_dir` (see init_command);
+        every start needs them again. That folder's disk holds other servers' logs too: a
+        redo log of 16 MiB, not the default 96. None for PostgreSQL: its data folder links
+        its WAL."""
+        if self.name == "postgres" or wal_dir is None:
+            return ()
+        return (*(f"{name}={shlex.quote(wal_dir)}" for name in
+                  ("innodb_data_home_dir", "innodb_log_group_home_dir", "aria_log_dir_path")),
+                "innodb_log_file_size=16M")
 
     def start_command(self, data: str, setting: str, value: str,
                       extra: tuple[str, ...] = ()) -> str:
-        """Start the server in the background with `setting=value` (and PostgreSQL's `extra`
-        name=value settings); returns when it answers."""
+        """Start the server in the background with `setting=value` and the `extra`
+        name=value settings; returns when it answers, fails at once if it exits."""
         quoted, log = shlex.quote(data), shlex.quote(self.log_file(data))
         if self.name == "postgres":
             options = (f"-c listen_addresses='' -c unix_socket_directories={data} "
@@ -71,10 +91,14 @@ class Server:
         # No TCP at all (skip-networking); the client reaches it through the socket only.
         server = (f"mariadbd --user=mysql --datadir={quoted} --socket={socket} "
                   f"--pid-file={shlex.quote(self.pid_file(data))} --skip-networking "
-                  f"--innodb-buffer-pool-size=32M --{setting.replace('_', '-')}={value}")
+                  f"--innodb-buffer-pool-size=32M --{setting.replace('_', '-')}={value}"
+                  + "".join(f" {flag(option)}" for option in extra))
         ping = f"mariadb-admin --socket={socket} --connect-timeout=2 ping >/dev/null 2>&1"
-        return (f"setsid nohup {server} >>{log} 2>&1 </dev/null & "
-                f"for i in $(seq 600); do {ping} && exit 0; sleep 1; done; exit 1")
+        # A server that stops (a recovery that gives up) fails the start at once, not after
+        # ten minutes of pings.
+        return (f"setsid nohup {server} >>{log} 2>&1 </dev/null & server=$!; "
+                f"for i in $(seq 600); do {ping} && exit 0; kill -0 $server 2>/dev/null || "
+                "exit 1; sleep 1; done; exit 1")
 
     def restart_command(self, data: str, setting: str, value: str,
                         extra: tuple[str, ...] = ()) -> str:
@@ -125,24 +149,42 @@ class Server:
         """
         if self.name == "postgres":
             lines = "'INSERT INTO acks VALUES (%d);\\n\\\\echo ack %d\\n'"
-            client = f"stdbuf -oL psql -h {shlex.quote(socket or data)} -XAtq -v ON_ERROR_STOP=1"
         else:
             lines = "'INSERT INTO lab.acks VALUES (%d);\\nSELECT \"ack %d\";\\n'"
-            client = (f"stdbuf -oL mariadb --socket={shlex.quote(data + '/server.sock')} "
+        return self._client_loop(f"printf {lines} $i $i", socket or data)
+
+    def _client_loop(self, printf: str, socket: str) -> str:
+        """A shell loop over i = 1, 2, 3, ... that pipes `printf`'s statements into one
+        client session (line-buffered output), as the server's own user for PostgreSQL."""
+        if self.name == "postgres":
+            client = f"stdbuf -oL psql -h {shlex.quote(socket)} -XAtq -v ON_ERROR_STOP=1"
+        else:
+            client = (f"stdbuf -oL mariadb --socket={shlex.quote(socket + '/server.sock')} "
                       "-N -B --unbuffered")
-        loop = f"i=0; while i=$((i+1)); do printf {lines} $i $i; done | {client}"
+        loop = f"i=0; while i=$((i+1)); do {printf}; done | {client}"
         if self.name == "postgres":
             return f"runuser -u postgres -- sh -c {shlex.quote(loop)}"
         return f"sh -c {shlex.quote(loop)}"
 
     def pages_table_sql(self, rows: int) -> list[str]:
-        """Statements, one at a time: a table of `rows` rows, one per 8 KiB page (fillfactor
-        10 leaves each page 90 % empty, so every update stays on its row's page); then a
-        VACUUM of the whole database, which sets the hint bits of every row, the catalog's
-        included, and a checkpoint. Without them the first reads after the set-up would
-        dirty catalog pages, and a torn catalog page leaves the whole database unreadable."""
-        if self.name != "postgres":
-            raise ValueError("the page table is PostgreSQL's")
+        """Statements, one at a time: a table of `rows` rows, each on a page of its own or
+        nearly, and then every page of it written home.
+
+        PostgreSQL: one row per 8 KiB page (fillfactor 10 leaves each page 90 % empty, so
+        every update stays on its row's page); then a VACUUM of the whole database, which
+        sets the hint bits of every row, the catalog's included, and a checkpoint. Without
+        them the first reads after the set-up would dirty catalog pages, and a torn catalog
+        page leaves the whole database unreadable. MariaDB: rows of 7,000 bytes, two per
+        16 KiB page (InnoDB keeps at least two rows on a page); FLUSH ... FOR EXPORT writes
+        the table's pages home."""
+        if self.name == "mariadb":
+            return ["CREATE DATABASE lab; CREATE TABLE lab.pages (id INT PRIMARY KEY, "
+                    "v BIGINT NOT NULL, pad VARCHAR(7000) CHARACTER SET latin1 NOT NULL "
+                    "DEFAULT '') ENGINE=InnoDB",
+                    # seq_0_to_N is MariaDB's sequence engine; it needs a current database.
+                    "USE lab; INSERT INTO pages (id, v, pad) SELECT seq, 0, REPEAT('x', 7000) "
+                    f"FROM seq_0_to_{rows - 1}",
+                    "FLUSH TABLES lab.pages FOR EXPORT; UNLOCK TABLES"]
         return ["CREATE TABLE pages (id int PRIMARY KEY, v bigint NOT NULL, "
                 "pad char(1000) NOT NULL DEFAULT '') WITH (fillfactor = 10); "
                 f"INSERT INTO pages (id, v) SELECT g, 0 FROM generate_series(0, {rows - 1}) g",
@@ -152,18 +194,19 @@ class Server:
         """Update row (N × 7919) mod `rows` to N for N = 1, 2, 3, ...; print `ack N` after
         each commit (as insert_loop does). 7919 is a prime: the updates hop over the table's
         pages in a fixed, scattered order, as a database's writes do."""
-        if self.name != "postgres":
-            raise ValueError("the update loop is PostgreSQL's")
-        lines = "'UPDATE pages SET v = %d WHERE id = %d;\\n\\\\echo ack %d\\n'"
-        client = f"stdbuf -oL psql -h {shlex.quote(data)} -XAtq -v ON_ERROR_STOP=1"
-        loop = (f"i=0; while i=$((i+1)); do printf {lines} $i $(( (i * 7919) % {rows} )) $i; "
-                f"done | {client}")
-        return f"runuser -u postgres -- sh -c {shlex.quote(loop)}"
+        if self.name == "postgres":
+            lines = "'UPDATE pages SET v = %d WHERE id = %d;\\n\\\\echo ack %d\\n'"
+        else:
+            lines = "'UPDATE lab.pages SET v = %d WHERE id = %d;\\nSELECT \"ack %d\";\\n'"
+        return self._client_loop(f"printf {lines} $i $(( (i * 7919) % {rows} )) $i", data)
 
     def setting_in_force(self, answer: str, value: str) -> bool:
-        """Whether the server's answer to setting_sql shows `value` (PostgreSQL says on/off,
-        MariaDB says 0/1 for its numeric setting)."""
-        return answer.strip().lower() == value.lower()
+        """Whether the server's answer to setting_sql shows `value` (PostgreSQL says on/off;
+        MariaDB says 0/1, for a numeric setting and for a switch set ON or OFF alike)."""
+        def plain(word: str) -> str:
+            word = word.strip().lower()
+            return {"on": "1", "off": "0"}.get(word, word) if self.name == "mariadb" else word
+        return plain(answer) == plain(value)
 
 
 SERVERS = {"postgres": Server("postgres", "PostgreSQL"),
