@@ -6,11 +6,11 @@ page beside pieces of the old one, a torn page. On a real disk that takes a cut 
 of microseconds. This lab widens the window to a second, so that a short run shows what a
 long life would:
 
-    pl-plain  the first half of the first lab disk: the commit legs' folders, the torn
+    pl-plain  the first two thirds of the first lab disk: the commit legs' folders, the torn
               legs' logs (PostgreSQL's WAL; InnoDB's redo log and its system tablespace,
               which holds the doublewrite area), so that commits never wait for the delay
-    pl-fast   the second half of the first lab disk
-    pl-slow   the second lab disk, every write held `delay_ms` in the guest's memory
+    pl-fast   the last third of the first lab disk
+    pl-slow   as much of the second lab disk, every write held `delay_ms` in the guest's memory
               (dm-delay; a flush is not held)
     pl-torn   a stripe over pl-fast and pl-slow in 4 KiB chunks: an 8 KiB page's first
               half on the one, its second half on the other; a 16 KiB page's four pieces
@@ -60,7 +60,7 @@ class TearLayout:
     plain: str  # the device of the commit legs and of the torn legs' WAL
     torn: str  # the stripe the torn legs keep their data on
     second: str  # the lab disk below the slow leg
-    half_sectors: int  # the size of each leg
+    half_sectors: int  # the size of each of the stripe's two legs
 
 
 def build(ws: LabWorkspace, first: str, second: str) -> TearLayout:
@@ -68,11 +68,14 @@ def build(ws: LabWorkspace, first: str, second: str) -> TearLayout:
     host = ws.host
     sizes = [int(host.run(["blockdev", "--getsz", disk], timeout_s=60).stdout)
              for disk in (first, second)]
-    half = min(sizes[0] // 2, sizes[1]) // CHUNK_SECTORS * CHUNK_SECTORS
+    # The plain device gets the larger share: it holds eight servers' logs, the stripe
+    # only the torn legs' tables (tens of MiB).
+    half = min(sizes[0] // 3, sizes[1]) // CHUNK_SECTORS * CHUNK_SECTORS
+    rest = sizes[0] - half
     # Safe (each of the four): a new device-mapper device over the lab's own disks, or over
     # devices this run made (make_dm's guard checks every one).
-    plain = ws.make_dm("pl-plain", f"0 {half} linear {first} 0", [first])
-    fast = ws.make_dm("pl-fast", f"0 {half} linear {first} {half}", [first])
+    plain = ws.make_dm("pl-plain", f"0 {rest} linear {first} 0", [first])
+    fast = ws.make_dm("pl-fast", f"0 {half} linear {first} {rest}", [first])
     slow = ws.make_dm("pl-slow", f"0 {half} linear {second} 0", [second])
     torn = ws.make_dm("pl-torn", f"0 {2 * half} striped 2 {CHUNK_SECTORS} {fast} 0 {slow} 0",
                       [fast, slow])
