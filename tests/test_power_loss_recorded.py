@@ -56,6 +56,22 @@ def test_the_unsafe_losses_are_what_the_page_says(run, table):
     assert figures["unsafe_time_sentence"].startswith("Every" if within_time else "Some")
     within_count = (unsafe["acknowledged_lost"] <= unsafe["model_max_lost"]).all()
     assert figures["unsafe_within_count"] == ("within" if within_count else "not always within")
+    if not within_count:
+        # the note explains the worst cut with the commits of its last window, counted here
+        # again from the raw acknowledgements
+        over = unsafe.assign(over=unsafe["acknowledged_lost"] - unsafe["model_max_lost"])
+        worst = over.sort_values(["over", "cut"]).iloc[-1]
+        cut = f"cut{worst['cut']:.0f}"
+        value = worst["setting"].split("=", 1)[1]
+        lines = (run.path / "raw" / cut / f"{worst['engine']}-{value}-{cut}-acks.txt") \
+            .read_text().splitlines()
+        in_window = sum(1 for line in lines if float(line.split()[1])
+                        >= worst["cut_after_s"] - worst["bound_ms"] / 1000)
+        assert in_window >= worst["acknowledged_lost"] > worst["model_max_lost"]
+        assert (f"had acknowledged {in_window} commits, and the cut took "
+                f"{worst['acknowledged_lost']:.0f} of them" in figures["unsafe_count_note"])
+    else:
+        assert figures["unsafe_count_note"] == ""
     every = (unsafe["acknowledged_lost"] > 0).all()
     assert figures["unsafe_loss_pattern"].startswith("both of them" if every else "a loss in")
     assert (unsafe["acknowledged_lost"] > 0).any()  # the lesson needs at least one loss

@@ -7,6 +7,7 @@ import subprocess
 
 from labs.infra.vm.servers import SERVERS
 from labs.power_loss import model, torn, torn_page
+from labs.tools import innochecksum, mariadb
 
 POSTGRES, MARIADB = SERVERS["postgres"], SERVERS["mariadb"]
 
@@ -82,10 +83,10 @@ def test_innochecksum_failures_are_counted_per_file():
     report = ("== /torn/m/lab/pages.ibd\nFail: page::12 invalid\nFail: page::400 invalid\n"
               "== /torn/m/mysql/innodb_index_stats.ibd\n"
               "== /torn/m/mysql/gtid_slave_pos.ibd\nFail: page::3 invalid\n")
-    assert torn.invalid_pages(report) == {"/torn/m/lab/pages.ibd": 2,
+    assert innochecksum.invalid_pages(report) == {"/torn/m/lab/pages.ibd": 2,
                                           "/torn/m/mysql/innodb_index_stats.ibd": 0,
                                           "/torn/m/mysql/gtid_slave_pos.ibd": 1}
-    command = torn.checksum_command("/torn/m")
+    command = innochecksum.checksum_command("/torn/m")
     assert "find /torn/m -name '*.ibd'" in command and "ibdata1" not in command
 
 
@@ -96,8 +97,8 @@ def test_innodb_recovery_words_are_read_from_its_log():
            "doublewrite buffer.\n"
            "[ERROR] InnoDB: Unable to apply log to corrupted page 40 in file ./lab/pages.ibd\n"
            "[Warning] InnoDB: Unable to apply log to corrupted page 40 in file ./lab/pages.ibd\n")
-    assert torn.pages_from_doublewrite(log) == {(5, 12)}
-    assert torn.unusable_pages(log) == {("./lab/pages.ibd", 40)}
+    assert mariadb.pages_from_doublewrite(log) == {(5, 12)}
+    assert mariadb.unusable_pages(log) == {("./lab/pages.ibd", 40)}
 
 
 def test_torn_legs_get_checksums_their_own_wal_folder_and_one_sync():

@@ -3,10 +3,15 @@ with the doublewrite buffer on and off, beside the model."""
 
 from __future__ import annotations
 
+import math
+
+import altair as alt
 import pandas as pd
 
-from labs.power_loss.torn_page import leg_outcomes
+from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
+from labs.power_loss.torn_page import leg_columns, leg_outcomes, wrapping_header
 from labs.records import RecordedRun
+from labs.tools import mariadb
 
 SETTING_LABELS = {"innodb_doublewrite=ON": "innodb_doublewrite = ON",
                   "innodb_doublewrite=OFF": "innodb_doublewrite = OFF"}
@@ -24,3 +29,156 @@ def doublewrite_outcomes(run: RecordedRun) -> pd.DataFrame:
     recovered by itself, pages still damaged after it, rows whose newest acknowledged
     update was lost, the model."""
     return leg_outcomes(run, "doublewrite", SETTING_LABELS)
+
+
+def doublewrite_table(run: RecordedRun) -> pd.DataFrame:
+    """Per setting and cut, as the page shows it."""
+    table = doublewrite_outcomes(run)
+    return pd.DataFrame({
+        **leg_columns(table, "innodb_doublewrite"),
+        "torn (model)": [f"{t:.0f} ({m:.0f})" for t, m in
+                         zip(table["torn_pages"], table["model_torn_pages"], strict=True)],
+        "copies written back": table["doublewrite_pages"].map("{:.0f}".format),
+        "recovered alone": table["recovered_alone"].map({1: "yes", 0: "no"}),
+        "damaged after": table["damaged_pages"].map("{:.0f}".format),
+        "table read": table["table_read"].map({1: "yes", 0: "no"}),
+        "updates lost": table["acknowledged_lost"].map("{:,.0f}".format),
+    })
+
+
+def doublewrite_table_styled(run: RecordedRun):
+    return wrapping_header(doublewrite_table(run))
+
+
+WHEN = {"torn_pages": "torn, before recovery", "damaged_pages": "damaged, after recovery"}
+MODEL = {"torn_pages": "model_torn_pages", "damaged_pages": "model_damaged_pages"}
+
+
+def doublewrite_chart(run: RecordedRun) -> alt.LayerChart:
+    """Per setting, two lines: pages torn on the disk before recovery, and pages still
+    damaged after it; a point per cut, the model's expectation as a grey tick."""
+    table = doublewrite_outcomes(run)
+    long = pd.concat([pd.DataFrame({"label": table["label"], "safety": table["safety"],
+                                    "cut": table["cut"], "when": WHEN[column],
+                                    "pages": table[column], "model": table[MODEL[column]]})
+                      for column in WHEN], ignore_index=True)
+    y = alt.Y("label:N", sort=list(SETTING_LABELS.values()), title=None)
+    offset = alt.YOffset("when:N", sort=list(WHEN.values()), title=None)
+    tooltip = ["label:N", "when:N", "cut:Q", alt.Tooltip("pages:Q", title="pages"),
+               alt.Tooltip("model:Q", title="model", format=".0f")]
+    measured = alt.Chart(long).mark_point(size=90, filled=True, opacity=0.8).encode(
+        y=y, yOffset=offset,
+        x=alt.X("pages:Q", title="pages of the table files that fail their checksum"),
+        color=alt.Color("safety:N", title="the book calls it", legend=alt.Legend(orient="top"),
+                        scale=alt.Scale(domain=["safe", "unsafe"],
+                                        range=["#009E73", "#D55E00"])),
+        shape=alt.Shape("cut:N", title="power cut", legend=alt.Legend(orient="top")),
+        tooltip=tooltip)
+    expected = alt.Chart(long).mark_tick(thickness=2, size=12, color="#555555").encode(
+        y=y, yOffset=offset, x="model:Q", tooltip=tooltip)
+    labels = alt.Chart(long).mark_text(align="right", dx=-6, fontSize=10, color="#555555") \
+        .encode(y=y, yOffset=offset, x=alt.value(0), text="when:N")
+    return alt.layer(expected, measured, labels).properties(
+        width=300, height=alt.Step(22),
+        title=["InnoDB: pages torn before recovery and damaged after it (points, one per",
+               "cut) and the model's expectation (grey ticks)"])
+
+
+def first_line(path, words: str) -> str:
+    """The first line of a raw file that contains `words`, from there on ("" if none)."""
+    if not path.exists():
+        return ""
+    for line in path.read_text(errors="replace").splitlines():
+        if words in line:
+            return line[line.index(words):].strip()
+    return ""
+
+
+def span(values: pd.Series) -> str:
+    """"12" for one value or equal values, "12 to 30" otherwise."""
+    low, high = int(values.min()), int(values.max())
+    return f"{low}" if low == high else f"{low} to {high}"
+
+
+def doublewrite_figures(run: RecordedRun) -> dict[str, str]:
+    """Every number the doublewrite section quotes, computed from the run."""
+    if not has_doublewrite_legs(run):
+        return {}
+    table = doublewrite_outcomes(run)
+    safe, unsafe = table[table["safety"] == "safe"], table[table["safety"] == "unsafe"]
+    raw = run.path / "raw"
+    safe_cut, unsafe_cut = int(safe["cut"].iloc[0]), int(unsafe["cut"].iloc[0])
+    failed = unsafe[unsafe["recovered_alone"] == 0]
+    failed_cut = int(failed["cut"].iloc[0]) if len(failed) else unsafe_cut
+    unread = unsafe[unsafe["table_read"] == 0]
+    unread_cut = int(unread["cut"].iloc[0]) if len(unread) else unsafe_cut
+    model_total, torn_total = table["model_torn_pages"].sum(), table["torn_pages"].sum()
+    apart = (table["torn_pages"] - table["model_torn_pages"]).abs()
+    copies, torn_safe = safe["doublewrite_pages"], safe["torn_pages"]
+    return {
+        "dw_cuts": str(len(unsafe)),
+        "dw_safe_torn": span(torn_safe),
+        "dw_safe_torn_total": f"{int(torn_safe.sum())}",
+        "dw_safe_copies": ("every one of them" if (copies == torn_safe).all()
+                           else f"{int(copies.sum())} of them"),
+        "dw_safe_quote": first_line(raw / f"cut{safe_cut}" / f"mariadb-dblwr-on-cut{safe_cut}.log",
+                                    "Recovered page"),
+        "dw_safe_damaged": f"{int(safe['damaged_pages'].sum())}",
+        "dw_safe_lost": f"{int(safe['acknowledged_lost'].sum())}",
+        "dw_safe_alone": ("recovered by itself after every cut" if safe["recovered_alone"].all()
+                          else "needed help to recover after some cut"),
+        "dw_unsafe_torn": span(unsafe["torn_pages"]),
+        "dw_unsafe_torn_total": f"{int(unsafe['torn_pages'].sum())}",
+        "dw_unsafe_failed": ("after every cut" if len(failed) == len(unsafe)
+                             else f"after {len(failed)} of {len(unsafe)} cuts"),
+        "dw_unsafe_named": named_verdict(run, failed),
+        "dw_unsafe_quote": first_line(
+            raw / f"cut{failed_cut}" / f"mariadb-dblwr-off-cut{failed_cut}.log",
+            "Unable to apply log"),
+        "dw_unsafe_read": ("the table could not be read after any cut" if len(unread) == len(unsafe)
+                           else f"the table could not be read after {len(unread)} of "
+                                f"{len(unsafe)} cuts"),
+        # "ERROR 1034 (HY000) at line 1: Index for table ...": the server's words only
+        "dw_unsafe_read_error": first_line(
+            raw / f"cut{unread_cut}" / f"mariadb-dblwr-off-cut{unread_cut}-read.txt",
+            "ERROR").split(": ", 1)[-1],
+        "dw_unsafe_lost": f"{int(unsafe['acknowledged_lost'].sum()):,}",
+        "dw_unsafe_damaged": f"{int(unsafe['damaged_pages'].sum())}",
+        "dw_model_total": f"{model_total:.0f}",
+        "dw_torn_total": f"{int(torn_total)}",
+        "dw_model_error": f"{(torn_total - model_total) / model_total * 100:+.0f} %",
+        # "never more than N pages apart": N rounded up
+        "dw_torn_apart": str(math.ceil(apart.max())),
+        "dw_torn_pairs": "; ".join(
+            f"{row.label.split(' = ')[1]} cut {row.cut:.0f}: {row.torn_pages:.0f} against "
+            f"{row.model_torn_pages:.0f}" for row in table.itertuples()),
+        **rate_figures(table),
+    }
+
+
+def named_verdict(run: RecordedRun, failed: pd.DataFrame) -> str:
+    """Whether, in every cut where recovery failed, its log named each page of the table that
+    innochecksum had found torn (as "unable to apply log to corrupted page N")."""
+    named = [len(mariadb.unusable_pages((run.path / "raw" / f"cut{row.cut:.0f}" /
+                                      f"mariadb-dblwr-off-cut{row.cut:.0f}.log").read_text(
+                                          errors="replace")))
+             for row in failed.itertuples()]
+    torn_pages = [int(row.torn_table_pages) for row in failed.itertuples()]
+    if named == torn_pages:
+        return "naming every torn page"
+    return (f"naming {sum(named)} pages in all, where innochecksum had found "
+            f"{sum(torn_pages)} torn")
+
+
+def rate_figures(table: pd.DataFrame) -> dict[str, str]:
+    """The two clients' update rates, and whether one was the slower in every cut."""
+    rates = table.pivot_table(index="cut", columns="safety", values="acks_per_second")
+    on, off = rates["safe"].median(), rates["unsafe"].median()
+    if (rates["safe"] < rates["unsafe"]).all():
+        verdict = f"ON was the slower in every cut, by {(1 - on / off) * 100:.0f} % at the median"
+    elif (rates["safe"] > rates["unsafe"]).all():
+        verdict = "ON was the faster in every cut"
+    else:
+        verdict = "neither was the faster in every cut"
+    return {"dw_safe_rate": f"{on:.0f}", "dw_unsafe_rate": f"{off:.0f}",
+            "dw_rate_verdict": verdict}

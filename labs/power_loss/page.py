@@ -10,7 +10,7 @@ import pandas as pd
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.panel import LabPanel
 from labs.book.tables import wrapping_table
-from labs.power_loss import model, torn_page
+from labs.power_loss import doublewrite_page, model, torn_page
 from labs.power_loss.params import Parameters
 from labs.records import RecordedRun, run_summary
 
@@ -57,15 +57,13 @@ def summary(run: RecordedRun) -> pd.DataFrame:
 
 def summary_table(run: RecordedRun):
     """The summary as the page shows it: headers that wrap, nothing wider than the page."""
-    wrap = [{"selector": "th", "props": [("white-space", "normal"), ("vertical-align", "bottom"),
-                                         ("text-align", "left")]},
-            {"selector": "td", "props": [("padding-right", "0.8em")]}]
-    return summary(run).style.hide(axis="index").set_table_styles(wrap)
+    return torn_page.wrapping_header(summary(run))
 
 
 def figures(run: RecordedRun) -> dict[str, str]:
     """Every number the page quotes, computed from the run."""
-    return {**run_figures(run), **exercise_figures(run), **torn_page.torn_figures(run)}
+    return {**run_figures(run), **exercise_figures(run), **torn_page.torn_figures(run),
+            **doublewrite_page.doublewrite_figures(run)}
 
 
 def run_figures(run: RecordedRun) -> dict[str, str]:
@@ -89,6 +87,7 @@ def run_figures(run: RecordedRun) -> dict[str, str]:
             if within_time else "Some lost commits had been acknowledged earlier before the "
                                 "cut than the model's window allows: the bound did not hold."),
         "unsafe_within_count": "within" if within_count else "not always within",
+        "unsafe_count_note": "" if within_count else over_count_note(run, unsafe),
         "boot_min_s": f"{table['boot_s'].min():.0f}",
         "boot_max_s": f"{table['boot_s'].max():.0f}",
         # "in at most N s": rounded up to a tenth, so that N is never below the longest.
@@ -171,6 +170,29 @@ def exercise_figures(run: RecordedRun) -> dict[str, str]:
     }
 
 
+def acks_before_cut(run: RecordedRun, row, window_ms: float) -> int:
+    """Commits the client of `row` (a row of outcomes) had acknowledged within `window_ms`
+    before its cut, counted from its acknowledgement file."""
+    cut = f"cut{row.cut:.0f}"
+    value = row.setting.split("=", 1)[1]
+    path = run.path / "raw" / cut / f"{row.engine}-{value}-{cut}-acks.txt"
+    times_s = [float(line.split()[1]) for line in path.read_text().splitlines()]
+    return sum(1 for at in times_s if at >= row.cut_after_s - window_ms / 1000)
+
+
+def over_count_note(run: RecordedRun, unsafe: pd.DataFrame) -> str:
+    """Why a cut lost more commits than its rate times the window: the model's rate is the
+    client's average over its last ten seconds, not the rate of the window itself."""
+    worst = unsafe.assign(over=unsafe["acknowledged_lost"] - unsafe["model_max_lost"]) \
+        .sort_values(["over", "cut"]).iloc[-1]
+    in_window = acks_before_cut(run, worst, worst["bound_ms"])
+    return (f" The model's rate is the client's average over its last ten seconds, "
+            f"{worst['acks_per_second']:.0f} a second for {worst['database']} in cut "
+            f"{worst['cut']:.0f}; in the {worst['bound_ms']:,.0f} ms before that cut its client "
+            f"had acknowledged {in_window} commits, and the cut took "
+            f"{worst['acknowledged_lost']:.0f} of them.")
+
+
 def headline(run: RecordedRun) -> pd.DataFrame:
     """The run's headline measures for labs.book.compare: per database and setting, the most
     commits one cut took and the commit rate. The model here is a bound, not a forecast, so
@@ -186,10 +208,14 @@ def headline(run: RecordedRun) -> pd.DataFrame:
         rows.append({"measure": "commits per second before the cut (median)",
                      "config": database, "value": cuts["acks_per_second"].median(),
                      "unit": "tps", "better": "higher", "model": None})
-    if torn_page.has_torn_legs(run):
-        for label, cuts in torn_page.torn_outcomes(run).groupby("label", sort=False):
+    torn_legs = [(torn_page.torn_outcomes(run), "PostgreSQL")] \
+        if torn_page.has_torn_legs(run) else []
+    if doublewrite_page.has_doublewrite_legs(run):
+        torn_legs.append((doublewrite_page.doublewrite_outcomes(run), "MariaDB (InnoDB)"))
+    for legs, database in torn_legs:
+        for label, cuts in legs.groupby("label", sort=False):
             rows.append({"measure": "pages damaged after recovery from a power cut (median)",
-                         "config": f"PostgreSQL, {label}",
+                         "config": f"{database}, {label}",
                          "value": cuts["damaged_pages"].median(), "unit": "count",
                          "better": "lower", "model": cuts["model_damaged_pages"].median()})
     return headline_table(rows)

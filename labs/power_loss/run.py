@@ -25,6 +25,7 @@ from labs.power_loss import model, torn
 from labs.power_loss.params import SETTINGS, TORN_ROWS, TORN_SETTINGS, Parameters
 from labs.progress import Progress
 from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
+from labs.tools import innochecksum, mariadb
 
 
 @dataclass
@@ -349,7 +350,7 @@ def count_innodb_pages(ws: LabWorkspace, rec: RunRecorder, writer: Writer, add: 
     starts with the damaged pages left as they are); which rows lost their newest
     acknowledged update; after a clean shutdown, which pages still fail their checksum."""
     leg, host = writer.leg, ws.host
-    before = host.sudo(torn.checksum_command(leg.data), timeout_s=600).stdout
+    before = host.sudo(innochecksum.checksum_command(leg.data), timeout_s=600).stdout
     rec.add_raw(f"cut{cut}/{leg.name}-checksums-before.txt", before)
     recovering = time.monotonic()
     alone, started = 1, True
@@ -374,20 +375,20 @@ def count_innodb_pages(ws: LabWorkspace, rec: RunRecorder, writer: Writer, add: 
         # could not mend.
         host.sudo(f"mariadb-admin --socket={shlex.quote(leg.data + '/server.sock')} shutdown",
                   timeout_s=600, check=False)
-    after = host.sudo(torn.checksum_command(leg.data), timeout_s=600).stdout
+    after = host.sudo(innochecksum.checksum_command(leg.data), timeout_s=600).stdout
     rec.add_raw(f"cut{cut}/{leg.name}-checksums-after.txt", after)
     log = host.sudo(f"tr -d '\\000' < {shlex.quote(leg.server.log_file(leg.data))}",
                     timeout_s=60).stdout
     rec.add_raw(f"cut{cut}/{leg.name}.log", log)
     rec.add_raw(f"cut{cut}/{leg.name}-read.txt", read.stderr if read else "not started")
-    torn_before, damaged = torn.invalid_pages(before), torn.invalid_pages(after)
+    torn_before, damaged = innochecksum.invalid_pages(before), innochecksum.invalid_pages(after)
     table_file = f"{leg.data}/lab/pages.ibd"
     lost = torn.lost_updates(expected, found) if table_read else len(expected)
     add("acknowledged", writer.acked, "count")
     add("rows_updated", len(expected), "count")
     add("torn_pages", sum(torn_before.values()), "count")  # before recovery
     add("torn_table_pages", torn_before.get(table_file, 0), "count")
-    add("doublewrite_pages", len(torn.pages_from_doublewrite(log)), "count")
+    add("doublewrite_pages", len(mariadb.pages_from_doublewrite(log)), "count")
     add("recovered_alone", alone, "count")
     add("table_read", int(table_read), "count")
     add("damaged_pages", sum(damaged.values()), "count")  # after recovery and a shutdown

@@ -112,49 +112,6 @@ def damaged_pages(*texts: str) -> set[tuple[str, int]]:
             for block, relation in DAMAGED.findall(text + "\n")}
 
 
-# innochecksum's words for a page whose checksum fails ("Fail: page::12 invalid"), InnoDB's
-# when recovery finds a page it cannot use ("Unable to apply log to corrupted page 12 in file
-# ./lab/pages.ibd") and when it looks for a page's copy in the doublewrite area ("Trying to
-# recover page [page id: space=5, page number=12] from the doublewrite buffer.").
-INVALID = re.compile(r"^Fail: page::(\d+) invalid", re.MULTILINE)
-CHECKED_FILE = re.compile(r"^== (\S+)$", re.MULTILINE)
-UNUSABLE = re.compile(r"corrupted page (\d+) in file (\S+)")
-FROM_DOUBLEWRITE = re.compile(r"recover page \[page id: space=(\d+), page number=(\d+)\] "
-                              r"from the doublewrite buffer")
-
-
-def checksum_command(data: str) -> str:
-    """innochecksum over every table file in `data` (the disk that tears) of a server that is
-    not running: each file's name after "== ", then a line for each page whose checksum
-    fails (it goes on past them). The system tablespace is left out: it lives on the disk
-    that does not tear, and innochecksum calls every page of its doublewrite area invalid
-    (they hold copies of other files' pages)."""
-    return (f"find {shlex.quote(data)} -name '*.ibd' | sort | while read -r file; do "
-            "echo \"== $file\"; innochecksum --allow-mismatches=1000000000 \"$file\" 2>&1; "
-            "done")
-
-
-def invalid_pages(report: str) -> dict[str, int]:
-    """File -> pages whose checksum failed, from checksum_command's output."""
-    counts: dict[str, int] = {}
-    for part in re.split(r"(?m)^(?=== )", report):
-        named = CHECKED_FILE.match(part)
-        if named:
-            counts[named.group(1)] = len(INVALID.findall(part))
-    return counts
-
-
-def unusable_pages(log: str) -> set[tuple[str, int]]:
-    """Every (file, page) InnoDB's recovery found corrupted and could not use."""
-    return {(name, int(page)) for page, name in UNUSABLE.findall(log)}
-
-
-def pages_from_doublewrite(log: str) -> set[tuple[int, int]]:
-    """Every (space, page) recovery looked for in the doublewrite area: a page whose
-    checksum failed on the disk (InnoDB says so once per page, then writes the copy home)."""
-    return {(int(space), int(page)) for space, page in FROM_DOUBLEWRITE.findall(log)}
-
-
 def expected_values(acks: list[tuple[int, float]], rows: int) -> dict[int, int]:
     """Row -> the value of its newest acknowledged update (update N sets row N × 7919 mod
     rows to N; rows never updated are left out)."""

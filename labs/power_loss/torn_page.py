@@ -36,15 +36,22 @@ def torn_outcomes(run: RecordedRun) -> pd.DataFrame:
     return leg_outcomes(run, "torn-pages", SETTING_LABELS)
 
 
+def leg_columns(table: pd.DataFrame, setting: str) -> dict[str, pd.Series]:
+    """The first columns of a torn-page legs' table: the setting's value (and what the book
+    calls it), the cut, the client's acknowledged updates and their rate."""
+    return {
+        setting: table["setting"].str.split("=").str[1] + " (" + table["safety"] + ")",
+        "cut": table["cut"].map("{:.0f}".format),
+        "updates acked": table["acknowledged"].map("{:,.0f}".format),
+        "updates/s": table["acks_per_second"].map("{:.0f}".format),
+    }
+
+
 def torn_table(run: RecordedRun) -> pd.DataFrame:
     """Per setting and cut, as the page's table shows it."""
     table = torn_outcomes(run)
     return pd.DataFrame({
-        "full_page_writes": table["setting"].str.split("=").str[1] + " (" + table["safety"]
-        + ")",
-        "cut": table["cut"].map("{:.0f}".format),
-        "updates acked": table["acknowledged"].map("{:,.0f}".format),
-        "updates/s": table["acks_per_second"].map("{:.0f}".format),
+        **leg_columns(table, "full_page_writes"),
         "recovered alone": table["recovered_alone"].map({1: "yes", 0: "no"}),
         "damaged pages (model)": [f"{d:.0f} ({m:.0f})" for d, m in
                                   zip(table["damaged_pages"], table["model_damaged_pages"],
@@ -53,11 +60,16 @@ def torn_table(run: RecordedRun) -> pd.DataFrame:
     })
 
 
-def torn_table_styled(run: RecordedRun):
+def wrapping_header(table: pd.DataFrame):
+    """A table styled with headers that wrap and no index."""
     wrap = [{"selector": "th", "props": [("white-space", "normal"), ("vertical-align", "bottom"),
                                          ("text-align", "left")]},
             {"selector": "td", "props": [("padding-right", "0.8em")]}]
-    return torn_table(run).style.hide(axis="index").set_table_styles(wrap)
+    return table.style.hide(axis="index").set_table_styles(wrap)
+
+
+def torn_table_styled(run: RecordedRun):
+    return wrapping_header(torn_table(run))
 
 
 def torn_chart(run: RecordedRun) -> alt.LayerChart:

@@ -20,7 +20,9 @@ Readers:
 - `innodb_writes`: the InnoDB write counters (doublewrite pages and batches, data and log
   bytes, pages written and flushed) with `InnodbWrites.__sub__` for before/after deltas;
 - `server_settings`: the variables that decide what a page flush writes;
-- `parse_error_log`: the server's error log lines (`YYYY-MM-DD HH:MM:SS <thread> [Level] ...`).
+- `parse_error_log`: the server's error log lines (`YYYY-MM-DD HH:MM:SS <thread> [Level] ...`);
+- `unusable_pages` / `pages_from_doublewrite`: the pages crash recovery named, as corrupted
+  and past help, or as looked for in the doublewrite area.
 
 Names are those MariaDB 10.11.19 (Debian bookworm) reports; see tests/fixtures/mariadb/.
 In 10.11 `innodb_doublewrite` is a Boolean read only at start-up: changing it needs a
@@ -328,3 +330,22 @@ def innodb_messages(lines: Iterable[LogLine], level: str | None = None) -> list[
     """The lines InnoDB wrote ("InnoDB: ..."), optionally of one level (e.g. "ERROR")."""
     return [line for line in lines if line.message.startswith("InnoDB:")
             and (level is None or line.level == level)]
+
+
+# Recovery's words when it finds a page it cannot use ("Unable to apply log to corrupted page
+# 12 in file ./lab/pages.ibd") and when it looks for a page's copy in the doublewrite area
+# ("Trying to recover page [page id: space=5, page number=12] from the doublewrite buffer.").
+UNUSABLE = re.compile(r"corrupted page (\d+) in file (\S+)")
+FROM_DOUBLEWRITE = re.compile(r"recover page \[page id: space=(\d+), page number=(\d+)\] "
+                              r"from the doublewrite buffer")
+
+
+def unusable_pages(log: str) -> set[tuple[str, int]]:
+    """Every (file, page) InnoDB's recovery found corrupted and could not use."""
+    return {(name, int(page)) for page, name in UNUSABLE.findall(log)}
+
+
+def pages_from_doublewrite(log: str) -> set[tuple[int, int]]:
+    """Every (space, page) recovery looked for in the doublewrite area: a page whose
+    checksum failed on the disk (InnoDB says so once per page, then writes the copy home)."""
+    return {(int(space), int(page)) for space, page in FROM_DOUBLEWRITE.findall(log)}
