@@ -150,7 +150,10 @@ def test_the_doublewrite_buffer_mends_every_torn_page_and_without_it_none_is(ci_
     assert safe["doublewrite_pages"] == safe["torn_pages"], safe.to_dict()
     assert safe["recovered_alone"] == 1 and safe["table_read"] == 1
     assert safe["damaged_pages"] == 0 and safe["acknowledged_lost"] == 0
+    assert safe["rows_unreadable"] == 0
     assert unsafe["damaged_pages"] == unsafe["torn_pages"], unsafe.to_dict()
+    # read a row at a time, a torn page's rows cannot be read; the others can
+    assert (unsafe["rows_unreadable"] > 0) == (unsafe["torn_pages"] > 0), unsafe.to_dict()
     assert unsafe["recovered_alone"] == int(unsafe["torn_pages"] == 0), unsafe.to_dict()
     assert safe["model_damaged_pages"] == 0 and unsafe["model_damaged_pages"] > 0
     assert (table["model_torn_pages"] > 0).all()

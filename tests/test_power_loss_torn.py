@@ -93,11 +93,13 @@ def test_innochecksum_failures_are_counted_per_file():
 def test_innodb_recovery_words_are_read_from_its_log():
     log = ("[Note] InnoDB: Trying to recover page [page id: space=5, page number=12] from the "
            "doublewrite buffer.\n"
-           "[Note] InnoDB: Trying to recover page [page id: space=5, page number=12] from the "
+           "[Note] InnoDB: Recovered page [page id: space=5, page number=12] to './lab/pages.ibd'"
+           " from the doublewrite buffer.\n"
+           "[Note] InnoDB: Trying to recover page [page id: space=5, page number=13] from the "
            "doublewrite buffer.\n"
            "[ERROR] InnoDB: Unable to apply log to corrupted page 40 in file ./lab/pages.ibd\n"
            "[Warning] InnoDB: Unable to apply log to corrupted page 40 in file ./lab/pages.ibd\n")
-    assert mariadb.pages_from_doublewrite(log) == {(5, 12)}
+    assert mariadb.pages_from_doublewrite(log) == {(5, 12)}  # written back, not only sought
     assert mariadb.unusable_pages(log) == {("./lab/pages.ibd", 40)}
 
 
@@ -145,3 +147,11 @@ def test_the_torn_page_exercise_is_the_model_at_a_real_disks_window():
     assert figures["ex_torn_lab_per_cut"] == "0.0030"  # 30 pages/s × 100 µs
     assert figures["ex_torn_lab_cuts"] == "330"  # 1 / 0.003, to the nearest ten
     assert "ex_torn_lab_rate" not in torn_page.exercise_figures()
+
+
+def test_the_row_by_row_read_looks_up_every_row_and_goes_on_past_errors():
+    command = MARIADB.rows_one_by_one("/torn/m", rows=3)
+    lookups = subprocess.run(["sh", "-c", command.split(" | mariadb ", 1)[0]],
+                             capture_output=True, text=True, timeout=30).stdout.splitlines()
+    assert lookups == [f"SELECT id, v FROM lab.pages WHERE id = {n};" for n in range(3)]
+    assert "--force" in command and "/torn/m/server.sock" in command

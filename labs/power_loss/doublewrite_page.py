@@ -3,8 +3,6 @@ with the doublewrite buffer on and off, beside the model."""
 
 from __future__ import annotations
 
-import math
-
 import altair as alt
 import pandas as pd
 
@@ -35,13 +33,12 @@ def doublewrite_table(run: RecordedRun) -> pd.DataFrame:
     """Per setting and cut, as the page shows it."""
     table = doublewrite_outcomes(run)
     return pd.DataFrame({
-        **leg_columns(table, "innodb_doublewrite"),
+        **leg_columns(table, "doublewrite"),
         "torn (model)": [f"{t:.0f} ({m:.0f})" for t, m in
                          zip(table["torn_pages"], table["model_torn_pages"], strict=True)],
         "copies written back": table["doublewrite_pages"].map("{:.0f}".format),
-        "recovered alone": table["recovered_alone"].map({1: "yes", 0: "no"}),
         "damaged after": table["damaged_pages"].map("{:.0f}".format),
-        "table read": table["table_read"].map({1: "yes", 0: "no"}),
+        "rows unreadable": table["rows_unreadable"].map("{:,.0f}".format),
         "updates lost": table["acknowledged_lost"].map("{:,.0f}".format),
     })
 
@@ -54,34 +51,37 @@ WHEN = {"torn_pages": "torn, before recovery", "damaged_pages": "damaged, after 
 MODEL = {"torn_pages": "model_torn_pages", "damaged_pages": "model_damaged_pages"}
 
 
-def doublewrite_chart(run: RecordedRun) -> alt.LayerChart:
-    """Per setting, two lines: pages torn on the disk before recovery, and pages still
-    damaged after it; a point per cut, the model's expectation as a grey tick."""
+def doublewrite_chart(run: RecordedRun) -> alt.FacetChart:
+    """Two panels, pages torn on the disk before recovery and pages still damaged after it:
+    a point per cut (each cut on a line of its own within its setting's band), the model's
+    expectation as a grey tick on the same line."""
     table = doublewrite_outcomes(run)
-    long = pd.concat([pd.DataFrame({"label": table["label"], "safety": table["safety"],
+    long = pd.concat([pd.DataFrame({"setting": table["label"], "safety": table["safety"],
                                     "cut": table["cut"], "when": WHEN[column],
-                                    "pages": table[column], "model": table[MODEL[column]]})
+                                    "pages": table[column], "model": table[MODEL[column]],
+                                    "acked": table["acknowledged"],
+                                    "rate": table["acks_per_second"]})
                       for column in WHEN], ignore_index=True)
-    y = alt.Y("label:N", sort=list(SETTING_LABELS.values()), title=None)
-    offset = alt.YOffset("when:N", sort=list(WHEN.values()), title=None)
-    tooltip = ["label:N", "when:N", "cut:Q", alt.Tooltip("pages:Q", title="pages"),
-               alt.Tooltip("model:Q", title="model", format=".0f")]
-    measured = alt.Chart(long).mark_point(size=90, filled=True, opacity=0.8).encode(
-        y=y, yOffset=offset,
+    y = alt.Y("setting:N", sort=list(SETTING_LABELS.values()), title=None)
+    offset = alt.YOffset("cut:N", title="power cut")
+    tooltip = ["setting:N", alt.Tooltip("cut:Q", title="power cut"),
+               alt.Tooltip("when:N", title="pages"), alt.Tooltip("pages:Q", title="count"),
+               alt.Tooltip("model:Q", title="model", format=".1f"),
+               alt.Tooltip("acked:Q", title="updates acknowledged", format=",.0f"),
+               alt.Tooltip("rate:Q", title="updates/s (last 10 s)", format=".1f")]
+    base = alt.Chart().encode(y=y, yOffset=offset, tooltip=tooltip)
+    measured = base.mark_point(size=90, filled=True, opacity=0.8).encode(
         x=alt.X("pages:Q", title="pages of the table files that fail their checksum"),
         color=alt.Color("safety:N", title="the book calls it", legend=alt.Legend(orient="top"),
                         scale=alt.Scale(domain=["safe", "unsafe"],
                                         range=["#009E73", "#D55E00"])),
-        shape=alt.Shape("cut:N", title="power cut", legend=alt.Legend(orient="top")),
-        tooltip=tooltip)
-    expected = alt.Chart(long).mark_tick(thickness=2, size=12, color="#555555").encode(
-        y=y, yOffset=offset, x="model:Q", tooltip=tooltip)
-    labels = alt.Chart(long).mark_text(align="right", dx=-6, fontSize=10, color="#555555") \
-        .encode(y=y, yOffset=offset, x=alt.value(0), text="when:N")
-    return alt.layer(expected, measured, labels).properties(
-        width=300, height=alt.Step(22),
-        title=["InnoDB: pages torn before recovery and damaged after it (points, one per",
-               "cut) and the model's expectation (grey ticks)"])
+        shape=alt.Shape("cut:N", title="power cut", legend=alt.Legend(orient="top")))
+    expected = base.mark_tick(thickness=2, size=12, color="#555555").encode(x="model:Q")
+    return alt.layer(expected, measured, data=long).properties(
+        width=230, height=alt.Step(16),
+    ).facet(column=alt.Column("when:N", sort=list(WHEN.values()), title=None)).properties(
+        title=["InnoDB: pages torn by each cut and still damaged after recovery (points),",
+               "and the model's expectation (grey ticks)"])
 
 
 def first_line(path, words: str) -> str:
@@ -113,8 +113,9 @@ def doublewrite_figures(run: RecordedRun) -> dict[str, str]:
     unread = unsafe[unsafe["table_read"] == 0]
     unread_cut = int(unread["cut"].iloc[0]) if len(unread) else unsafe_cut
     model_total, torn_total = table["model_torn_pages"].sum(), table["torn_pages"].sum()
-    apart = (table["torn_pages"] - table["model_torn_pages"]).abs()
     copies, torn_safe = safe["doublewrite_pages"], safe["torn_pages"]
+    in_hold = sum(updates_in_hold(run, row) for row in table.itertuples())
+    few_rows = (unsafe["rows_unreadable"] <= 2 * unsafe["damaged_pages"]).all()
     return {
         "dw_cuts": str(len(unsafe)),
         "dw_safe_torn": span(torn_safe),
@@ -135,25 +136,42 @@ def doublewrite_figures(run: RecordedRun) -> dict[str, str]:
         "dw_unsafe_quote": first_line(
             raw / f"cut{failed_cut}" / f"mariadb-dblwr-off-cut{failed_cut}.log",
             "Unable to apply log"),
-        "dw_unsafe_read": ("the table could not be read after any cut" if len(unread) == len(unsafe)
-                           else f"the table could not be read after {len(unread)} of "
-                                f"{len(unsafe)} cuts"),
+        "dw_unsafe_read": ("a full scan of the table failed after every cut"
+                           if len(unread) == len(unsafe) else
+                           f"a full scan of the table failed after {len(unread)} of "
+                           f"{len(unsafe)} cuts"),
         # "ERROR 1034 (HY000) at line 1: Index for table ...": the server's words only
         "dw_unsafe_read_error": first_line(
             raw / f"cut{unread_cut}" / f"mariadb-dblwr-off-cut{unread_cut}-read.txt",
             "ERROR").split(": ", 1)[-1],
+        "dw_unsafe_unreadable": span(unsafe["rows_unreadable"]),
+        "dw_unsafe_unreadable_total": f"{int(unsafe['rows_unreadable'].sum())}",
+        "dw_unsafe_rows_verdict": (
+            "no more than the two rows of each damaged page" if few_rows else
+            "more than the rows of the damaged pages alone: a damaged page high in the "
+            "index cuts off the rows below it"),
         "dw_unsafe_lost": f"{int(unsafe['acknowledged_lost'].sum()):,}",
+        "dw_unsafe_updated": f"{int(unsafe['rows_updated'].sum()):,}",
         "dw_unsafe_damaged": f"{int(unsafe['damaged_pages'].sum())}",
         "dw_model_total": f"{model_total:.0f}",
         "dw_torn_total": f"{int(torn_total)}",
         "dw_model_error": f"{(torn_total - model_total) / model_total * 100:+.0f} %",
-        # "never more than N pages apart": N rounded up
-        "dw_torn_apart": str(math.ceil(apart.max())),
+        "dw_hold_updates": str(in_hold),
         "dw_torn_pairs": "; ".join(
             f"{row.label.split(' = ')[1]} cut {row.cut:.0f}: {row.torn_pages:.0f} against "
             f"{row.model_torn_pages:.0f}" for row in table.itertuples()),
         **rate_figures(table),
     }
+
+
+def updates_in_hold(run: RecordedRun, row) -> int:
+    """Updates the client of `row` (of doublewrite_outcomes) had acknowledged within the
+    hold before its cut, from its acknowledgement file."""
+    hold_s = run.meta["parameters"]["tear_delay_ms"] / 1000
+    leg = row.setting.split("=")[1].lower()
+    path = run.path / "raw" / f"cut{row.cut:.0f}" / f"mariadb-dblwr-{leg}-cut{row.cut:.0f}-acks.txt"
+    times_s = [float(line.split()[1]) for line in path.read_text().splitlines()]
+    return sum(1 for at in times_s if at >= row.cut_after_s - hold_s)
 
 
 def named_verdict(run: RecordedRun, failed: pd.DataFrame) -> str:
@@ -165,9 +183,8 @@ def named_verdict(run: RecordedRun, failed: pd.DataFrame) -> str:
              for row in failed.itertuples()]
     torn_pages = [int(row.torn_table_pages) for row in failed.itertuples()]
     if named == torn_pages:
-        return "naming every torn page"
-    return (f"naming {sum(named)} pages in all, where innochecksum had found "
-            f"{sum(torn_pages)} torn")
+        return "exactly the pages innochecksum had found torn"
+    return f"{sum(named)} pages in all, where innochecksum had found {sum(torn_pages)} torn"
 
 
 def rate_figures(table: pd.DataFrame) -> dict[str, str]:

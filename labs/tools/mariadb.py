@@ -333,11 +333,12 @@ def innodb_messages(lines: Iterable[LogLine], level: str | None = None) -> list[
 
 
 # Recovery's words when it finds a page it cannot use ("Unable to apply log to corrupted page
-# 12 in file ./lab/pages.ibd") and when it looks for a page's copy in the doublewrite area
-# ("Trying to recover page [page id: space=5, page number=12] from the doublewrite buffer.").
+# 12 in file ./lab/pages.ibd") and when it has written a page's copy from the doublewrite
+# area over its home ("Recovered page [page id: space=5, page number=12] to './lab/pages.ibd'
+# from the doublewrite buffer.").
 UNUSABLE = re.compile(r"corrupted page (\d+) in file (\S+)")
-FROM_DOUBLEWRITE = re.compile(r"recover page \[page id: space=(\d+), page number=(\d+)\] "
-                              r"from the doublewrite buffer")
+FROM_DOUBLEWRITE = re.compile(r"Recovered page \[page id: space=(\d+), page number=(\d+)\] "
+                              r"to \S+ from the doublewrite buffer")
 
 
 def unusable_pages(log: str) -> set[tuple[str, int]]:
@@ -346,6 +347,6 @@ def unusable_pages(log: str) -> set[tuple[str, int]]:
 
 
 def pages_from_doublewrite(log: str) -> set[tuple[int, int]]:
-    """Every (space, page) recovery looked for in the doublewrite area: a page whose
-    checksum failed on the disk (InnoDB says so once per page, then writes the copy home)."""
+    """Every (space, page) recovery wrote back from its copy in the doublewrite area (a page
+    whose checksum failed on the disk)."""
     return {(int(space), int(page)) for space, page in FROM_DOUBLEWRITE.findall(log)}

@@ -190,6 +190,16 @@ class Server:
                 f"INSERT INTO pages (id, v) SELECT g, 0 FROM generate_series(0, {rows - 1}) g",
                 "VACUUM", "CHECKPOINT"]
 
+    def rows_one_by_one(self, data: str, rows: int) -> str:
+        """MariaDB: read rows 0 .. rows-1 of the page table one primary-key lookup at a time,
+        going on past errors (one `id<TAB>v` line a row found): a damaged page then costs
+        its own rows only, where a full scan stops at the first damaged page."""
+        if self.name != "mariadb":
+            raise ValueError("the row-by-row read is MariaDB's")
+        lookups = f"seq 0 {rows - 1} | sed 's/.*/SELECT id, v FROM lab.pages WHERE id = &;/'"
+        return (f"{lookups} | mariadb --socket={shlex.quote(data + '/server.sock')} --force "
+                "-N -B")
+
     def update_loop(self, data: str, rows: int) -> str:
         """Update row (N × 7919) mod `rows` to N for N = 1, 2, 3, ...; print `ack N` after
         each commit (as insert_loop does). 7919 is a prime: the updates hop over the table's
