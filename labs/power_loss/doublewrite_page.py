@@ -7,6 +7,7 @@ import altair as alt
 import pandas as pd
 
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
+from labs.power_loss.params import TORN_ROWS
 from labs.power_loss.torn_page import leg_columns, leg_outcomes, wrapping_header
 from labs.records import RecordedRun
 from labs.tools import mariadb
@@ -32,13 +33,16 @@ def doublewrite_outcomes(run: RecordedRun) -> pd.DataFrame:
 def doublewrite_table(run: RecordedRun) -> pd.DataFrame:
     """Per setting and cut, as the page shows it."""
     table = doublewrite_outcomes(run)
+    first = leg_columns(table, "buffer")
+    del first["updates/s"]  # the model column carries the rate (pages per update x 1 s)
+    first["buffer"] = table["setting"].str.split("=").str[1]  # ON is the safe one
     return pd.DataFrame({
-        **leg_columns(table, "doublewrite"),
+        **first,
         "torn (model)": [f"{t:.0f} ({m:.0f})" for t, m in
                          zip(table["torn_pages"], table["model_torn_pages"], strict=True)],
-        "copies written back": table["doublewrite_pages"].map("{:.0f}".format),
+        "copies used": table["doublewrite_pages"].map("{:.0f}".format),
         "damaged after": table["damaged_pages"].map("{:.0f}".format),
-        "rows unreadable": table["rows_unreadable"].map("{:,.0f}".format),
+        "rows unread": table["rows_unreadable"].map("{:,.0f}".format),
         "updates lost": table["acknowledged_lost"].map("{:,.0f}".format),
     })
 
@@ -71,7 +75,7 @@ def doublewrite_chart(run: RecordedRun) -> alt.FacetChart:
                alt.Tooltip("rate:Q", title="updates/s (last 10 s)", format=".1f")]
     base = alt.Chart().encode(y=y, yOffset=offset, tooltip=tooltip)
     measured = base.mark_point(size=90, filled=True, opacity=0.8).encode(
-        x=alt.X("pages:Q", title="pages of the table files that fail their checksum"),
+        x=alt.X("pages:Q", title="pages failing their checksum"),
         color=alt.Color("safety:N", title="the book calls it", legend=alt.Legend(orient="top"),
                         scale=alt.Scale(domain=["safe", "unsafe"],
                                         range=["#009E73", "#D55E00"])),
@@ -107,15 +111,20 @@ def doublewrite_figures(run: RecordedRun) -> dict[str, str]:
     table = doublewrite_outcomes(run)
     safe, unsafe = table[table["safety"] == "safe"], table[table["safety"] == "unsafe"]
     raw = run.path / "raw"
-    safe_cut, unsafe_cut = int(safe["cut"].iloc[0]), int(unsafe["cut"].iloc[0])
+    copied = safe[safe["doublewrite_pages"] > 0]  # the quote needs a cut with a copy
+    safe_cut = int((copied if len(copied) else safe)["cut"].iloc[0])
+    unsafe_cut = int(unsafe["cut"].iloc[0])
     failed = unsafe[unsafe["recovered_alone"] == 0]
     failed_cut = int(failed["cut"].iloc[0]) if len(failed) else unsafe_cut
     unread = unsafe[unsafe["table_read"] == 0]
     unread_cut = int(unread["cut"].iloc[0]) if len(unread) else unsafe_cut
     model_total, torn_total = table["model_torn_pages"].sum(), table["torn_pages"].sum()
     copies, torn_safe = safe["doublewrite_pages"], safe["torn_pages"]
-    in_hold = sum(updates_in_hold(run, row) for row in table.itertuples())
-    few_rows = (unsafe["rows_unreadable"] <= 2 * unsafe["damaged_pages"]).all()
+    holds = {(row.setting, row.cut): updates_in_hold(run, row) for row in table.itertuples()}
+    in_hold = sum(holds.values())
+    hold_apart = max(abs(row.torn_pages - holds[(row.setting, row.cut)])
+                     for row in table.itertuples())
+    per_page = unsafe["rows_unreadable"].sum() / unsafe["damaged_pages"].sum()
     return {
         "dw_cuts": str(len(unsafe)),
         "dw_safe_torn": span(torn_safe),
@@ -146,10 +155,12 @@ def doublewrite_figures(run: RecordedRun) -> dict[str, str]:
             "ERROR").split(": ", 1)[-1],
         "dw_unsafe_unreadable": span(unsafe["rows_unreadable"]),
         "dw_unsafe_unreadable_total": f"{int(unsafe['rows_unreadable'].sum())}",
+        "dw_unsafe_runs": runs_text(run, unsafe),
+        "dw_unsafe_rows_per_page": f"{per_page:.1f}",
         "dw_unsafe_rows_verdict": (
-            "no more than the two rows of each damaged page" if few_rows else
-            "more than the rows of the damaged pages alone: a damaged page high in the "
-            "index cuts off the rows below it"),
+            "no more than the two rows a page holds" if per_page <= ROWS_PER_PAGE else
+            "more than the two rows a page holds: the lookups of rows next to a damaged page "
+            "failed too"),
         "dw_unsafe_lost": f"{int(unsafe['acknowledged_lost'].sum()):,}",
         "dw_unsafe_updated": f"{int(unsafe['rows_updated'].sum()):,}",
         "dw_unsafe_damaged": f"{int(unsafe['damaged_pages'].sum())}",
@@ -157,11 +168,49 @@ def doublewrite_figures(run: RecordedRun) -> dict[str, str]:
         "dw_torn_total": f"{int(torn_total)}",
         "dw_model_error": f"{(torn_total - model_total) / model_total * 100:+.0f} %",
         "dw_hold_updates": str(in_hold),
+        "dw_hold_error": f"{(torn_total - in_hold) / in_hold * 100:+.0f} %",
+        "dw_hold_apart": f"{hold_apart:.0f}",
+        "dw_hold_verdict": (
+            "the ten-second rate fits the torn pages better than the last second does"
+            if abs(in_hold - torn_total) > abs(model_total - torn_total) else
+            "the last second fits the torn pages better than the ten-second rate does"),
         "dw_torn_pairs": "; ".join(
             f"{row.label.split(' = ')[1]} cut {row.cut:.0f}: {row.torn_pages:.0f} against "
             f"{row.model_torn_pages:.0f}" for row in table.itertuples()),
         **rate_figures(table),
     }
+
+
+ROWS_PER_PAGE = 2  # the torn legs' InnoDB table: rows of 7,000 bytes in 16 KiB pages
+
+
+def unreadable_runs(run: RecordedRun, row) -> list[int]:
+    """The lengths of the runs of consecutive keys the row-by-row read of `row`'s table (a
+    row of doublewrite_outcomes) could not read, from the rows it found."""
+    leg = row.setting.split("=")[1].lower()
+    path = run.path / "raw" / f"cut{row.cut:.0f}" / f"mariadb-dblwr-{leg}-cut{row.cut:.0f}-rows.txt"
+    found = {int(line.split("\t")[0]) for line in path.read_text().splitlines() if "\t" in line}
+    lengths: list[int] = []
+    for key in range(TORN_ROWS):
+        if key in found:
+            continue
+        if key - 1 in found or key == 0 or not lengths:
+            lengths.append(1)
+        else:
+            lengths[-1] += 1
+    return lengths
+
+
+def runs_text(run: RecordedRun, unsafe: pd.DataFrame) -> str:
+    """How the unreadable rows lie: in runs of consecutive keys, one per damaged page?"""
+    cuts = [(unreadable_runs(run, row), int(row.damaged_pages)) for row in unsafe.itertuples()]
+    lengths = {length for runs, _ in cuts for length in runs}
+    if all(len(runs) == damaged for runs, damaged in cuts) and len(lengths) == 1:
+        return (f"in runs of {lengths.pop()} consecutive keys, one run for each damaged "
+                "page")
+    return (f"in {sum(len(runs) for runs, _ in cuts)} runs of consecutive keys, "
+            f"{min(lengths)} to {max(lengths)} long, for "
+            f"{sum(damaged for _, damaged in cuts)} damaged pages")
 
 
 def updates_in_hold(run: RecordedRun, row) -> int:
