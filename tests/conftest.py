@@ -302,75 +302,40 @@ def vm_inventory_entry(name: str, vm: str, **extra: str) -> str:
 
 
 class BackgroundCiRuns:
-    """Lab ci runs started in the background on one VM while other tests use the other VM,
-    or none, so that neither VM (nor CI's clock) waits:
+    """Lab ci runs started in the background on one VM while other tests use the other: the
+    quorum-commit lab (vm1) runs beside the power-loss tests (vm2), which cut only vm2's
+    power and clean only vm2. `start` is a no-op for a lab already started; `finish` waits
+    for it (starting it first if needed) and returns (its run, its wall time in s)."""
 
-    - the power-loss lab (vm2) runs beside the devices tests (vm1);
-    - the quorum-commit lab (vm1) beside the rest of the power-loss tests (vm2), which cut
-      only vm2's power and clean only vm2, and beside the tests that use no VM (those two
-      modules run first: pytest_collection_modifyitems).
-
-    Any other module that uses the VMs waits until every background run is over (the
-    fixture vms_not_held); a module names the runs it shares the VMs with in RUNS_BESIDE.
-    `start` is a no-op for a lab already started, or one whose tests this session does not
-    run; `wait` waits for it, asserts it recorded one run and returns it (a VmCiRun, its
-    wall time from its start), the same one each time; `finish` starts it first if needed.
-    """
-
-    def __init__(self, lab_vms, session: pytest.Session):
+    def __init__(self, lab_vms):
         self.lab_vms = lab_vms
-        self.session = session
         self.runs: dict[str, tuple[subprocess.Popen, set, float]] = {}
-        self.done: dict[str, VmCiRun] = {}
 
     def start(self, lab: str, *args: str) -> None:
         from labs.records import list_runs
 
-        test_file = f"test_{lab.replace('-', '_')}_lab.py"
-        if lab in self.runs or not any(item.path.name == test_file
-                                       for item in self.session.items):
+        if lab in self.runs:
             return
         before = set(list_runs(lab, self.lab_vms.base / "runs"))
         # Output to files: a pipe that nobody reads while other tests run would fill up.
-        with (self.lab_vms.base / f"{lab}-ci.out").open("w") as out, \
-                (self.lab_vms.base / f"{lab}-ci.err").open("w") as err:
+        with (self.lab_vms.base / f"{lab}-ci.out").open("w") as out:
             process = subprocess.Popen(
                 [sys.executable, "-m", "labs", "run", lab, *args, "--profile", "ci"],
                 cwd=PROJECT_ROOT, env={**os.environ, **self.lab_vms.env}, stdout=out,
-                stderr=err, text=True)
+                stderr=subprocess.STDOUT, text=True)
         self.runs[lab] = (process, before, time.monotonic())
 
-    def wait(self, lab: str, timeout_s: float = 2400) -> VmCiRun | None:
+    def finish(self, lab: str, *args: str, timeout_s: float = 2400):
         from labs.records import list_runs, load_run
 
-        if lab in self.done:
-            return self.done[lab]
-        if lab not in self.runs:
-            return None
+        self.start(lab, *args)
         process, before, started = self.runs[lab]
         process.wait(timeout=max(1.0, timeout_s - (time.monotonic() - started)))
-        wall_s = time.monotonic() - started
-        stdout = (self.lab_vms.base / f"{lab}-ci.out").read_text()
-        stderr = (self.lab_vms.base / f"{lab}-ci.err").read_text()
-        assert process.returncode == 0, stdout[-3000:] + stderr[-3000:]
+        output = (self.lab_vms.base / f"{lab}-ci.out").read_text()
+        assert process.returncode == 0, output[-6000:]
         new = [p for p in list_runs(lab, self.lab_vms.base / "runs") if p not in before]
         assert len(new) == 1
-        self.done[lab] = VmCiRun(load_run(new[0]), wall_s, stdout, stderr)
-        return self.done[lab]
-
-    def finish(self, lab: str, *args: str, timeout_s: float = 2400) -> VmCiRun:
-        """The lab's run: the one started in the background, else one made now."""
-        self.start(lab, *args)
-        ran = self.wait(lab, timeout_s=timeout_s)
-        assert ran is not None, f"{lab}: no ci run was started"
-        return ran
-
-    def settle(self, but: tuple[str, ...] = ()) -> None:
-        """Wait until every run but those named is over (whether it succeeded is for its own
-        tests to say)."""
-        for lab, (process, _, _) in self.runs.items():
-            if lab not in but:
-                process.wait()
+        return load_run(new[0]), time.monotonic() - started
 
     def stop_all(self) -> None:
         for process, _, _ in self.runs.values():
@@ -380,22 +345,12 @@ class BackgroundCiRuns:
 
 
 @pytest.fixture(scope="session")
-def background_ci(lab_vms, request):
-    runs = BackgroundCiRuns(lab_vms, request.session)
+def background_ci(lab_vms):
+    runs = BackgroundCiRuns(lab_vms)
     try:
         yield runs
     finally:
         runs.stop_all()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def vms_not_held(request):
-    """A module whose tests use the lab VMs starts once the background ci runs are over,
-    but for those it shares the VMs with by design (the module's RUNS_BESIDE)."""
-    if any("lab_vms" in item.fixturenames for item in request.session.items
-           if item.module is request.module):
-        runs = request.getfixturevalue("background_ci")
-        runs.settle(but=getattr(request.module, "RUNS_BESIDE", ()))
 
 
 # --- the shared container engine -----------------------------------------------------------
@@ -427,15 +382,5 @@ def pytest_configure(config):
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-# The modules that start background ci runs go first, so that the tests that use no VM
-# (most of the rest) run beside the last of those runs (BackgroundCiRuns).
-FIRST_MODULES = ("test_devices_lab.py", "test_power_loss_lab.py")
-
-
 def pytest_collection_modifyitems(session, config, items):
-    def rank(item) -> tuple[bool, int]:
-        name = item.path.name
-        first = FIRST_MODULES.index(name) if name in FIRST_MODULES else len(FIRST_MODULES)
-        return item.get_closest_marker("last") is not None, first
-
-    items.sort(key=rank)  # stable: within a rank, the files' own order
+    items.sort(key=lambda item: item.get_closest_marker("last") is not None)

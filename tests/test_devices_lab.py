@@ -31,7 +31,6 @@ from labs.devices import page
 pytestmark = pytest.mark.slow
 
 VM = "vm1"
-RUNS_BESIDE = ("power-loss",)  # on vm2 (conftest.BackgroundCiRuns)
 
 
 def throttles(lab_vms) -> dict[str, dict]:
@@ -50,10 +49,7 @@ def leftovers(lab_vms) -> str:
 
 
 @pytest.fixture(scope="module")
-def ci_run(lab_vms, background_ci, request):
-    # vm2 would idle while this lab measures vm1: the power-loss lab's ci run goes there
-    # meanwhile (its own tests take it from there; conftest.BackgroundCiRuns).
-    background_ci.start("power-loss", "--host", "vm2")
+def ci_run(lab_vms, request):
     booted = throttles(lab_vms)
     ran = run_vm_ci(lab_vms, "devices", "--host", VM, timeout_s=1800)
     run, wall_s = ran.run, ran.wall_s
@@ -161,8 +157,7 @@ def test_ctrl_c_while_a_volume_is_throttled_puts_the_disks_back(ci_run, lab_vms,
     figures(f"devices Ctrl-C during fio on gp3: exit {code}, throttles as booted, {left}")
 
 
-def test_a_killed_run_is_put_back_by_clean(ci_run, lab_vms, background_ci):
-    background_ci.wait("power-loss")  # the `clean` below cleans vm2 too: its run must be over
+def test_a_killed_run_is_put_back_by_clean(ci_run, lab_vms):
     kill_once_it_prints(["run", "devices", "--host", VM, "--profile", "ci"],
                         {**os.environ, **lab_vms.env}, "fio on gp3", settle_s=2)
     assert throttles(lab_vms)["fast"] != ci_run["booted"]["fast"]  # still gp3's limits

@@ -14,14 +14,13 @@ import subprocess
 import sys
 
 import pytest
-from conftest import PROJECT_ROOT, kill_once_it_prints, report
+from conftest import PROJECT_ROOT, kill_once_it_prints, report, run_vm_ci
 
 from labs.power_loss import doublewrite_page, page, torn_page
 
 pytestmark = pytest.mark.slow
 
 VM = "vm2"  # vm1 stays up for the other VM tests while this one loses its power
-RUNS_BESIDE = ("quorum-commit",)  # on vm1 (conftest.BackgroundCiRuns)
 
 
 def leftovers(lab_vms) -> str:
@@ -31,13 +30,11 @@ def leftovers(lab_vms) -> str:
 
 
 @pytest.fixture(scope="module")
-def ci_run(background_ci, request):
-    # This lab's ci run went on vm2 beside the devices tests on vm1 (or starts now, if they
-    # are not in this session). vm1 is free while the tests here use vm2: the quorum-commit
-    # lab's ci run goes there meanwhile (its own tests wait for it). Every test here cleans
-    # only vm2.
+def ci_run(lab_vms, background_ci, request):
+    # vm1 is free while this lab cuts vm2's power: the quorum-commit lab's ci run goes there
+    # meanwhile (its own tests wait for it). Every test here cleans only vm2.
     background_ci.start("quorum-commit", "--host", "vm1")
-    ran = background_ci.finish("power-loss", "--host", VM, timeout_s=1800)
+    ran = run_vm_ci(lab_vms, "power-loss", "--host", VM, timeout_s=1800)
     run = ran.run
     report(request.config, f"power-loss ci run on {VM}: {ran.wall_s:.0f} s; "
             + "; ".join(f"{row.database}: acked {row.acknowledged:.0f}, lost "

@@ -371,9 +371,9 @@ def count_innodb_pages(ws: LabWorkspace, rec: RunRecorder, writer: Writer, add: 
                      timeout_s=600, check=False) if started else None
     one_by_one = host.sudo(leg.server.rows_one_by_one(leg.data, TORN_ROWS), timeout_s=900,
                            check=False) if started else None
-    table_read = bool(read and read.ok)
+    table_read = read is not None and read.ok
     found = (dict(tuple(map(int, line.split("\t"))) for line in one_by_one.stdout.splitlines()
-                  if "\t" in line) if one_by_one else {})
+                  if "\t" in line) if one_by_one is not None else {})
     if started:
         # A clean shutdown writes every page home: what fails its checksum then, recovery
         # could not mend.
@@ -384,8 +384,9 @@ def count_innodb_pages(ws: LabWorkspace, rec: RunRecorder, writer: Writer, add: 
     log = host.sudo(f"tr -d '\\000' < {shlex.quote(leg.server.log_file(leg.data))}",
                     timeout_s=60).stdout
     rec.add_raw(f"cut{cut}/{leg.name}.log", log)
-    rec.add_raw(f"cut{cut}/{leg.name}-read.txt", read.stderr if read else "not started")
-    if one_by_one:
+    rec.add_raw(f"cut{cut}/{leg.name}-read.txt",
+                read.stderr if read is not None else "not started")
+    if one_by_one is not None:
         rec.add_raw(f"cut{cut}/{leg.name}-rows.txt", one_by_one.stdout)
         rec.add_raw(f"cut{cut}/{leg.name}-rows-errors.txt", one_by_one.stderr)
     torn_before, damaged = innochecksum.invalid_pages(before), innochecksum.invalid_pages(after)
