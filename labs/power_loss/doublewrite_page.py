@@ -3,12 +3,14 @@ with the doublewrite buffer on and off, beside the model."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import altair as alt
 import pandas as pd
 
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.power_loss.params import TORN_ROWS
-from labs.power_loss.torn_page import leg_columns, leg_outcomes, wrapping_header
+from labs.power_loss.torn_page import acks_in_window, leg_columns, leg_outcomes, wrapping_header
 from labs.records import RecordedRun
 from labs.tools import mariadb
 
@@ -88,7 +90,12 @@ def doublewrite_chart(run: RecordedRun) -> alt.FacetChart:
                "and the model's expectation (grey ticks)"])
 
 
-def first_line(path, words: str) -> str:
+def raw_file(run: RecordedRun, leg: str, cut: float, suffix: str) -> Path:
+    """A doublewrite leg's raw file: `leg` "on" or "off", `suffix` such as ".log"."""
+    return run.path / "raw" / f"cut{cut:.0f}" / f"mariadb-dblwr-{leg}-cut{cut:.0f}{suffix}"
+
+
+def first_line(path: Path, words: str) -> str:
     """The first line of a raw file that contains `words`, from there on ("" if none)."""
     if not path.exists():
         return ""
@@ -110,7 +117,6 @@ def doublewrite_figures(run: RecordedRun) -> dict[str, str]:
         return {}
     table = doublewrite_outcomes(run)
     safe, unsafe = table[table["safety"] == "safe"], table[table["safety"] == "unsafe"]
-    raw = run.path / "raw"
     copied = safe[safe["doublewrite_pages"] > 0]  # the quote needs a cut with a copy
     safe_cut = int((copied if len(copied) else safe)["cut"].iloc[0])
     unsafe_cut = int(unsafe["cut"].iloc[0])
@@ -131,8 +137,7 @@ def doublewrite_figures(run: RecordedRun) -> dict[str, str]:
         "dw_safe_torn_total": f"{int(torn_safe.sum())}",
         "dw_safe_copies": ("every one of them" if (copies == torn_safe).all()
                            else f"{int(copies.sum())} of them"),
-        "dw_safe_quote": first_line(raw / f"cut{safe_cut}" / f"mariadb-dblwr-on-cut{safe_cut}.log",
-                                    "Recovered page"),
+        "dw_safe_quote": first_line(raw_file(run, "on", safe_cut, ".log"), "Recovered page"),
         "dw_safe_damaged": f"{int(safe['damaged_pages'].sum())}",
         "dw_safe_lost": f"{int(safe['acknowledged_lost'].sum())}",
         "dw_safe_alone": ("recovered by itself after every cut" if safe["recovered_alone"].all()
@@ -142,19 +147,16 @@ def doublewrite_figures(run: RecordedRun) -> dict[str, str]:
         "dw_unsafe_failed": ("after every cut" if len(failed) == len(unsafe)
                              else f"after {len(failed)} of {len(unsafe)} cuts"),
         "dw_unsafe_named": named_verdict(run, failed),
-        "dw_unsafe_quote": first_line(
-            raw / f"cut{failed_cut}" / f"mariadb-dblwr-off-cut{failed_cut}.log",
-            "Unable to apply log"),
+        "dw_unsafe_quote": first_line(raw_file(run, "off", failed_cut, ".log"),
+                                      "Unable to apply log"),
         "dw_unsafe_read": ("a full scan of the table failed after every cut"
                            if len(unread) == len(unsafe) else
                            f"a full scan of the table failed after {len(unread)} of "
                            f"{len(unsafe)} cuts"),
         # "ERROR 1034 (HY000) at line 1: Index for table ...": the server's words only
-        "dw_unsafe_read_error": first_line(
-            raw / f"cut{unread_cut}" / f"mariadb-dblwr-off-cut{unread_cut}-read.txt",
-            "ERROR").split(": ", 1)[-1],
+        "dw_unsafe_read_error": first_line(raw_file(run, "off", unread_cut, "-read.txt"),
+                                           "ERROR").split(": ", 1)[-1],
         "dw_unsafe_unreadable": span(unsafe["rows_unreadable"]),
-        "dw_unsafe_unreadable_total": f"{int(unsafe['rows_unreadable'].sum())}",
         "dw_unsafe_runs": runs_text(run, unsafe),
         "dw_unsafe_rows_per_page": f"{per_page:.1f}",
         "dw_unsafe_rows_verdict": (
@@ -187,8 +189,7 @@ ROWS_PER_PAGE = 2  # the torn legs' InnoDB table: rows of 7,000 bytes in 16 KiB 
 def unreadable_runs(run: RecordedRun, row) -> list[int]:
     """The lengths of the runs of consecutive keys the row-by-row read of `row`'s table (a
     row of doublewrite_outcomes) could not read, from the rows it found."""
-    leg = row.setting.split("=")[1].lower()
-    path = run.path / "raw" / f"cut{row.cut:.0f}" / f"mariadb-dblwr-{leg}-cut{row.cut:.0f}-rows.txt"
+    path = raw_file(run, row.setting.split("=")[1].lower(), row.cut, "-rows.txt")
     found = {int(line.split("\t")[0]) for line in path.read_text().splitlines() if "\t" in line}
     lengths: list[int] = []
     for key in range(TORN_ROWS):
@@ -217,19 +218,15 @@ def updates_in_hold(run: RecordedRun, row) -> int:
     """Updates the client of `row` (of doublewrite_outcomes) had acknowledged within the
     hold before its cut, from its acknowledgement file."""
     hold_s = run.meta["parameters"]["tear_delay_ms"] / 1000
-    leg = row.setting.split("=")[1].lower()
-    path = run.path / "raw" / f"cut{row.cut:.0f}" / f"mariadb-dblwr-{leg}-cut{row.cut:.0f}-acks.txt"
-    times_s = [float(line.split()[1]) for line in path.read_text().splitlines()]
-    return sum(1 for at in times_s if at >= row.cut_after_s - hold_s)
+    path = raw_file(run, row.setting.split("=")[1].lower(), row.cut, "-acks.txt")
+    return acks_in_window(path, row.cut_after_s, hold_s)
 
 
 def named_verdict(run: RecordedRun, failed: pd.DataFrame) -> str:
     """Whether, in every cut where recovery failed, its log named each page of the table that
     innochecksum had found torn (as "unable to apply log to corrupted page N")."""
-    named = [len(mariadb.unusable_pages((run.path / "raw" / f"cut{row.cut:.0f}" /
-                                      f"mariadb-dblwr-off-cut{row.cut:.0f}.log").read_text(
-                                          errors="replace")))
-             for row in failed.itertuples()]
+    named = [len(mariadb.unusable_pages(raw_file(run, "off", row.cut, ".log").read_text(
+                 errors="replace"))) for row in failed.itertuples()]
     torn_pages = [int(row.torn_table_pages) for row in failed.itertuples()]
     if named == torn_pages:
         return "exactly the pages innochecksum had found torn"

@@ -176,8 +176,7 @@ def acks_before_cut(run: RecordedRun, row, window_ms: float) -> int:
     cut = f"cut{row.cut:.0f}"
     value = row.setting.split("=", 1)[1]
     path = run.path / "raw" / cut / f"{row.engine}-{value}-{cut}-acks.txt"
-    times_s = [float(line.split()[1]) for line in path.read_text().splitlines()]
-    return sum(1 for at in times_s if at >= row.cut_after_s - window_ms / 1000)
+    return torn_page.acks_in_window(path, row.cut_after_s, window_ms / 1000)
 
 
 def over_count_note(run: RecordedRun, unsafe: pd.DataFrame) -> str:

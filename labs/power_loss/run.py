@@ -247,8 +247,8 @@ def cut_once(params: Parameters, ws: LabWorkspace, rec: RunRecorder, progress: P
                            unit=unit, **dims)
 
         rate = writer.rate()
-        hold_s = params.tear_delay_ms / 1000
         if leg.tears:
+            hold_s = params.tear_delay_ms / 1000
             count = count_pages if leg.server.name == "postgres" else count_innodb_pages
             counted = count(ws, rec, writer, add, cut)
             add("model_torn_pages", model.pages_in_hold(rate, hold_s), "count")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import altair as alt
 import pandas as pd
 
@@ -115,6 +117,13 @@ def exercise_figures(lab_pages_per_s: float | None = None) -> dict[str, str]:
     return figures
 
 
+def acks_in_window(path: Path, cut_after_s: float, window_s: float) -> int:
+    """Acknowledgements in a raw acks file ("N seconds" a line) that came within `window_s`
+    before the cut."""
+    times_s = [float(line.split()[1]) for line in path.read_text().splitlines()]
+    return sum(1 for at in times_s if at >= cut_after_s - window_s)
+
+
 def updates_in_hold(run: RecordedRun, unsafe: pd.DataFrame) -> pd.Series:
     """Per cut: the updates the full_page_writes=off client (`unsafe`, its rows of
     torn_outcomes) had acknowledged within the hold before the cut, counted from the
@@ -125,8 +134,7 @@ def updates_in_hold(run: RecordedRun, unsafe: pd.DataFrame) -> pd.Series:
     for row in unsafe.itertuples():
         cut = f"cut{row.cut:.0f}"
         acks = run.path / "raw" / cut / f"postgres-fpw-off-{cut}-acks.txt"
-        times_s = [float(line.split()[1]) for line in acks.read_text().splitlines()]
-        counts[int(row.cut)] = sum(1 for at in times_s if row.cut_after_s - hold_s <= at)
+        counts[int(row.cut)] = acks_in_window(acks, row.cut_after_s, hold_s)
     return pd.Series(counts, name="updates_in_hold")
 
 
