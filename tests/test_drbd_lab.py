@@ -95,11 +95,16 @@ def test_every_protocol_was_measured_at_every_round_trip(ci_run):
 
 
 def test_the_added_round_trip_shows_up_on_the_link(ci_run):
-    pings = page.ping_results(ci_run)
-    link = pings.loc[pings["config"] == "link", "rtt_p50_ms"].iloc[0]
-    top = max(ci_run.meta["parameters"]["added_rtt_ms"])
-    at_top = pings.loc[pings["config"] == f"added-{top:g}", "rtt_p50_ms"].iloc[0]
-    assert at_top >= link + 0.8 * top
+    # Against netem's floor, not the link's own ping: an emulated (TCG) guest that sleeps
+    # between pings wakes slowly, and a busy machine only makes that slower, so the link's own
+    # round trip drifts by milliseconds from one measurement to the next (CI once saw its
+    # median at 6.7 ms, against 1.9 in the shipped run). netem holds every packet at least
+    # half the added round trip minus the jitter on each side, and nothing makes that shorter.
+    params = ci_run.meta["parameters"]
+    pings = page.ping_results(ci_run).set_index("config")
+    top = max(params["added_rtt_ms"])
+    floor_ms = top - 2 * params["jitter_ms"]
+    assert pings.loc[f"added-{top:g}", "rtt_min_ms"] >= floor_ms
 
 
 def test_each_side_got_half_the_round_trip_with_the_profiles_jitter_and_loss(ci_run):
@@ -126,8 +131,10 @@ def test_protocol_c_waits_for_the_round_trip_and_a_does_not(ci_run):
     top = max(ci_run.meta["parameters"]["added_rtt_ms"])
     direct = table[(table["variant"] == "direct") & (table["added_rtt_ms"] == top)]
     p50 = direct.set_index("protocol")["write_p50_ms"]
-    rtt = direct["rtt_ms"].iloc[0]
-    assert p50["C"] >= 0.9 * rtt
+    # Each write under C waits for a round trip, and netem makes none shorter than this
+    # (the ping's own median, measured at another moment, moves with the machine's load).
+    params = ci_run.meta["parameters"]
+    assert p50["C"] >= top - 2 * params["jitter_ms"]
     assert p50["A"] < 0.5 * p50["C"]
 
 
