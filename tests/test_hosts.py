@@ -228,3 +228,17 @@ def test_check_device_command_exit_codes(private_state):
     assert allowed.returncode == 0, allowed.stderr
     bad = labs_cli("vm", "up", "--cpus", "0", env_dir=private_state)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def test_a_ctrl_c_before_invoke_has_set_up_stays_a_ctrl_c(private_state, monkeypatch):
+    # Found by sending Ctrl-C to a torn-pages run again and again at step 3: one landed while
+    # invoke was still reading its options, and invoke's clean-up then raised AttributeError
+    # ('using_pty'), so the lab exited 1 with that line instead of 130, "interrupted".
+    import invoke
+
+    def interrupted_while_setting_up(self, kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(invoke.Runner, "_unify_kwargs_with_config", interrupted_while_setting_up)
+    with pytest.raises(KeyboardInterrupt):
+        LocalHost().run("true")

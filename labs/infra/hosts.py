@@ -145,6 +145,12 @@ def _local_runner() -> type:
                 pass
             raise interrupt
 
+        def stop(self) -> None:
+            # A Ctrl-C that lands before invoke has read its options leaves `using_pty` unset;
+            # invoke's own stop would then raise AttributeError in place of the Ctrl-C.
+            if hasattr(self, "using_pty"):
+                super().stop()
+
     return InterruptibleLocal
 
 
