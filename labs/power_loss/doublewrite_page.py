@@ -10,7 +10,13 @@ import pandas as pd
 
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.power_loss.params import TORN_ROWS
-from labs.power_loss.torn_page import acks_in_window, leg_columns, leg_outcomes, wrapping_header
+from labs.power_loss.torn_page import (
+    acks_in_window,
+    leg_columns,
+    leg_file,
+    leg_outcomes,
+    wrapping_header,
+)
 from labs.records import RecordedRun
 from labs.tools import mariadb
 
@@ -92,7 +98,7 @@ def doublewrite_chart(run: RecordedRun) -> alt.FacetChart:
 
 def raw_file(run: RecordedRun, leg: str, cut: float, suffix: str) -> Path:
     """A doublewrite leg's raw file: `leg` "on" or "off", `suffix` such as ".log"."""
-    return run.path / "raw" / f"cut{cut:.0f}" / f"mariadb-dblwr-{leg}-cut{cut:.0f}{suffix}"
+    return leg_file(run, f"mariadb-dblwr-{leg}", cut, suffix)
 
 
 def first_line(path: Path, words: str) -> str:

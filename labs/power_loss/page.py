@@ -173,9 +173,8 @@ def exercise_figures(run: RecordedRun) -> dict[str, str]:
 def acks_before_cut(run: RecordedRun, row, window_ms: float) -> int:
     """Commits the client of `row` (a row of outcomes) had acknowledged within `window_ms`
     before its cut, counted from its acknowledgement file."""
-    cut = f"cut{row.cut:.0f}"
     value = row.setting.split("=", 1)[1]
-    path = run.path / "raw" / cut / f"{row.engine}-{value}-{cut}-acks.txt"
+    path = torn_page.leg_file(run, f"{row.engine}-{value}", row.cut, "-acks.txt")
     return torn_page.acks_in_window(path, row.cut_after_s, window_ms / 1000)
 
 

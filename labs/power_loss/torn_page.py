@@ -117,6 +117,12 @@ def exercise_figures(lab_pages_per_s: float | None = None) -> dict[str, str]:
     return figures
 
 
+def leg_file(run: RecordedRun, leg: str, cut: float, suffix: str) -> Path:
+    """A leg's raw file from one cut, as the lab writes it: `leg` such as "postgres-fpw-off"
+    or "mariadb-dblwr-on", `suffix` such as ".log" or "-acks.txt"."""
+    return run.path / "raw" / f"cut{cut:.0f}" / f"{leg}-cut{cut:.0f}{suffix}"
+
+
 def acks_in_window(path: Path, cut_after_s: float, window_s: float) -> int:
     """Acknowledgements in a raw acks file ("N seconds" a line) that came within `window_s`
     before the cut."""
@@ -132,8 +138,7 @@ def updates_in_hold(run: RecordedRun, unsafe: pd.DataFrame) -> pd.Series:
     hold_s = run.meta["parameters"]["tear_delay_ms"] / 1000
     counts = {}
     for row in unsafe.itertuples():
-        cut = f"cut{row.cut:.0f}"
-        acks = run.path / "raw" / cut / f"postgres-fpw-off-{cut}-acks.txt"
+        acks = leg_file(run, "postgres-fpw-off", row.cut, "-acks.txt")
         counts[int(row.cut)] = acks_in_window(acks, row.cut_after_s, hold_s)
     return pd.Series(counts, name="updates_in_hold")
 
@@ -141,7 +146,7 @@ def updates_in_hold(run: RecordedRun, unsafe: pd.DataFrame) -> pd.Series:
 def first_fatal(run: RecordedRun, cut: int) -> str:
     """The error with which recovery of the full_page_writes=off server stopped in `cut`, as
     its log says it ("" if it did not stop on a damaged page)."""
-    log = run.path / "raw" / f"cut{cut}" / f"postgres-fpw-off-cut{cut}.log"
+    log = leg_file(run, "postgres-fpw-off", cut, ".log")
     for line in log.read_text(errors="replace").splitlines():
         if "FATAL:  invalid page" in line:
             return line.split("FATAL:", 1)[1].strip()
