@@ -8,7 +8,7 @@ between their `link_address`es).
     drbd_state(ws)                # /proc/drbd's minor 0, parsed
     wait_for(ws, in_sync, "UpToDate on both sides")
     set_added_rtt(pair, 10)       # netem: 5 ms on each side's outgoing packets
-    record_rtt(pair, rec, "added-10", 10)   # ping over the link, back to back; the median, ms
+    record_rtt(pair, rec, "added-10", 10)   # ping over the link; the median, ms
     record_link_bandwidth(pair, rec, "added-10", 10)  # MiB/s one TCP stream carries
 """
 
@@ -163,24 +163,16 @@ def record_netem(pair: Pair, rec: RunRecorder, config: str) -> None:
         rec.add_raw(f"netem/{config}-{ws.host.name}.txt", text)
 
 
-def record_rtt(pair: Pair, rec: RunRecorder, config: str, added_rtt_ms: float,
-               interval_s: float | None = None) -> float:
-    """Ping the peer over the link; record the round trips; return the median, ms.
-
-    Back to back by default (`ping -A`), as a stream of writes at queue depth 1 crosses the
-    link: an emulated guest left idle between pings wakes slowly, and a ping every 0.2 s
-    there can take several times the round trip the writes see. A ping with an interval is
-    recorded as its own workload ("ping-every-0.2s"), beside the one the model reads."""
-    command = netem.ping_command(pair.address(pair.peer), count=PING_COUNT,
-                                 interval_s=interval_s)
+def record_rtt(pair: Pair, rec: RunRecorder, config: str, added_rtt_ms: float) -> float:
+    """Ping the peer over the link; record the round trips; return the median, ms."""
+    command = netem.ping_command(pair.address(pair.peer), count=PING_COUNT, interval_s=0.2)
     text = pair.primary.host.sudo(command, timeout_s=120).stdout
-    workload = "ping" if interval_s is None else f"ping-every-{interval_s:g}s"
-    rec.add_raw(f"{workload}/{config}.txt", text)
-    summary = netem.rtt_summary(netem.parse_ping(text, source=f"{workload} {config}"))
+    rec.add_raw(f"ping/{config}.txt", text)
+    summary = netem.rtt_summary(netem.parse_ping(text, source=f"ping {config}"))
     for metric, value in (("rtt_p50_ms", summary.p50_ms), ("rtt_mean_ms", summary.mean_ms),
                           ("rtt_p99_ms", summary.p99_ms), ("rtt_min_ms", summary.min_ms)):
-        rec.add_result(config=config, workload=workload, metric=metric, value=value,
-                       unit="ms", added_rtt_ms=added_rtt_ms)
+        rec.add_result(config=config, workload="ping", metric=metric, value=value, unit="ms",
+                       added_rtt_ms=added_rtt_ms)
     return summary.p50_ms
 
 

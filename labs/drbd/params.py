@@ -8,8 +8,7 @@ from labs.errors import UsageError
 from labs.lab import LabParameters, option
 from labs.models.drbd import PROTOCOLS
 
-PING_COUNT = 50  # pings per round-trip measurement, each sent when the last came back
-RESTING_PING_INTERVAL_S = 0.2  # the link's own round trip pinged once more, at this pace
+PING_COUNT = 20  # pings per round-trip measurement, 0.2 s apart
 LINK_PROBE_PORT = 7790  # DRBD's own connection uses 7789
 ADDED_RTT_MS_MAX = 200.0  # a round trip longer than this is no zone or region pair
 

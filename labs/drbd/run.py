@@ -45,7 +45,7 @@ from labs.drbd.pair import (
     set_added_rtt,
     wait_for,
 )
-from labs.drbd.params import RESTING_PING_INTERVAL_S, Parameters, is_vm_name
+from labs.drbd.params import Parameters, is_vm_name
 from labs.errors import LabError, UsageError
 from labs.infra import inventory
 from labs.infra.facts import available_disk_mib, host_facts
@@ -222,9 +222,6 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
         measure_baselines(params, pair, rec, progress)
         progress.step(f"the link's own round trip ({first.address} to {second.address})")
         record_rtt(pair, rec, "link", 0.0)
-        # The same link pinged every 0.2 s, as an idle link would be: the page sets the two
-        # side by side (only the back-to-back one feeds the model).
-        record_rtt(pair, rec, "link", 0.0, interval_s=RESTING_PING_INTERVAL_S)
         progress.step(f"the link's bandwidth ({params.link_probe_mib} MiB over one TCP "
                       "connection)")
         link_mib_s = record_link_bandwidth(pair, rec, "link", 0.0)

@@ -11,7 +11,7 @@ Commands built here (argv lists, run by the lab on a lab host):
     traffic too (netem_to_commands): a prio root qdisc that sends everything to its second
     band, netem as its third band, and a u32 filter that sends that address's packets there
     tc qdisc show dev IF
-    ping -c N (-i I | -A) [-q] TARGET
+    ping -c N -i I [-q] TARGET
 
 Readers: `tc [-s] qdisc show` (is netem there, with which delay, jitter and loss), and ping's
 output: per-packet lines (`icmp_seq=3 ttl=64 time=6.42 ms`) for percentiles, and the summary
@@ -122,28 +122,20 @@ def show_command(interface: str, statistics: bool = False) -> list[str]:
     return ["tc", *(["-s"] if statistics else []), "qdisc", "show", "dev", _interface(interface)]
 
 
-def ping_command(target: str, count: int = 50, interval_s: float | None = 0.2,
+def ping_command(target: str, count: int = 50, interval_s: float = 0.2,
                  quiet: bool = False) -> list[str]:
     """ping with per-packet lines (quiet=False) so the lab can take percentiles.
 
-    interval_s=None sends the next ping as soon as the last one came back (`ping -A`,
-    adaptive): the round trip a stream of back-to-back writes meets. A machine left idle
-    between pings may answer more slowly (an emulated guest wakes slowly), so a ping every
-    0.2 s can report a longer round trip than the writes see.
-    Intervals below 0.2 s, and -A at full pace, need root (iputils); the lab VMs run commands
-    as root.
+    Intervals below 0.2 s need root (iputils); the lab VMs run commands as root.
     """
     if not TARGET.match(target):
         raise UsageError(f"ping target {target!r}: expected an address or host name")
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 100_000:
         raise UsageError(f"ping count must be 1-100000, got {count!r}")
-    if interval_s is None:
-        pace = ["-A"]
-    elif not 0.002 <= interval_s <= 60:
+    if not 0.002 <= interval_s <= 60:
         raise UsageError(f"ping interval must be 0.002-60 s, got {interval_s!r}")
-    else:
-        pace = ["-i", f"{interval_s:g}"]
-    return ["ping", "-c", str(count), *pace, *(["-q"] if quiet else []), target]
+    return ["ping", "-c", str(count), "-i", f"{interval_s:g}", *(["-q"] if quiet else []),
+            target]
 
 
 # --- tc qdisc show ---------------------------------------------------------------------------
