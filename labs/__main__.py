@@ -15,7 +15,7 @@ import signal
 import sys
 
 from labs.errors import LabError, UsageError
-from labs.progress import keep_swallowed_interrupts
+from labs.progress import keep_swallowed_interrupts, note_interrupt
 
 # command name -> module in labs/commands/ (each has HELP, add_arguments(parser), main(args)).
 COMMANDS: dict[str, str] = {
@@ -59,17 +59,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _terminated(signum: int, frame: object) -> None:
-    # SIGTERM (a `kill`, a closing terminal) unwinds like Ctrl-C, so the lab's own cleanup runs.
+def _interrupted(signum: int, frame: object) -> None:
+    # Ctrl-C (SIGINT), and SIGTERM (a `kill`, a closing terminal) too, unwind the lab so that
+    # its own cleanup runs. Noted first: if something swallows this KeyboardInterrupt, the
+    # lab's next progress step raises it again.
+    note_interrupt()
     raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
-    signal.signal(signal.SIGTERM, _terminated)
-    # Ctrl-C (SIGINT) always unwinds the lab, even when it was started from a shell that
-    # ignores SIGINT for its background jobs (Python then leaves it ignored).
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    # A Ctrl-C that lands in a finalizer is not lost: the next progress step raises it.
+    # Installed even when the lab was started from a shell that ignores SIGINT for its
+    # background jobs (Python then leaves it ignored).
+    signal.signal(signal.SIGTERM, _interrupted)
+    signal.signal(signal.SIGINT, _interrupted)
+    # A Ctrl-C that lands in a finalizer is not printed as "Exception ignored" either.
     sys.unraisablehook = keep_swallowed_interrupts
     try:
         parser = build_parser()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import IO
@@ -31,20 +32,39 @@ STEP_LINE = re.compile(r"^\[(?P<name>\S+)\s+(?P<elapsed>\d+) s\] step (?P<step>\
                        r": (?P<text>.*)$")
 QUIET_DETAIL_S = 20.0  # without a terminal, transient details are printed this often at most
 
-# A Ctrl-C (or a SIGTERM, which unwinds like one) that lands while Python runs a finalizer (a
-# weakref callback, a __del__) cannot unwind the lab: Python prints "Exception ignored" and
-# goes on. `keep_swallowed_interrupts` notes it here, and the next step or detail raises it.
-_swallowed_interrupt = False
+# A Ctrl-C (or a SIGTERM, which unwinds like one) must stop the lab even when the
+# KeyboardInterrupt it raises never reaches the lab's code: one that lands while Python runs a
+# finalizer (a weakref callback, a __del__) can only be reported as "Exception ignored", and
+# code that catches too much can eat one silently (CI once saw a torn-pages run go on for
+# minutes past its Ctrl-C, with nothing printed). `python -m labs` notes every one here
+# (`note_interrupt`, from its signal handler), and the next step or detail in the main thread
+# raises it again, unless the lab is already unwinding from it.
+_interrupt_pending = False
+
+
+def note_interrupt() -> None:
+    global _interrupt_pending
+    _interrupt_pending = True
 
 
 def keep_swallowed_interrupts(unraisable) -> None:
     """A `sys.unraisablehook`: a KeyboardInterrupt that could not be raised is kept, silently,
     for the next progress report; anything else is printed as Python would."""
-    global _swallowed_interrupt
     if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
-        _swallowed_interrupt = True
+        note_interrupt()
         return
     sys.__unraisablehook__(unraisable)
+
+
+def _unwinding_from_an_interrupt() -> bool:
+    """True inside an except or finally block (or a function it called) that handles a
+    KeyboardInterrupt, or an error raised while handling one."""
+    error = sys.exc_info()[1]
+    while error is not None:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        error = error.__context__
+    return False
 
 
 class Progress:
@@ -87,10 +107,13 @@ class Progress:
         self.stop_requested = True
 
     def _stop_if_asked(self) -> None:
-        global _swallowed_interrupt
-        if _swallowed_interrupt:
-            _swallowed_interrupt = False  # once, as Ctrl-C would have been
-            raise KeyboardInterrupt
+        global _interrupt_pending
+        # Signals are handled in the main thread only: a lab's own thread (one per host in a
+        # run on several hosts) is stopped through `interrupt` instead.
+        if _interrupt_pending and threading.current_thread() is threading.main_thread():
+            _interrupt_pending = False  # once, as Ctrl-C would have been
+            if not _unwinding_from_an_interrupt():
+                raise KeyboardInterrupt  # it was swallowed on its way
         if self.stop_requested:
             self.stop_requested = False  # once: the lab's cleanup may report progress too
             raise Interrupted(f"{self.name}: interrupted")

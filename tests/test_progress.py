@@ -1,12 +1,18 @@
-"""Progress and interrupts: a Ctrl-C is never lost, even when it lands in a finalizer."""
+"""Progress and interrupts: a Ctrl-C is never lost, even when it lands in a finalizer or code
+that catches too much swallows it."""
 
 import io
+import os
 import signal
 import sys
+import threading
+import time
 
 import pytest
 
-from labs.__main__ import main
+from labs import progress as progress_module
+from labs.__main__ import _interrupted, main
+from labs.errors import LabError
 from labs.progress import Progress, keep_swallowed_interrupts
 
 
@@ -61,8 +67,77 @@ def test_the_command_line_installs_the_guard_and_honours_ctrl_c(monkeypatch, cap
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         assert main(["list"]) == 0
-        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        assert signal.getsignal(signal.SIGINT) is _interrupted
+        assert signal.getsignal(signal.SIGTERM) is _interrupted  # unwinds like Ctrl-C
     finally:
         for sig, handler in before.items():
-            signal.signal(sig, handler)  # main makes SIGTERM unwind like Ctrl-C
+            signal.signal(sig, handler)
     assert sys.unraisablehook is keep_swallowed_interrupts
+
+
+@pytest.fixture
+def lab_signals(monkeypatch):
+    """This process handles SIGINT as `python -m labs` does, with no Ctrl-C pending."""
+    monkeypatch.setattr(progress_module, "_interrupt_pending", False)
+    before = signal.signal(signal.SIGINT, _interrupted)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def ctrl_c() -> None:
+    """A real SIGINT to this process; the handler raises at the next instruction."""
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(5)  # interrupted at once
+    pytest.fail("the SIGINT was not handled")
+
+
+def test_a_ctrl_c_that_code_catching_too_much_swallows_stops_the_lab_at_its_next_step(
+        lab_signals):
+    progress, stream = plain_progress()
+    progress.step("one")
+    try:
+        ctrl_c()
+    except KeyboardInterrupt:
+        pass  # a library that catches too much, and goes on
+    with pytest.raises(KeyboardInterrupt):
+        progress.step("two")
+    progress.step("clean-up reports progress too")  # raised once, as Ctrl-C would be
+    assert "step 2/4: clean-up" in stream.getvalue()
+
+
+def test_a_lab_unwinding_from_its_ctrl_c_reports_its_clean_up_without_a_second_one(
+        lab_signals):
+    progress, stream = plain_progress()
+    with pytest.raises(KeyboardInterrupt):
+        try:
+            ctrl_c()
+        finally:
+            progress.step("removing the containers")  # the lab's teardown, unwinding
+    # Turned into another error on its way out: still the same Ctrl-C.
+    with pytest.raises(LabError):
+        try:
+            try:
+                ctrl_c()
+            except KeyboardInterrupt:
+                raise LabError("stopped") from None
+        finally:
+            progress.detail("taking the array down")
+    progress.step("a later step")  # nothing is pending any more
+    assert "removing the containers" in stream.getvalue()
+    assert "a later step" in stream.getvalue()
+
+
+def test_a_ctrl_c_is_raised_again_in_the_main_thread_only(lab_signals):
+    progress, _ = plain_progress()
+    try:
+        ctrl_c()
+    except KeyboardInterrupt:
+        pass
+    # A lab's own thread (one per host) is stopped through Progress.interrupt instead.
+    in_thread = []
+    worker = threading.Thread(target=lambda: in_thread.append(progress.step("in a thread")))
+    worker.start()
+    worker.join()
+    assert in_thread == [None]
+    with pytest.raises(KeyboardInterrupt):
+        progress.step("main thread")
