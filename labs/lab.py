@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import re
 import shlex
 import types
@@ -94,6 +95,9 @@ class LabParameters:
             for one in values:
                 if one is None or isinstance(one, bool):
                     continue
+                if isinstance(one, float) and not math.isfinite(one):
+                    # NaN would pass every range check below: it compares false.
+                    raise UsageError(f"{flag} must be a finite number, got {one}")
                 if meta.get("minimum") is not None and one < meta["minimum"]:
                     raise UsageError(f"{flag} must be at least {meta['minimum']:g}, got {one}")
                 if meta.get("maximum") is not None and one > meta["maximum"]:

@@ -37,6 +37,10 @@ def lab_cases() -> list[tuple[str, list[str]]]:
                 hints[item.name]) else hints[item.name]
             if kind in (int, float) or hints[item.name] in (int, float):
                 cases.append((f"{lab.name} {flag}: not a number", [*run, flag, "lots"]))
+            if float in (kind, hints[item.name]):
+                # float() reads both; NaN passes every range check (it compares false).
+                for word in ("nan", "inf"):
+                    cases.append((f"{lab.name} {flag}: {word}", [*run, flag, word]))
             if item.metadata.get("minimum") is not None:
                 low = item.metadata["minimum"] - 1
                 cases.append((f"{lab.name} {flag}: below its range",

@@ -109,12 +109,6 @@ class CommandResult:
         return self.exit_code == 0
 
 
-
-
-
-
-
-
 def _as_shell(command: str | list[str]) -> str:
     return command if isinstance(command, str) else shlex.join(command)
 
