@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from dataclasses import asdict
 
 from labs.commands import add_practice_arguments, print_practice, refuse_lone_compute
@@ -20,6 +21,14 @@ from labs.models import cloud_volume, disk, disk_problems, ssd
 HELP = "disk, SSD and cloud-volume models: where an I/O's time goes, practice problems"
 
 QUEUE_DEPTHS = (1, 2, 4, 8, 16, 32, 64)
+# The options that only one view reads, with their defaults (None on the command line, so
+# that one given to another view is refused instead of silently ignored).
+VIEW_OPTIONS = {
+    "--ssd": {"read_latency_us": 80.0, "write_latency_us": 20.0, "channels": 8,
+              "bandwidth_mb_s": 2000.0},
+    "--volume": {"size_gib": 300, "pattern": "random"},
+    "--drive": {"sequential_mb": 100},  # the drive's own view, not its --queue
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,26 +37,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "disk of the scheduling problems); the default view")
     parser.add_argument("--block-kib", type=float, default=None,
                         help="size of one random I/O in KiB (default 4; 16 for --volume)")
-    parser.add_argument("--sequential-mb", type=float, default=100,
+    parser.add_argument("--sequential-mb", type=float, default=None,
                         help="size of the one long read to compare with (default 100 MB)")
     parser.add_argument("--queue", type=int, metavar="REQUESTS",
                         help="with --drive: serve this many random requests under FIFO, SSTF "
                         "and SPTF at queue depths 1..64 (one seeded workload)")
     parser.add_argument("--ssd", action="store_true",
                         help="the SSD model: IOPS and latency by queue depth")
-    parser.add_argument("--read-latency-us", type=float, default=80.0,
+    parser.add_argument("--read-latency-us", type=float, default=None,
                         help="--ssd: one read's time inside the drive (default 80 us)")
-    parser.add_argument("--write-latency-us", type=float, default=20.0,
+    parser.add_argument("--write-latency-us", type=float, default=None,
                         help="--ssd: one write's time (default 20 us)")
-    parser.add_argument("--channels", type=int, default=8,
+    parser.add_argument("--channels", type=int, default=None,
                         help="--ssd: requests the drive serves at once (default 8)")
-    parser.add_argument("--bandwidth-mb-s", type=float, default=2000.0,
+    parser.add_argument("--bandwidth-mb-s", type=float, default=None,
                         help="--ssd: the drive's top throughput (default 2000 MB/s)")
     parser.add_argument("--volume", choices=cloud_volume.VOLUME_TYPES,
                         help="a cloud volume (AWS EBS) by its published limits")
-    parser.add_argument("--size-gib", type=float, default=300,
+    parser.add_argument("--size-gib", type=float, default=None,
                         help="--volume: size in GiB (default 300, the seed article's)")
-    parser.add_argument("--pattern", choices=cloud_volume.PATTERNS, default="random",
+    parser.add_argument("--pattern", choices=cloud_volume.PATTERNS, default=None,
                         help="--volume: random or sequential I/O (default random)")
     parser.add_argument("--json", action="store_true", help="print one JSON value")
     add_practice_arguments(parser, disk_problems.KINDS,
@@ -101,10 +110,23 @@ def _format_ssd(report: dict) -> str:
     return "\n".join(lines)
 
 
-def _check_block(block_kib: float) -> float:
+def _check_block(block_kib: float | None, default: float) -> float:
+    block_kib = default if block_kib is None else block_kib
     if not 0.5 <= block_kib <= 64 * 1024:
         raise UsageError(f"--block-kib must be between 0.5 and 65536, got {block_kib:g}")
     return block_kib
+
+
+def _view_options(args: argparse.Namespace, view: str) -> None:
+    """Refuse an option of another view; fill in this view's defaults."""
+    for owner, options in VIEW_OPTIONS.items():
+        for name, default in options.items():
+            if owner != view and getattr(args, name) is not None:
+                flag = "--" + name.replace("_", "-")
+                raise UsageError(f"{flag} is read only with {owner}"
+                                 + (" (without --queue)" if owner == "--drive" else ""))
+            if owner == view and getattr(args, name) is None:
+                setattr(args, name, default)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -119,20 +141,24 @@ def main(args: argparse.Namespace) -> int:
     if args.queue is not None and not args.drive:
         raise UsageError("--queue needs --drive (the disk that serves the queue)")
     if args.volume:
-        block_kib = _check_block(16 if args.block_kib is None else args.block_kib)
+        _view_options(args, "--volume")
+        block_kib = _check_block(args.block_kib, 16)
         report = cloud_volume.describe(args.volume, args.size_gib, block_kib, args.pattern)
         text = cloud_volume.format_description(report)
     elif args.ssd:
-        report = _ssd_report(args, _check_block(args.block_kib or 4))
+        _view_options(args, "--ssd")
+        report = _ssd_report(args, _check_block(args.block_kib, 4))
         text = _format_ssd(report)
     elif args.queue is not None:
-        report = _queue_report(args.drive, args.queue, args.seed,
-                               _check_block(args.block_kib or 4))
+        _view_options(args, "--queue")
+        report = _queue_report(args.drive, args.queue, args.seed, _check_block(args.block_kib, 4))
         text = _format_queue(report)
     else:
-        if args.sequential_mb <= 0:
-            raise UsageError(f"--sequential-mb must be more than 0, got {args.sequential_mb:g}")
-        report = disk.describe(args.drive or "cheetah", _check_block(args.block_kib or 4) * 1024,
+        _view_options(args, "--drive")
+        if not math.isfinite(args.sequential_mb) or args.sequential_mb <= 0:
+            raise UsageError(f"--sequential-mb must be a number of MB above 0, "
+                             f"got {args.sequential_mb:g}")
+        report = disk.describe(args.drive or "cheetah", _check_block(args.block_kib, 4) * 1024,
                                args.sequential_mb * disk.MB)
         text = disk.format_description(report)
     print(json.dumps(report) if args.json else text)
