@@ -91,6 +91,17 @@ def test_help_works_on_every_level(path):
     (["disk", "--problem", "schedule", "--seed", "-1"],
      "--seed must be a whole number >= 0, got -1"),
     (["disk", "--problem", "raid"], "invalid choice: 'raid'"),
+    # An option the chosen view does not read is refused, not ignored.
+    (["disk", "--problem", "schedule", "--block-kib", "8"],
+     "--block-kib is not read with --problem"),
+    (["disk", "--problem", "ssd-qd", "--channels", "4"], "--channels is not read with --problem"),
+    (["disk", "--drive", "cheetah", "--seed", "3"], "--seed picks a practice problem"),
+    (["quorum", "--nodes", "3", "--seed", "3"], "--seed picks a practice problem"),
+    (["quorum", "--nodes", "3", "--max-nodes", "4"], "--max-nodes is read only with --table"),
+    (["quorum", "--table", "--p-node", "0.1"], "--p-node is not read with --table"),
+    (["quorum", "--table", "--azs", "3"], "--azs is not read with --table"),
+    (["quorum", "--problem", "zones", "--azs", "3"], "--azs is not read with --problem"),
+    (["quorum", "--problem", "sizing", "--json"], "--json is not read with --problem"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, fragment):
     assert_one_line_usage_error(run_labs(*args), fragment)

@@ -14,7 +14,12 @@ import json
 import math
 from dataclasses import asdict
 
-from labs.commands import add_practice_arguments, print_practice, refuse_lone_compute
+from labs.commands import (
+    add_practice_arguments,
+    print_practice,
+    refuse_lone_compute,
+    refuse_options,
+)
 from labs.errors import UsageError
 from labs.models import cloud_volume, disk, disk_problems, ssd
 
@@ -134,8 +139,11 @@ def main(args: argparse.Namespace) -> int:
         if args.drive or args.ssd or args.volume or args.queue is not None:
             raise UsageError("--problem prints its own layout: drop --drive, --ssd, "
                              "--volume and --queue")
+        refuse_options(args, ("block_kib", "json", *(name for options in VIEW_OPTIONS.values()
+                                                     for name in options)),
+                       "is not read with --problem (it prints its own layout)")
         return print_practice(args, disk_problems.make_problem)
-    refuse_lone_compute(args)
+    refuse_lone_compute(args, seed_read=args.queue is not None)
     if sum(bool(x) for x in (args.drive, args.ssd, args.volume)) > 1:
         raise UsageError("choose one of --drive, --ssd and --volume")
     if args.queue is not None and not args.drive:
@@ -151,7 +159,8 @@ def main(args: argparse.Namespace) -> int:
         text = _format_ssd(report)
     elif args.queue is not None:
         _view_options(args, "--queue")
-        report = _queue_report(args.drive, args.queue, args.seed, _check_block(args.block_kib, 4))
+        report = _queue_report(args.drive, args.queue, 0 if args.seed is None else args.seed,
+                               _check_block(args.block_kib, 4))
         text = _format_queue(report)
     else:
         _view_options(args, "--drive")

@@ -10,7 +10,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from labs.commands import add_practice_arguments, print_practice, refuse_lone_compute
+from labs.commands import (
+    add_practice_arguments,
+    print_practice,
+    refuse_lone_compute,
+    refuse_options,
+)
 from labs.errors import UsageError
 from labs.models import quorum as model
 from labs.models import quorum_problems
@@ -30,7 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="chance an AZ is out, with all its nodes (0..1; needs --azs)")
     parser.add_argument("--table", action="store_true",
                         help="print the smallest valid (N, R, W) for N = 1..--max-nodes")
-    parser.add_argument("--max-nodes", type=int, default=7, help="rows of --table (default 7)")
+    parser.add_argument("--max-nodes", type=int, default=None,
+                        help="rows of --table (default 7)")
     parser.add_argument("--json", action="store_true", help="print one JSON value")
     add_practice_arguments(parser, quorum_problems.KINDS,
                            "which problem (default 0); the same seed gives the same problem")
@@ -90,11 +96,16 @@ def main(args: argparse.Namespace) -> int:
     if args.problem:
         if args.nodes is not None or args.table:
             raise UsageError("--problem prints its own layout: drop --nodes and --table")
+        refuse_options(args, ("write", "read", "azs", "p_node", "p_az", "max_nodes", "json"),
+                       "is not read with --problem (it prints its own layout)")
         return print_practice(args, quorum_problems.make_problem)
     refuse_lone_compute(args)
     if args.table:
         if args.nodes is not None or args.write is not None or args.read is not None:
             raise UsageError("--table prints every N: drop --nodes, --write and --read")
+        refuse_options(args, ("azs", "p_node", "p_az"),
+                       "is not read with --table (it lists the smallest valid quorums)")
+        args.max_nodes = 7 if args.max_nodes is None else args.max_nodes
         if args.max_nodes < 1:
             raise UsageError(f"--max-nodes must be at least 1, got {args.max_nodes}")
         if args.max_nodes > 99:
@@ -109,6 +120,7 @@ def main(args: argparse.Namespace) -> int:
         return 0
     if args.nodes is None:
         raise UsageError("--nodes is required (or use --table)")
+    refuse_options(args, ("max_nodes",), "is read only with --table")
     report = quorum_report(args.nodes, args.write, args.read, args.azs, args.p_node, args.p_az)
     print(json.dumps(report) if args.json else format_report(report))
     return 0
