@@ -100,8 +100,15 @@ OTHER_CASES = [
     ("vm up: memory huge", ["vm", "up", "--memory", "10000000"]),
     ("vm up: disk 1", ["vm", "up", "--disk-mib", "1"]),
     ("vm up: cpus not a number", ["vm", "up", "--cpus", "two"]),
+    ("vm up: slow iops negative", ["vm", "up", "--slow-iops", "-1"]),
+    ("vm up: slow iops huge", ["vm", "up", "--slow-iops", "10000000"]),
+    ("vm up: slow bps negative", ["vm", "up", "--pair", "--slow-bps", "-5"]),
     ("vm run: no command", ["vm", "run", "vm1"]),
-    ("vm run: not running", ["vm", "run", "vm7", "--", "true"]),
+    ("vm run: no such VM", ["vm", "run", "vm7", "--", "true"]),
+    ("vm run: not running", ["vm", "run", "vm2", "--", "true"]),
+    ("vm run: timeout 0", ["vm", "run", "vm1", "--timeout", "0", "--", "true"]),
+    ("vm run: timeout nan", ["vm", "run", "vm1", "--timeout", "nan", "--", "true"]),
+    ("vm down: no such VM", ["vm", "down", "vm1", "vm9"]),
     ("vm: unknown action", ["vm", "explode"]),
     ("clean: unknown host", ["clean", "--host", "no-such-host"]),
     ("check-device: sda", ["check-device", "/dev/sda"]),
@@ -193,6 +200,17 @@ def test_every_command_refuses_bad_input(sandbox, capsys):
         code, _, err = run_case(argv, capsys)
         assert_refused(name, code, err, sandbox / "runs")
     CASE_COUNTS["commands"] = len(cases)
+
+
+def test_vm_commands_refuse_before_anything_starts(sandbox, capsys):
+    # A throttle QEMU would refuse used to be found out only after a KVM probe boot.
+    for name, argv in OTHER_CASES:
+        if argv[:1] != ["vm"] or argv[1:2] == ["run"] and "vm2" in argv:
+            continue
+        code, out, err = run_case(argv, capsys)
+        assert code == 2, f"{name}: exit {code}: {err}"
+        assert out == "", f"{name}: printed {out!r} before refusing"
+    assert not (sandbox / "state" / "vms").exists()
 
 
 def test_malformed_inventories_are_refused(sandbox, capsys, monkeypatch):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 from labs.errors import UsageError
@@ -53,7 +54,8 @@ def main(args: argparse.Namespace) -> int:
               f"{built_image.directory}")
         return 0
     if args.vm_action == "up":
-        image.check_release(args.release)
+        machine.check_up(memory_mib=args.memory, cpus=args.cpus, data_disk_mib=args.disk_mib,
+                         slow_iops=args.slow_iops, slow_bps=args.slow_bps, release=args.release)
         print(f"vm up: pair={args.pair} memory_mib={args.memory} cpus={args.cpus} "
               f"disk_mib={args.disk_mib} slow_iops={args.slow_iops} slow_bps={args.slow_bps} "
               f"release={args.release}")
@@ -80,6 +82,12 @@ def main(args: argparse.Namespace) -> int:
         words = args.words[1:] if args.words[:1] == ["--"] else args.words
         if not words:
             raise UsageError("vm run: give a command after --, e.g. vm run vm1 -- uname -r")
+        if args.name not in machine.VM_NAMES:
+            raise UsageError(f"vm run: {args.name!r} is no lab VM "
+                             f"(they are {' and '.join(machine.VM_NAMES)})")
+        if not (math.isfinite(args.timeout) and args.timeout > 0):
+            raise UsageError(f"vm run: --timeout must be a number of seconds above 0, "
+                             f"got {args.timeout:g}")
         host = machine.vm_host(args.name)
         # One word is a shell command line ("cat /proc/mdstat | head"); several are argv.
         command = words[0] if len(words) == 1 else words
@@ -91,8 +99,16 @@ def main(args: argparse.Namespace) -> int:
         sys.stderr.write(result.stderr)
         return result.exit_code
     if args.vm_action == "down":
+        unknown = [name for name in args.names if name not in machine.VM_NAMES]
+        if unknown:
+            # A typo is not "nothing to do".
+            raise UsageError(f"vm down: {unknown[0]!r} is no lab VM "
+                             f"(they are {' and '.join(machine.VM_NAMES)})")
         stopped = machine.down(args.names or None)
-        if not stopped:
+        not_running = [name for name in args.names if name not in stopped]
+        if not_running:
+            print(f"vm down: {', '.join(not_running)} not running")
+        elif not stopped:
             print("vm down: no lab VM to stop")
         return 0
     raise UsageError(f"vm: unknown action {args.vm_action}")

@@ -340,20 +340,36 @@ def wait_for_ssh(state: VMState, directory: Path, deadline: float) -> None:
                   f"{_serial_tail(directory)} (log: {directory}/serial.log)")
 
 
-def up(*, pair: bool = False, memory_mib: int = 1024, cpus: int = 2, data_disk_mib: int = 1024,
-       slow_iops: int = 200, slow_bps: int = 0, boot_timeout_s: float | None = None,
-       release: str = DEFAULT_RELEASE, log: Callable[[str], None] = print) -> list[VMState]:
-    """Boot vm1 (and vm2 with pair=True) from fresh overlays; wait until SSH answers."""
+VM_NAMES = ("vm1", "vm2")  # `vm up` boots the first, `vm up --pair` both
+MAX_SLOW_IOPS = 1_000_000
+MAX_SLOW_BPS = 10**12  # QEMU refuses throttles above 10^15; no disk here is near 10^12
+
+
+def check_up(*, memory_mib: int, cpus: int, data_disk_mib: int, slow_iops: int, slow_bps: int,
+             release: str) -> None:
+    """What `up` refuses, before anything starts (one line each)."""
     if not 256 <= memory_mib <= 65536:
         raise UsageError(f"--memory {memory_mib}: use 256..65536 MiB")
     if not 1 <= cpus <= 64:
         raise UsageError(f"--cpus {cpus}: use 1..64")
     if not 16 <= data_disk_mib <= 1024 * 1024:
         raise UsageError(f"--disk-mib {data_disk_mib}: use 16..1048576")
+    if not 0 <= slow_iops <= MAX_SLOW_IOPS:
+        raise UsageError(f"--slow-iops {slow_iops}: use 0 (no throttle) to {MAX_SLOW_IOPS}")
+    if not 0 <= slow_bps <= MAX_SLOW_BPS:
+        raise UsageError(f"--slow-bps {slow_bps}: use 0 (no throttle) to {MAX_SLOW_BPS}")
     check_release(release)
+
+
+def up(*, pair: bool = False, memory_mib: int = 1024, cpus: int = 2, data_disk_mib: int = 1024,
+       slow_iops: int = 200, slow_bps: int = 0, boot_timeout_s: float | None = None,
+       release: str = DEFAULT_RELEASE, log: Callable[[str], None] = print) -> list[VMState]:
+    """Boot vm1 (and vm2 with pair=True) from fresh overlays; wait until SSH answers."""
+    check_up(memory_mib=memory_mib, cpus=cpus, data_disk_mib=data_disk_mib,
+             slow_iops=slow_iops, slow_bps=slow_bps, release=release)
     if shutil.which(QEMU) is None:
         raise VMError(f"{QEMU} is missing (Debian package qemu-system-x86)")
-    names = ["vm1", "vm2"] if pair else ["vm1"]
+    names = list(VM_NAMES) if pair else [VM_NAMES[0]]
     for name in names:
         if is_running(name):
             raise UsageError(f"{name} is already running (`python -m labs vm down` first)")
