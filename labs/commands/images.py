@@ -41,7 +41,8 @@ def main(args: argparse.Namespace) -> int:
         print(f"{tag} ready after {time.monotonic() - started:.1f} s")
         return 0
     if args.action == "load" and not args.path.is_file():
-        raise UsageError(f"{args.path}: no such file")
+        raise UsageError(f"{args.path}: " + ("not a file" if args.path.exists()
+                                             else "no such file"))
     client = local_engine(timeout_s=1800)
     if args.action == "list":
         for recipe in images.RECIPES.values():
