@@ -308,11 +308,19 @@ def test_export_and_import_refuse_bad_input_in_one_line(places, capsys, monkeypa
         ["import", places / "hosts.toml", "--class", "demo"],
         ["import", places / "hosts.toml", "--class", "../up"],
     ]
+    kept = places / "notes.txt"  # a file of the reader's, named by a slip of the fingers
+    kept.write_text("mine\n")
+    cases.append(["export", "quorum", "--run", SHIPPED["quorum"].run_id, "-o", kept])
     for argv in cases:
         code, out, err = cli(capsys, *argv)
         lines = [line for line in err.splitlines() if line.strip()]
         assert code == 2, (argv, code, err)
         assert len(lines) == 1 and "Traceback" not in err, (argv, err)
+    assert kept.read_text() == "mine\n"
+    code, _, err = cli(capsys, "export", "quorum", "--run", SHIPPED["quorum"].run_id, "-o", kept,
+                       "--force")
+    assert code == 0 and kept.read_bytes()[:2] == b"\x1f\x8b", err  # replaced, gzip
+    kept.unlink()
     assert not (places / "x.tar.gz").exists()
     assert not any(p.name.startswith(".x.tar.gz") for p in places.iterdir())
     assert snapshot(places / "classes") == {}

@@ -31,6 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--label", default="anonymous",
                         help="your participant label, the only personal thing in the file "
                              "(default: anonymous)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace FILE if it exists (kept, and the export refused, "
+                             "without it)")
     parser.add_argument("--keep-host-identity", action="store_true",
                         help="keep host names, user names and addresses in the file "
                              "(removed by default)")
@@ -56,6 +59,10 @@ def main(args: argparse.Namespace) -> int:
     lab = registry.lab(args.lab).name
     check_label(args.label)
     run = chosen_run(lab, args.run)
+    output = Path(args.output)
+    if output.is_file() and not args.force:
+        # A mistyped -o must not overwrite a file the reader keeps.
+        raise UsageError(f"-o {output}: already exists (pass --force to replace it)")
     personal = None
     if not args.keep_host_identity:
         inventory = load_inventory()
@@ -63,7 +70,7 @@ def main(args: argparse.Namespace) -> int:
             extra_hosts=[entry["address"] for entry in inventory.values()],
             extra_users=[entry["user"] for entry in inventory.values() if "user" in entry])
     started = time.monotonic()
-    report = export_run(run, Path(args.output), participant=args.label, personal=personal)
+    report = export_run(run, output, participant=args.label, personal=personal)
     seconds = time.monotonic() - started
     removed = len(report.removed_facts) + sum(report.replacements.values())
     what = ("host names and addresses kept, as asked" if personal is None else
