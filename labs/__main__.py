@@ -63,8 +63,9 @@ def _interrupted(signum: int, frame: object) -> None:
     # Ctrl-C (SIGINT), and SIGTERM (a `kill`, a closing terminal) too, unwind the lab so that
     # its own cleanup runs. Noted first: if something swallows this KeyboardInterrupt, the
     # lab's next progress step raises it again.
-    note_interrupt()
-    raise KeyboardInterrupt
+    interrupt = KeyboardInterrupt()
+    note_interrupt(interrupt)
+    raise interrupt
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, _interrupted)
     # A Ctrl-C that lands in a finalizer is not printed as "Exception ignored" either.
     sys.unraisablehook = keep_swallowed_interrupts
+    note_interrupt(None)  # none from an earlier call in this process
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
@@ -85,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         print(message, file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
+        note_interrupt(None)
         print("python -m labs: interrupted (run `python -m labs clean` if a lab was running)",
               file=sys.stderr)
         return 130

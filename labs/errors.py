@@ -4,6 +4,8 @@ Anything raised as a LabError reaches the terminal as one line (no traceback)
 and sets the exit code: 2 for bad input, 1 for a failure while running.
 """
 
+import sys
+
 
 class LabError(Exception):
     """A failure the user can act on; its message is one line."""
@@ -23,3 +25,16 @@ class Interrupted(KeyboardInterrupt):
     A KeyboardInterrupt, not a LabError: lab code that handles a failed command
     (`except LabError`) must not carry on after it; it unwinds as after a Ctrl-C.
     """
+
+
+def unwinding_from_an_interrupt(interrupt: BaseException | None = None) -> bool:
+    """True inside an except or finally block (or code it calls) that handles a
+    KeyboardInterrupt (exactly `interrupt`, when given), or an error raised while handling
+    one: the lab is already stopping, and its teardown must not be stopped a second time
+    by the same Ctrl-C."""
+    error = sys.exc_info()[1]
+    while error is not None:
+        if error is interrupt if interrupt is not None else isinstance(error, KeyboardInterrupt):
+            return True
+        error = error.__context__
+    return False

@@ -26,7 +26,7 @@ from typing import IO
 
 from tqdm.auto import tqdm
 
-from labs.errors import Interrupted
+from labs.errors import Interrupted, unwinding_from_an_interrupt
 
 STEP_LINE = re.compile(r"^\[(?P<name>\S+)\s+(?P<elapsed>\d+) s\] step (?P<step>\d+)/(?P<total>\d+)"
                        r": (?P<text>.*)$")
@@ -36,35 +36,25 @@ QUIET_DETAIL_S = 20.0  # without a terminal, transient details are printed this 
 # KeyboardInterrupt it raises never reaches the lab's code: one that lands while Python runs a
 # finalizer (a weakref callback, a __del__) can only be reported as "Exception ignored", and
 # code that catches too much can eat one silently (CI once saw a torn-pages run go on for
-# minutes past its Ctrl-C, with nothing printed). `python -m labs` notes every one here
+# minutes past its Ctrl-C, with nothing printed). `python -m labs` notes each one here
 # (`note_interrupt`, from its signal handler), and the next step or detail in the main thread
-# raises it again, unless the lab is already unwinding from it.
-_interrupt_pending = False
+# raises it again, unless the lab is already unwinding from that very one.
+_pending_interrupt: BaseException | None = None
 
 
-def note_interrupt() -> None:
-    global _interrupt_pending
-    _interrupt_pending = True
+def note_interrupt(interrupt: BaseException | None) -> None:
+    """Remember the KeyboardInterrupt a signal raises now (None: forget any)."""
+    global _pending_interrupt
+    _pending_interrupt = interrupt
 
 
 def keep_swallowed_interrupts(unraisable) -> None:
     """A `sys.unraisablehook`: a KeyboardInterrupt that could not be raised is kept, silently,
     for the next progress report; anything else is printed as Python would."""
     if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
-        note_interrupt()
+        note_interrupt(unraisable.exc_value or KeyboardInterrupt())
         return
     sys.__unraisablehook__(unraisable)
-
-
-def _unwinding_from_an_interrupt() -> bool:
-    """True inside an except or finally block (or a function it called) that handles a
-    KeyboardInterrupt, or an error raised while handling one."""
-    error = sys.exc_info()[1]
-    while error is not None:
-        if isinstance(error, KeyboardInterrupt):
-            return True
-        error = error.__context__
-    return False
 
 
 class Progress:
@@ -107,16 +97,18 @@ class Progress:
         self.stop_requested = True
 
     def _stop_if_asked(self) -> None:
-        global _interrupt_pending
         # Signals are handled in the main thread only: a lab's own thread (one per host in a
         # run on several hosts) is stopped through `interrupt` instead.
-        if _interrupt_pending and threading.current_thread() is threading.main_thread():
-            _interrupt_pending = False  # once, as Ctrl-C would have been
-            if not _unwinding_from_an_interrupt():
+        interrupt = _pending_interrupt
+        if interrupt is not None and threading.current_thread() is threading.main_thread():
+            note_interrupt(None)  # once, as Ctrl-C would have been
+            if not unwinding_from_an_interrupt(interrupt):
                 raise KeyboardInterrupt  # it was swallowed on its way
         if self.stop_requested:
             self.stop_requested = False  # once: the lab's cleanup may report progress too
-            raise Interrupted(f"{self.name}: interrupted")
+            # Its host may have stopped the lab first (HostInterrupted): the same stop.
+            if not unwinding_from_an_interrupt():
+                raise Interrupted(f"{self.name}: interrupted")
 
     def step(self, text: str) -> None:
         """A new step starts (steps beyond the total stretch the total)."""

@@ -95,13 +95,17 @@ def test_help_works_on_every_level(path):
     (["disk", "--problem", "schedule", "--block-kib", "8"],
      "--block-kib is not read with --problem"),
     (["disk", "--problem", "ssd-qd", "--channels", "4"], "--channels is not read with --problem"),
-    (["disk", "--drive", "cheetah", "--seed", "3"], "--seed picks a practice problem"),
+    (["disk", "--drive", "cheetah", "--seed", "3"],
+     "--seed picks a practice problem (--problem KIND) or the requests of --drive D --queue N"),
     (["quorum", "--nodes", "3", "--seed", "3"], "--seed picks a practice problem"),
     (["quorum", "--nodes", "3", "--max-nodes", "4"], "--max-nodes is read only with --table"),
     (["quorum", "--table", "--p-node", "0.1"], "--p-node is not read with --table"),
     (["quorum", "--table", "--azs", "3"], "--azs is not read with --table"),
     (["quorum", "--problem", "zones", "--azs", "3"], "--azs is not read with --problem"),
     (["quorum", "--problem", "sizing", "--json"], "--json is not read with --problem"),
+    (["quorum", "--nodes", "3", "--max-nodes", "0"], "--max-nodes is read only with --table"),
+    (["quorum", "--table", "--p-node", "0"], "--p-node is not read with --table"),
+    (["disk", "--problem", "schedule", "--channels", "0"], "--channels is not read with"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, fragment):
     assert_one_line_usage_error(run_labs(*args), fragment)

@@ -311,6 +311,11 @@ def test_export_and_import_refuse_bad_input_in_one_line(places, capsys, monkeypa
     kept = places / "notes.txt"  # a file of the reader's, named by a slip of the fingers
     kept.write_text("mine\n")
     cases.append(["export", "quorum", "--run", SHIPPED["quorum"].run_id, "-o", kept])
+    (places / "link.tar.gz").symlink_to(kept)
+    os.mkfifo(places / "pipe")  # as /dev/null or /dev/stdout would be: never a plain file
+    for path in (places / "link.tar.gz", places / "pipe"):  # refused even with --force
+        cases.append(["export", "quorum", "--run", SHIPPED["quorum"].run_id, "-o", path,
+                      "--force"])
     for argv in cases:
         code, out, err = cli(capsys, *argv)
         lines = [line for line in err.splitlines() if line.strip()]
@@ -321,6 +326,9 @@ def test_export_and_import_refuse_bad_input_in_one_line(places, capsys, monkeypa
                        "--force")
     assert code == 0 and kept.read_bytes()[:2] == b"\x1f\x8b", err  # replaced, gzip
     kept.unlink()
+    (places / "link.tar.gz").unlink()
+    assert (places / "pipe").is_fifo()
+    (places / "pipe").unlink()
     assert not (places / "x.tar.gz").exists()
     assert not any(p.name.startswith(".x.tar.gz") for p in places.iterdir())
     assert snapshot(places / "classes") == {}

@@ -12,7 +12,8 @@ import pytest
 
 from labs import progress as progress_module
 from labs.__main__ import _interrupted, main
-from labs.errors import LabError
+from labs.errors import Interrupted, LabError
+from labs.infra.hosts import HostInterrupted, LocalHost
 from labs.progress import Progress, keep_swallowed_interrupts
 
 
@@ -78,7 +79,7 @@ def test_the_command_line_installs_the_guard_and_honours_ctrl_c(monkeypatch, cap
 @pytest.fixture
 def lab_signals(monkeypatch):
     """This process handles SIGINT as `python -m labs` does, with no Ctrl-C pending."""
-    monkeypatch.setattr(progress_module, "_interrupt_pending", False)
+    monkeypatch.setattr(progress_module, "_pending_interrupt", None)
     before = signal.signal(signal.SIGINT, _interrupted)
     yield
     signal.signal(signal.SIGINT, before)
@@ -141,3 +142,60 @@ def test_a_ctrl_c_is_raised_again_in_the_main_thread_only(lab_signals):
     assert in_thread == [None]
     with pytest.raises(KeyboardInterrupt):
         progress.step("main thread")
+
+
+def test_a_second_ctrl_c_swallowed_during_the_clean_up_still_stops_it(lab_signals):
+    # The first Ctrl-C unwinds the lab; a second one asks to leave at once, even when
+    # something swallows it on the way.
+    progress, _ = plain_progress()
+    with pytest.raises(KeyboardInterrupt):
+        try:
+            ctrl_c()
+        finally:
+            try:
+                ctrl_c()
+            except KeyboardInterrupt:
+                pass  # swallowed
+            with pytest.raises(KeyboardInterrupt):
+                progress.step("removing the containers")
+
+
+def test_a_later_command_in_the_same_process_starts_with_no_ctrl_c_pending(monkeypatch):
+    monkeypatch.setattr(progress_module, "_pending_interrupt", KeyboardInterrupt())
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        assert main(["list"]) == 0
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+    progress, _ = plain_progress()
+    try:
+        progress.step("runs")
+    except KeyboardInterrupt:  # (pytest would take it for the reader's own Ctrl-C)
+        pytest.fail("a Ctrl-C noted before main() stopped a later lab")
+
+
+def test_one_stop_of_a_lab_on_several_hosts_does_not_stop_its_clean_up_again():
+    # A Ctrl-C during a run on several hosts stops each lab twice over: its progress
+    # (Interrupted at its next step) and its host (HostInterrupted from its next command).
+    # Whichever comes first unwinds the lab; the other must not cut its teardown short.
+    progress, stream = plain_progress()
+    host = LocalHost()
+    progress.interrupt()
+    host._interrupt.set()
+    with pytest.raises(Interrupted):
+        try:
+            progress.step("measuring")
+        finally:
+            host.run("true")  # the teardown's first command runs
+            progress.step("removing the array")
+    assert "removing the array" in stream.getvalue()
+    progress.interrupt()
+    host._interrupt.set()
+    with pytest.raises(HostInterrupted):
+        try:
+            host.run("true")
+        finally:
+            progress.step("taking the array down")
+            host.run("true")
+    assert "taking the array down" in stream.getvalue()

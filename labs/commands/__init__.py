@@ -31,16 +31,18 @@ def print_practice(args: argparse.Namespace, make_problem: Callable[[str, int], 
     return 0
 
 
-def refuse_lone_compute(args: argparse.Namespace, seed_read: bool = False) -> None:
+def refuse_lone_compute(args: argparse.Namespace, seed_read: bool = False,
+                        seed_picks: str = "a practice problem: give --problem KIND too") -> None:
     """Without --problem, -c (and --seed, unless this view reads it) would be ignored."""
     if args.compute:
         raise UsageError("-c solves a practice problem: give --problem KIND too")
     if args.seed is not None and not seed_read:
-        raise UsageError("--seed picks a practice problem: give --problem KIND too")
+        raise UsageError(f"--seed picks {seed_picks}")
 
 
 def refuse_options(args: argparse.Namespace, names: tuple[str, ...], why: str) -> None:
     """A given option this view does not read is an error, not silently ignored."""
     for name in names:
-        if getattr(args, name) not in (None, False):
+        value = getattr(args, name)
+        if value is not None and value is not False:  # 0 is given too (and 0 == False)
             raise UsageError(f"--{name.replace('_', '-')} {why}")

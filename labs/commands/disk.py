@@ -43,7 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--block-kib", type=float, default=None,
                         help="size of one random I/O in KiB (default 4; 16 for --volume)")
     parser.add_argument("--sequential-mb", type=float, default=None,
-                        help="size of the one long read to compare with (default 100 MB)")
+                        help="--drive: size of the one long read to compare with "
+                             "(default 100 MB)")
     parser.add_argument("--queue", type=int, metavar="REQUESTS",
                         help="with --drive: serve this many random requests under FIFO, SSTF "
                         "and SPTF at queue depths 1..64 (one seeded workload)")
@@ -143,7 +144,9 @@ def main(args: argparse.Namespace) -> int:
                                                      for name in options)),
                        "is not read with --problem (it prints its own layout)")
         return print_practice(args, disk_problems.make_problem)
-    refuse_lone_compute(args, seed_read=args.queue is not None)
+    refuse_lone_compute(args, seed_read=args.queue is not None,
+                        seed_picks="a practice problem (--problem KIND) or the requests of "
+                                   "--drive D --queue N")
     if sum(bool(x) for x in (args.drive, args.ssd, args.volume)) > 1:
         raise UsageError("choose one of --drive, --ssd and --volume")
     if args.queue is not None and not args.drive:

@@ -60,6 +60,10 @@ def main(args: argparse.Namespace) -> int:
     check_label(args.label)
     run = chosen_run(lab, args.run)
     output = Path(args.output)
+    if output.is_symlink() or (output.exists() and not output.is_file()
+                               and not output.is_dir()):
+        # The archive replaces whatever is at that path: never a link, a device or a pipe.
+        raise UsageError(f"-o {output}: not a plain file; name a new file")
     if output.is_file() and not args.force:
         # A mistyped -o must not overwrite a file the reader keeps.
         raise UsageError(f"-o {output}: already exists (pass --force to replace it)")

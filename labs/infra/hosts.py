@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from labs.errors import Interrupted, LabError, UsageError
+from labs.errors import Interrupted, LabError, UsageError, unwinding_from_an_interrupt
 from labs.infra.paths import command_marker, state_dir
 
 DEFAULT_TIMEOUT_S = 300
@@ -228,7 +228,9 @@ class Host:
     def _raise_if_interrupted(self) -> None:
         if self._interrupt.is_set():
             self._interrupt.clear()  # once: the teardown that follows may run commands
-            raise HostInterrupted(self.name)
+            # The lab's progress may have stopped it first (Interrupted): the same stop.
+            if not unwinding_from_an_interrupt():
+                raise HostInterrupted(self.name)
 
     def twin(self) -> Host:
         """A new object for the same host, with its own connection (used by `interrupt`)."""
