@@ -13,10 +13,12 @@ import argparse
 from collections.abc import Callable
 
 # Every module that owns a kind of resource registers its teardown when imported.
-import labs.infra.containers  # noqa: F401  (container)
+import labs.infra.containers  # noqa: F401  (container, network)
+import labs.infra.netns  # noqa: F401  (netns)
+import labs.infra.processes  # noqa: F401  (server)
 import labs.infra.scratch  # noqa: F401  (scratch-dir)
+import labs.infra.teardowns  # noqa: F401  (loop, mount, md, dm, drbd, netem, file, work-dir)
 import labs.infra.vm.throttle  # noqa: F401  (vm-throttle)
-import labs.infra.workspace  # noqa: F401  (loop, mount, md, dm, drbd, file, work-dir)
 from labs import classes, records
 from labs.errors import UsageError
 from labs.infra.inventory import get_host, is_known_name

@@ -18,9 +18,11 @@ whose resource may or may not exist: every teardown must therefore be idempotent
 ("already gone" is success).
 
 Each kind of resource has one teardown, registered by the module that creates that kind
-(`@register_teardown("kind")`): labs.infra.workspace (loop, mount, md, dm, drbd, server,
-file), labs.infra.containers (container), labs.infra.vm.machine (vm), labs.infra.scratch
-(scratch-dir). `python -m labs clean` imports them all. Every teardown is idempotent
+(`@register_teardown("kind")`): labs.infra.teardowns (what labs.infra.workspace makes:
+loop, mount, md, dm, drbd, netem, file, work-dir), labs.infra.containers (container,
+network), labs.infra.netns (netns), labs.infra.processes (server), labs.infra.vm.machine
+(vm), labs.infra.vm.throttle (vm-throttle), labs.infra.scratch (scratch-dir).
+`python -m labs clean` imports them all. Every teardown is idempotent
 ("already gone" is success) and touches only what its entry names.
 
 API (stable; other labs build on it):
