@@ -168,8 +168,8 @@ def kill_at_step_then_clean(args: list[str], env: dict, step_line: str, leftover
 
 
 def journal_and_container_leftovers(base: Path) -> list[str]:
-    """Live journal entries on this machine, and containers carrying the owner label, of a
-    local lab run whose state dir is base/state."""
+    """Live journal entries on this machine, and containers and networks carrying the owner
+    label, of a local lab run whose state dir is base/state."""
     import docker
 
     from labs.infra.containers import OWNER_LABEL
@@ -178,8 +178,11 @@ def journal_and_container_leftovers(base: Path) -> list[str]:
     found = [f"journal {e.kind} {e.id}" for e in
              Journal("local", base / "state" / "journal-local.jsonl").live_entries()]
     owner = owner_label(base / "state")
-    found += [f"container {c.name}" for c in docker.from_env().containers.list(
+    engine = docker.from_env()
+    found += [f"container {c.name}" for c in engine.containers.list(
         all=True, filters={"label": f"{OWNER_LABEL}={owner}"})]
+    found += [f"network {n.name}" for n in engine.networks.list(
+        filters={"label": f"{OWNER_LABEL}={owner}"})]
     return found
 
 

@@ -112,9 +112,16 @@ def test_bad_input_is_one_line_and_creates_nothing(docker_engine, tmp_path, args
 
 def test_a_killed_run_leaves_nothing_after_clean(docker_engine):
     base = Path(tempfile.mkdtemp(prefix="storage-labs-test-consistency-kill-", dir="/var/tmp"))
-    # At "stopping node 3": three containers, one of them about to stop.
+    # At "stopping node 3": three containers, one of them about to stop, on their network.
+    left_at_kill = []
+
+    def leftovers():
+        found = journal_and_container_leftovers(base)
+        left_at_kill.extend(found)
+        return found
+
     kill_at_step_then_clean(["run", "consistency", "--host", "local", "--profile", "ci"],
-                            local_lab_env(base), "stopping node 3",
-                            lambda: journal_and_container_leftovers(base))
+                            local_lab_env(base), "stopping node 3", leftovers)
+    assert sum(line.startswith("network ") for line in left_at_kill) == 1, left_at_kill
     assert list_runs("consistency", base / "runs") == []
     shutil.rmtree(base, ignore_errors=True)

@@ -1,9 +1,12 @@
 """Three Cassandra nodes in containers, and a driver session to each.
 
-The nodes sit on the container engine's default bridge network, which only this machine
-reaches; no port is published. The driver on this machine talks to each node at its
-container address, and each session is held to its one node (a whitelist policy), so the
-lab chooses which node coordinates each operation.
+The nodes sit on a bridge network of their own, made for the run, which only this machine
+reaches; no port is published. On the engine's shared default bridge, another container
+started meanwhile could take the address of a stopped node, and the node that comes back
+with that address is refused by Cassandra ("a node with address ... already exists"). The
+driver on this machine talks to each node at its container address, and each session is
+held to its one node (a whitelist policy), so the lab chooses which node coordinates each
+operation.
 
 Each node owns one token, evenly spaced, so the two later nodes can join at once without
 drawing the same token. Hinted handoff is off: a replica that was down while a row was
@@ -46,6 +49,7 @@ class Cluster:
                  memory_mib: int, timeout_s: float = 300):
         self.ws, self.image, self.timeout_s = ws, image, timeout_s
         self.heap_mib, self.memory_mib = heap_mib, memory_mib
+        self.network = f"consistency-{token}"
         self.nodes = {n: Node(n, self._spec(n, f"consistency-{token}-n{n}", seed=""))
                       for n in range(1, len(TOKENS) + 1)}
         for name in ("cassandra", "cassandra.cluster", "cassandra.connection",
@@ -65,23 +69,24 @@ class Cluster:
         return ContainerSpec(name=name, image=self.image, environment=environment,
                              health_command=["bash", "-c", f"exec 3<>/dev/tcp/127.0.0.1/"
                                                            f"{CQL_PORT}"],
-                             memory_limit_mib=self.memory_mib)
+                             memory_limit_mib=self.memory_mib, network=self.network)
 
     # --- the cluster's life ---------------------------------------------------------------
 
     def start(self) -> float:
         """Start node 1, then nodes 2 and 3 together; seconds until all three are up."""
         started = time.monotonic()
+        self.ws.create_network(self.network)
         first = self.nodes[1]
         first.container = self.ws.run_container(first.spec, health_timeout_s=self.timeout_s)
-        first.address = _address(first.container)
+        first.address = self._address(first.container)
         later = [node for number, node in self.nodes.items() if number != 1]
         for node in later:
             node.spec = self._spec(node.number, node.spec.name, seed=first.address)
             node.container = self.ws.run_container(node.spec, wait=False)
         for node in later:
             containers.wait_healthy(node.container, self.timeout_s)
-            node.address = _address(node.container)
+            node.address = self._address(node.container)
         self.wait_until(observer=1, up=set(self.nodes))
         by_address = {s.address: s.host_id for s in self.status(1)}
         for node in self.nodes.values():
@@ -98,7 +103,17 @@ class Cluster:
         node = self.nodes[number]
         node.container.start()
         containers.wait_healthy(node.container, self.timeout_s)
-        node.address = _address(node.container)  # the engine may hand out another address
+        node.address = self._address(node.container)  # the engine may hand out another
+
+    def _address(self, container: Container) -> str:
+        """The node's address on the run's network (a node started again may get another)."""
+        container.reload()
+        networks = container.attrs["NetworkSettings"].get("Networks") or {}
+        address = (networks.get(self.network) or {}).get("IPAddress", "")
+        if not address:
+            raise LabError(f"container {container.name} has no address on network "
+                           f"{self.network}")
+        return address
 
     def status(self, observer: int) -> list[nodetool.NodeStatus]:
         text = exec_in(self.nodes[observer].container, nodetool.status_command(),
@@ -169,10 +184,3 @@ class Cluster:
                 return node.number
         return None
 
-
-def _address(container: Container) -> str:
-    container.reload()
-    address = container.attrs["NetworkSettings"].get("IPAddress", "")
-    if not address:
-        raise LabError(f"container {container.name} has no address on the default bridge")
-    return address

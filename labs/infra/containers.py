@@ -305,6 +305,37 @@ def _teardown_container(host: Host, entry: JournalEntry) -> None:
     raise LabError(f"container {entry.id} would not go: {first_line(removed.stderr)}")
 
 
+def create_network(client: docker.DockerClient, name: str, labels: dict[str, str]) -> None:
+    """`docker network create NAME` (a bridge of its own) with these labels (the caller
+    journaled it first)."""
+    try:
+        client.networks.create(name, driver="bridge", labels=labels)
+    except docker.errors.APIError as error:
+        raise ContainerError(f"the container engine refused to create network {name}: "
+                             f"{first_line(getattr(error, 'explanation', None) or error)}"
+                             ) from None
+
+
+@register_teardown("network")
+def _teardown_network(host: Host, entry: JournalEntry) -> None:
+    key = entry.details.get("label_key", OWNER_LABEL)
+    value = entry.details.get("label_value", "")
+    template = "{{index .Labels " + json.dumps(key) + "}}"
+    removed = None
+    for _ in range(5):
+        found = host.sudo(["docker", "network", "inspect", "--format", template, entry.id],
+                          timeout_s=120, check=False)
+        if not (found.ok and value and found.stdout.strip() == value):
+            return  # gone, or never made, or not ours
+        # Safe: the network carries the owner label this journal gave it (its containers,
+        # journaled after it, are removed before it).
+        removed = host.sudo(["docker", "network", "rm", entry.id], timeout_s=120, check=False)
+        if removed.ok:
+            return
+        time.sleep(1)  # a container still leaving it ("has active endpoints")
+    raise LabError(f"network {entry.id} would not go: {first_line(removed.stderr)}")
+
+
 def _explain_api_error(error: docker.errors.APIError, spec: ContainerSpec) -> str:
     text = str(getattr(error, "explanation", None) or error)
     if "port is already allocated" in text or "address already in use" in text:

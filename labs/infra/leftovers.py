@@ -18,8 +18,8 @@ import shlex
 from labs.infra.hosts import Host
 from labs.infra.paths import command_marker
 
-SECTIONS = ("loop", "mount", "work_dir", "container", "process", "md", "dm", "drbd", "netem",
-            "netns", "server")
+SECTIONS = ("loop", "mount", "work_dir", "container", "network", "process", "md", "dm", "drbd",
+            "netem", "netns", "server")
 
 
 def _script(host: Host, on_lab_vm: bool) -> str:
@@ -35,6 +35,9 @@ def _script(host: Host, on_lab_vm: bool) -> str:
         "container": (f"p={marker[:8]}; command -v docker >/dev/null && docker ps -aq "
                       f"--filter label=storage-labs.owner=${{p}}{marker[8:]} 2>/dev/null "
                       "| wc -l || echo 0"),
+        "network": (f"p={marker[:8]}; command -v docker >/dev/null && docker network ls -q "
+                    f"--filter label=storage-labs.owner=${{p}}{marker[8:]} 2>/dev/null "
+                    "| wc -l || echo 0"),
         # The [s] keeps pgrep from matching this very shell.
         "process": f"pgrep -f -- '[s]{marker[1:]}' | wc -l",
     }
