@@ -9,33 +9,69 @@ creates nothing; a killed run leaves nothing after `python -m labs clean`.
 import json
 import re
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 from conftest import (
+    PROJECT_ROOT,
     journal_and_container_leftovers,
     kill_at_step_then_clean,
     local_lab_env,
     run_cli,
-    run_local_ci,
 )
 
 from labs.consistency import page
 from labs.consistency.params import CASES, NEW, OLD
+from labs.infra import images
 from labs.models import consistency as model
-from labs.records import list_runs
+from labs.records import list_runs, load_run
 
 pytestmark = pytest.mark.slow
 
 
+SQUAT_AT = "2 node(s) stopped"  # nodes 3 and 2 are stopped; their addresses are free
+
+
 @pytest.fixture(scope="module")
 def ci_run(docker_engine):
+    """One ci run, with another container started on the engine's default bridge while two
+    nodes are stopped, as a reader's own container might be: there it would take the lowest
+    free address, node 2's, and node 2 would come back with node 3's old one."""
     base = Path(tempfile.mkdtemp(prefix="storage-labs-test-consistency-", dir="/var/tmp"))
-    outcome = run_local_ci("consistency", base, timeout=900)
-    outcome["recorded"] = outcome["run"]
-    yield outcome
+    lab = subprocess.Popen([sys.executable, "-m", "labs", "run", "consistency", "--host",
+                            "local", "--profile", "ci"], cwd=PROJECT_ROOT,
+                           env=local_lab_env(base), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    stderr, squatter = [], None
+    try:
+        for line in lab.stderr:
+            stderr.append(line)
+            if SQUAT_AT in line and squatter is None:
+                squatter = docker_engine.containers.run(
+                    images.RECIPES["cassandra"].tag, ["sleep", "900"], entrypoint=[],
+                    detach=True, labels={"storage-labs.test": "squatter"})
+        stdout = lab.stdout.read()
+        lab.wait(timeout=900)
+    finally:
+        if lab.poll() is None:
+            lab.kill()
+        if squatter is not None:
+            squatter.remove(force=True)
+    assert lab.returncode == 0, "".join(stderr[-30:])
+    (run,) = list_runs("consistency", base / "runs")
+    yield {"recorded": load_run(run), "stdout": stdout, "stderr": "".join(stderr),
+           "squatter": squatter is not None, "base": base}
     shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_container_started_meanwhile_does_not_take_a_stopped_nodes_place(ci_run):
+    # The nodes have a network of their own: the other container, on the default bridge,
+    # could not take an address they had (the run above succeeded with it there).
+    assert ci_run["squatter"], f"the run never printed {SQUAT_AT!r}"
+    assert "starting nodes 2 and 3 again" in ci_run["stderr"]
 
 
 def test_parameters_echoed_and_progress_counted(ci_run):
