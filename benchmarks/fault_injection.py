@@ -63,7 +63,14 @@ class Kill:
 
     @property
     def leaked(self) -> int:
-        return sum(self.leftovers.values()) + (0 if self.clean_ok else 1)
+        """What a kill (or a run) left on the machine, and a clean that failed."""
+        return (sum(n for what, n in self.leftovers.items() if what != "failed")
+                + (0 if self.clean_ok else 1))
+
+    @property
+    def failed_run(self) -> bool:
+        """A run of the lab that failed by itself after a clean (no kill)."""
+        return self.how in NOT_KILLS and "failed" in self.leftovers
 
     @classmethod
     def from_json(cls, line: str) -> Kill:
@@ -271,10 +278,12 @@ NOT_KILLS = ("final run", "run failed")
 
 
 def report(kills: list[Kill], log: callable = print) -> int:
-    """Totals per lab and phase, and what was left; 1 when anything leaked or failed."""
+    """Totals per lab and phase, what was left, and the runs that failed after a clean;
+    1 when anything leaked or a run failed."""
     by_lab_phase = Counter((k.lab, k.phase) for k in kills if k.how not in NOT_KILLS)
     leaked = [k for k in kills if k.leaked]
-    finals = Counter((k.lab, bool(k.leaked)) for k in kills if k.how == "final run")
+    failed = [k for k in kills if k.failed_run]
+    finals = Counter((k.lab, k.failed_run) for k in kills if k.how == "final run")
     log("")
     for (lab, phase), count in sorted(by_lab_phase.items()):
         log(f"{lab:<14} {phase:<14} {count:>4} kills")
@@ -283,8 +292,8 @@ def report(kills: list[Kill], log: callable = print) -> int:
             f"{finals[lab, True]} failed")
     ways = Counter(k.how for k in kills if k.how not in NOT_KILLS)
     log(f"total: {sum(by_lab_phase.values())} kills ({dict(ways)}); "
-        f"kills or runs that left something or failed: {len(leaked)}")
-    return 1 if leaked else 0
+        f"kills or runs that left something: {len(leaked)}; runs that failed: {len(failed)}")
+    return 1 if leaked or failed else 0
 
 
 def read_log(path: Path) -> list[Kill]:
