@@ -281,28 +281,36 @@ def containers_with_owner(client: docker.DockerClient, owner: str) -> list[Conta
     return client.containers.list(all=True, filters={"label": f"{OWNER_LABEL}={owner}"})
 
 
-@register_teardown("container")
-def _teardown_container(host: Host, entry: JournalEntry) -> None:
-    # The engine's own CLI on the host: works wherever the container lives, with or without
-    # a Python docker client, and after the lab process that made it is gone.
+def _remove_if_ours(host: Host, entry: JournalEntry, inspect: list[str], labels: str,
+                    remove: list[str]) -> None:
+    """Remove an engine object (`inspect` + name, `remove` + name) if it still carries the
+    owner label this journal gave it; retried, as the engine may refuse for a moment.
+
+    The engine's own CLI on the host: works wherever the object lives, with or without a
+    Python docker client, and after the lab process that made it is gone."""
     key = entry.details.get("label_key", OWNER_LABEL)
     value = entry.details.get("label_value", "")
-    template = "{{index .Config.Labels " + json.dumps(key) + "}}"
+    template = "{{index " + labels + " " + json.dumps(key) + "}}"
     removed = None
     for _ in range(5):
-        found = host.sudo(["docker", "inspect", "--format", template, entry.id],
-                          timeout_s=120, check=False)
+        found = host.sudo([*inspect, "--format", template, entry.id], timeout_s=120,
+                          check=False)
         if not (found.ok and value and found.stdout.strip() == value):
             return  # gone, or never made, or not ours
-        # Safe: the container carries the owner label this journal gave it.
-        removed = host.sudo(["docker", "rm", "--force", "--volumes", entry.id],
-                            timeout_s=120, check=False)
+        # Safe: the object carries the owner label this journal gave it.
+        removed = host.sudo([*remove, entry.id], timeout_s=120, check=False)
         if removed.ok:
             return
-        # A lab stopped while the engine was still starting the container: the engine may
-        # refuse a removal for a moment ("removal already in progress", "is starting").
         time.sleep(1)
-    raise LabError(f"container {entry.id} would not go: {first_line(removed.stderr)}")
+    raise LabError(f"{entry.kind} {entry.id} would not go: {first_line(removed.stderr)}")
+
+
+@register_teardown("container")
+def _teardown_container(host: Host, entry: JournalEntry) -> None:
+    # Retried: a lab stopped while the engine was still starting the container may be
+    # refused a removal for a moment ("removal already in progress", "is starting").
+    _remove_if_ours(host, entry, ["docker", "inspect"], ".Config.Labels",
+                    ["docker", "rm", "--force", "--volumes"])
 
 
 def create_network(client: docker.DockerClient, name: str, labels: dict[str, str]) -> None:
@@ -318,22 +326,10 @@ def create_network(client: docker.DockerClient, name: str, labels: dict[str, str
 
 @register_teardown("network")
 def _teardown_network(host: Host, entry: JournalEntry) -> None:
-    key = entry.details.get("label_key", OWNER_LABEL)
-    value = entry.details.get("label_value", "")
-    template = "{{index .Labels " + json.dumps(key) + "}}"
-    removed = None
-    for _ in range(5):
-        found = host.sudo(["docker", "network", "inspect", "--format", template, entry.id],
-                          timeout_s=120, check=False)
-        if not (found.ok and value and found.stdout.strip() == value):
-            return  # gone, or never made, or not ours
-        # Safe: the network carries the owner label this journal gave it (its containers,
-        # journaled after it, are removed before it).
-        removed = host.sudo(["docker", "network", "rm", entry.id], timeout_s=120, check=False)
-        if removed.ok:
-            return
-        time.sleep(1)  # a container still leaving it ("has active endpoints")
-    raise LabError(f"network {entry.id} would not go: {first_line(removed.stderr)}")
+    # Its containers, journaled after it, are removed before it; retried while one is still
+    # leaving it ("has active endpoints").
+    _remove_if_ours(host, entry, ["docker", "network", "inspect"], ".Labels",
+                    ["docker", "network", "rm"])
 
 
 def _explain_api_error(error: docker.errors.APIError, spec: ContainerSpec) -> str:
