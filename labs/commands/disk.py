@@ -126,13 +126,12 @@ def _check_block(block_kib: float | None, default: float) -> float:
 def _view_options(args: argparse.Namespace, view: str) -> None:
     """Refuse an option of another view; fill in this view's defaults."""
     for owner, options in VIEW_OPTIONS.items():
-        for name, default in options.items():
-            if owner != view and getattr(args, name) is not None:
-                flag = "--" + name.replace("_", "-")
-                raise UsageError(f"{flag} is read only with {owner}"
-                                 + (" (without --queue)" if owner == "--drive" else ""))
-            if owner == view and getattr(args, name) is None:
-                setattr(args, name, default)
+        if owner != view:
+            refuse_options(args, tuple(options), f"is read only with {owner}"
+                           + (" (without --queue)" if owner == "--drive" else ""))
+    for name, default in VIEW_OPTIONS.get(view, {}).items():
+        if getattr(args, name) is None:
+            setattr(args, name, default)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -44,6 +44,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     stop.add_argument("names", nargs="*", help="vm1, vm2 (default: all)")
 
 
+def _check_vm_names(action: str, names: list[str]) -> None:
+    for name in names:
+        if name not in machine.VM_NAMES:
+            raise UsageError(f"{action}: {name!r} is no lab VM "
+                             f"(they are {' and '.join(machine.VM_NAMES)})")
+
+
 def main(args: argparse.Namespace) -> int:
     if args.vm_action == "build":
         image.check_release(args.release)
@@ -82,9 +89,7 @@ def main(args: argparse.Namespace) -> int:
         words = args.words[1:] if args.words[:1] == ["--"] else args.words
         if not words:
             raise UsageError("vm run: give a command after --, e.g. vm run vm1 -- uname -r")
-        if args.name not in machine.VM_NAMES:
-            raise UsageError(f"vm run: {args.name!r} is no lab VM "
-                             f"(they are {' and '.join(machine.VM_NAMES)})")
+        _check_vm_names("vm run", [args.name])
         if not (math.isfinite(args.timeout) and args.timeout > 0):
             raise UsageError(f"vm run: --timeout must be a number of seconds above 0, "
                              f"got {args.timeout:g}")
@@ -99,11 +104,7 @@ def main(args: argparse.Namespace) -> int:
         sys.stderr.write(result.stderr)
         return result.exit_code
     if args.vm_action == "down":
-        unknown = [name for name in args.names if name not in machine.VM_NAMES]
-        if unknown:
-            # A typo is not "nothing to do".
-            raise UsageError(f"vm down: {unknown[0]!r} is no lab VM "
-                             f"(they are {' and '.join(machine.VM_NAMES)})")
+        _check_vm_names("vm down", args.names)  # a typo is not "nothing to do"
         stopped = machine.down(args.names or None)
         not_running = [name for name in args.names if name not in stopped]
         if not_running:

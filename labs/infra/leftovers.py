@@ -22,6 +22,15 @@ SECTIONS = ("loop", "mount", "work_dir", "container", "network", "process", "md"
             "netem", "netns", "server")
 
 
+def _owned_by_this_install(listing: str, marker: str) -> str:
+    """Count the engine objects `listing` prints that carry this install's owner label."""
+    # The marker is spelled in two pieces so that this script's own command line does not
+    # carry it (the process count below would find the script itself).
+    return (f"p={marker[:8]}; command -v docker >/dev/null && {listing} "
+            f"--filter label=storage-labs.owner=${{p}}{marker[8:]} 2>/dev/null "
+            "| wc -l || echo 0")
+
+
 def _script(host: Host, on_lab_vm: bool) -> str:
     work = shlex.quote(host.work_dir.rstrip("/") + "/")
     marker = command_marker()
@@ -30,14 +39,8 @@ def _script(host: Host, on_lab_vm: bool) -> str:
         "mount": f"grep -F -c -- {work} /proc/mounts || true",
         # Run folders (<work_dir>/<lab>/<run id>) that outlived their lab.
         "work_dir": f"find {work} -mindepth 2 -maxdepth 2 2>/dev/null | wc -l",
-        # The marker is spelled in two pieces so that this script's own command line does
-        # not carry it (the process count below would find the script itself).
-        "container": (f"p={marker[:8]}; command -v docker >/dev/null && docker ps -aq "
-                      f"--filter label=storage-labs.owner=${{p}}{marker[8:]} 2>/dev/null "
-                      "| wc -l || echo 0"),
-        "network": (f"p={marker[:8]}; command -v docker >/dev/null && docker network ls -q "
-                    f"--filter label=storage-labs.owner=${{p}}{marker[8:]} 2>/dev/null "
-                    "| wc -l || echo 0"),
+        "container": _owned_by_this_install("docker ps -aq", marker),
+        "network": _owned_by_this_install("docker network ls -q", marker),
         # The [s] keeps pgrep from matching this very shell.
         "process": f"pgrep -f -- '[s]{marker[1:]}' | wc -l",
     }
