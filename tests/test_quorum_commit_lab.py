@@ -5,9 +5,11 @@ Asserted: netem really added the round trips it was asked for; every point of th
 committed and carries the model beside it; a slow zone slows ANY k only once k reaches into
 it (by the fastest commit of each point, which a busy machine cannot make faster); in the
 drill, commits go on after a zone is lost and wait after one more copy, every acknowledged
-commit is on every surviving standby, and all six copies hold them at the end; nothing is
-left in the VM. (Its kill test is the fault-injection CI subset's VM kill.) Bad input stops
-with one line and makes nothing.
+commit is on every surviving standby, and all six copies hold them at the end; after a power
+cut of every copy, no standby holds a commit the primary lacks, and under
+synchronous_commit=on the newest standby lacks nothing acknowledged; nothing is left in the
+VM. (Its kill test is the fault-injection CI subset's VM kill.) Bad input stops with one line
+and makes nothing.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import sys
 import pytest
 from conftest import PROJECT_ROOT, report
 
-from labs.quorum_commit import page
+from labs.quorum_commit import page, power_cut_page
 
 pytestmark = pytest.mark.slow
 
@@ -96,6 +98,29 @@ def test_every_acknowledged_commit_is_on_the_survivors_and_then_everywhere(ci_ru
     assert figures["end_copies_holding_all"] == "6"
 
 
+def test_a_power_cut_of_every_copy_loses_nothing_acknowledged_under_on(ci_run):
+    cuts = power_cut_page.cuts(ci_run).set_index("synchronous_commit")
+    assert list(cuts.index) == ["off", "on"]  # the ci profile's settings, in order
+    assert (cuts["acknowledged"] > 0).all()
+    # The safe setting: the answer waited for three standbys' flushes.
+    assert cuts.loc["on", "acknowledged_lost"] == 0
+    assert cuts.loc["on", "primary_acknowledged_found"] == cuts.loc["on", "acknowledged"]
+    assert cuts.loc["on", "model_max_lost"] == 0
+    assert cuts.loc["off", "model_max_lost"] > 0
+
+
+def test_after_a_cut_no_standby_holds_a_commit_the_primary_lacks(ci_run):
+    # The primary sends only WAL it has flushed, so a standby can never be ahead of it.
+    cuts = power_cut_page.cuts(ci_run)
+    assert (cuts["acknowledged_found"] <= cuts["primary_acknowledged_found"]).all()
+    held = power_cut_page.standbys(ci_run)
+    assert len(held) == 10  # five standbys, two cuts
+    assert (held["acknowledged rows it held"] <= held["acknowledged"]).all()
+    newest = held.groupby("synchronous_commit")["acknowledged rows it held"].max()
+    assert dict(newest) == dict(zip(cuts["synchronous_commit"], cuts["acknowledged_found"],
+                                     strict=True))
+
+
 def test_nothing_is_left_in_the_vm(ci_run, lab_vms):
     out = lab_vms.cli("leftovers", "--host", "vm1", timeout_s=300)
     first = out.stdout.splitlines()[0]
@@ -110,6 +135,9 @@ def test_nothing_is_left_in_the_vm(ci_run, lab_vms):
     (["--cross-zone-ms", "0.5"], "--cross-zone-ms"),
     (["--in-zone-ms", "25"], "delays must rise"),
     (["--host", "vm7"], "vm7 is not running"),
+    (["--part", "cuts"], "--part cuts: use one of all, power-cut"),
+    (["--cut-settings", "on,on"], "each setting once"),
+    (["--cut-settings", "sometimes"], "--cut-settings sometimes: use one of"),
 ])
 def test_bad_input_is_one_line_and_makes_nothing(args, words, runs_dir):
     ran = subprocess.run([sys.executable, "-m", "labs", "run", "quorum-commit", *args],

@@ -12,6 +12,7 @@ replication travels over TCP: each standby streams from the primary's end of its
     copies.set_layout(params, "even")    # netem inside each standby's namespace
     copies.set_sync("ANY 3 (s1, s2, s3, s4, s5)")
     copies.kill(4); copies.restart(4)    # every process of s4, at once (a lost copy)
+    copies.after_reboot(params)          # after a power cut: namespaces and netem again
 """
 
 from __future__ import annotations
@@ -147,6 +148,14 @@ class Copies:
         self.ws.host.sudo(script, timeout_s=120)
         return added
 
+    def after_reboot(self, params: Parameters) -> None:
+        """After the VM's power came back: the standbys' namespaces (journaled by `create`,
+        gone with the VM's memory) and the even layout's delays, made again."""
+        for standby in self.standbys:
+            self.ws.host.sudo(netns.create_command(standby.namespace, standby.number),
+                              timeout_s=120)
+        self.set_layout(params, "even")
+
     def netem_shown(self) -> str:
         return self.ws.host.sudo("; ".join(
             f"echo {s.name}: $({s.inside('tc qdisc show dev ' + netns.inside_link(s.namespace))})"
@@ -202,6 +211,41 @@ class Copies:
         raise LabError(f"standbys {', '.join(names)} were not all streaming after "
                        f"{timeout_s:.0f} s: {rows}")
 
+    def wait_replayed(self, timeout_s: float = 600) -> None:
+        """Wait until every standby has replayed all the WAL the primary has written (a
+        standby replays only WAL it has flushed: then all of it is on every standby's disk)."""
+        target = lsn(self.psql(self.primary, "SELECT pg_current_wal_lsn()"))
+        deadline = time.monotonic() + timeout_s
+        while True:
+            rows = self.replication()
+            if (len(rows) == len(self.standbys)
+                    and all(row["replay_lsn"] and lsn(row["replay_lsn"]) >= target
+                            for row in rows.values())):
+                return
+            if time.monotonic() > deadline:
+                raise LabError(f"the standbys did not replay the primary's WAL within "
+                               f"{timeout_s:.0f} s: {rows}")
+            time.sleep(0.2)
+
+    def replay_settled(self, copies: list[Copy], timeout_s: float = 300) -> dict[int, str]:
+        """Standbys started without their primary: wait until each has replayed all the WAL
+        on its own disk (its replay position still for 2 s); returns each one's position."""
+        query = " && ".join(
+            f"runuser -u postgres -- psql -h {shlex.quote(c.socket)} -XAtq "
+            "-c 'SELECT pg_last_wal_replay_lsn()'" for c in copies)
+        deadline = time.monotonic() + timeout_s
+        seen: list[str] = []
+        still_since = time.monotonic()
+        while time.monotonic() < deadline:
+            now = self.ws.host.sudo(f"cd / && {query}", timeout_s=60).stdout.split()
+            if now != seen:
+                seen, still_since = now, time.monotonic()
+            elif len(now) == len(copies) and time.monotonic() - still_since >= 2:
+                return {c.number: position for c, position in zip(copies, now, strict=True)}
+            time.sleep(0.25)
+        raise LabError(f"standbys {', '.join(c.name for c in copies)}: their replay kept "
+                       f"moving for {timeout_s:.0f} s")
+
     # --- losing copies and getting them back ----------------------------------------------
 
     def kill(self, numbers: list[int]) -> None:
@@ -221,3 +265,12 @@ class Copies:
                 f"{copy.socket}/.s.PGSQL.5432.lock"))
             self.ws.host.sudo(f"rm -f -- {stale}", timeout_s=60)
             self.ws.restart_server(copy.data, self._start(copy), timeout_s=self.timeout_s)
+
+
+def lsn(text: str) -> int:
+    """A WAL position 'X/Y' as a byte number."""
+    high, _, low = text.partition("/")
+    try:
+        return (int(high, 16) << 32) + int(low, 16)
+    except ValueError:
+        raise LabError(f"not a WAL position: {text!r}") from None

@@ -15,6 +15,7 @@ import pandas as pd
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.panel import LabPanel
 from labs.book.theme import dropdown, slider
+from labs.errors import LabError
 from labs.quorum_commit.params import LAYOUTS, STANDBYS, Parameters
 from labs.records import RecordedRun, run_summary
 
@@ -349,6 +350,9 @@ def headline(run: RecordedRun) -> pd.DataFrame:
     """Commit latency p50 per point, beside the model's k-th acknowledgement."""
     from labs.book.compare import headline_table
 
+    if run.meta["parameters"].get("part") == "power-cut":
+        raise LabError("it is a run of the power cuts alone (--part power-cut), with no "
+                       "sweep to set beside the book's; run the lab without --part for one")
     rows = [{"measure": "commit latency p50", "config": f"{row['layout']}, {row['point']}, "
                                                        f"{row['clients']} client(s)",
              "value": row["latency_p50_ms"], "unit": "ms", "better": "lower",

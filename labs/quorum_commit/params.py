@@ -13,6 +13,11 @@ STANDBYS = COPIES - 1
 # Layouts of the sweep: every zone but the primary's at the cross-zone delay ("even"), or
 # zone 2 slow ("slow-zone"; with three zones, standbys s2 and s3).
 LAYOUTS = ("even", "slow-zone")
+# What the lab runs: everything (the sweep, the drill, the power cuts), or the power cuts
+# alone (the copies, their round trips and a flush first, as the model needs them).
+PARTS = ("all", "power-cut")
+# synchronous_commit under the power cuts, from the one that risks most to the safe one.
+CUT_SETTINGS = ("off", "local", "remote_write", "on")
 
 
 @dataclass
@@ -20,7 +25,8 @@ class Parameters(LabParameters):
     LAB = "quorum-commit"
     PROFILES = {
         # The smallest run that still takes every step on the real system (the tests).
-        "ci": {"point_s": 1, "phase_s": 3, "pings": 5, "ks": (1, 3, 5)},
+        "ci": {"point_s": 1, "phase_s": 3, "pings": 5, "ks": (1, 3, 5),
+               "cut_settings": ("off", "on")},
         "quick": {"point_s": 3, "phase_s": 5, "pings": 10},
         "full": {},
     }
@@ -47,6 +53,13 @@ class Parameters(LabParameters):
                         maximum=1000)
     data_disk: str | None = option(None, "the VM disk the six data folders live on "
                                          "(default: the VM's first lab disk)")
+    part: str = option("all", "which part of the lab to run: all, or power-cut (only the "
+                              "power cuts, after the copies, their round trips and a flush)",
+                       choices=PARTS)
+    cut_settings: tuple[str, ...] = option(CUT_SETTINGS, "synchronous_commit of each power "
+                                           "cut (one cut each, under ANY k; the lab VM's "
+                                           "power is cut and the primary's disk counted as "
+                                           "lost), comma-separated", choices=CUT_SETTINGS)
 
     def check(self) -> None:
         if not (self.host.startswith("vm") and self.host[2:].isdigit()):
@@ -56,6 +69,8 @@ class Parameters(LabParameters):
         if COPIES % self.zones:
             raise UsageError(f"--zones {self.zones} does not divide the {COPIES} copies "
                              "evenly: use 2, 3 or 6")
+        if len(set(self.cut_settings)) != len(self.cut_settings):
+            raise UsageError("--cut-settings: each setting once")
         if not self.in_zone_ms < self.cross_zone_ms < self.slow_zone_ms:
             raise UsageError(f"delays must rise from within a zone to across zones to the "
                              f"slow zone (got {self.in_zone_ms:g} < {self.cross_zone_ms:g} < "

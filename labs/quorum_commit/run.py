@@ -11,6 +11,9 @@
 4. The drill, under ANY k: a client commits numbered rows and the controller writes down
    each acknowledgement; a whole zone is killed, then one more copy; the primary's view of
    the waiting commit and the rows each survivor holds are counted; the copies come back.
+5. The power cuts, one per synchronous_commit setting: every copy loses its power at once,
+   and the rows the most advanced standby lacks are counted (labs/quorum_commit/power_cut.py).
+   `--part power-cut` runs steps 1, 2 and the even layout's round trips, then this one.
 
 Everything the lab makes is journaled in a LabWorkspace: `clean` removes it after a crash.
 """
@@ -31,7 +34,8 @@ from labs.infra.vm.servers import PG_BIN, SERVERS
 from labs.infra.workspace import LabWorkspace
 from labs.models import quorum as model
 from labs.progress import Progress
-from labs.quorum_commit.copies import Copies
+from labs.quorum_commit import power_cut
+from labs.quorum_commit.copies import Copies, lsn
 from labs.quorum_commit.params import LAYOUTS, STANDBYS, Parameters, Point, points
 from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
 from labs.tools import fio, netem, pgbench
@@ -51,8 +55,11 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
                          f"six copies need about {needed_mib} MiB")
     disk = machine.data_disk(host, p.data_disk)
     # Three set-up steps, a round-trip step per layout and a step per point and layout,
-    # the drill's five, and the teardown.
-    progress.expect(3 + len(LAYOUTS) * (1 + len(points(p))) + 5 + 1)
+    # the drill's five, the power cuts' steps, and the teardown (the power-cut part: one
+    # round-trip step instead of the sweep and the drill).
+    cut_steps = power_cut.STEPS_PER_CUT * len(p.cut_settings)
+    progress.expect(3 + (len(LAYOUTS) * (1 + len(points(p))) + 5 if p.part == "all" else 1)
+                    + cut_steps + 1)
     run_id = new_run_id(host.name)
     started = time.monotonic()
     recorder = RunRecorder(p.LAB, p.as_record(), seed=p.seed, run_id=run_id,
@@ -77,8 +84,13 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
         progress.step("the flush a standby makes before it answers (fio: 8 KiB, fdatasync)")
         flush = measure_flush(ws, rec, point, p)
         progress.detail(f"flush p50 {flush['p50_ms']:.2f} ms, p99 {flush['p99_ms']:.2f} ms")
-        sweep(copies, rec, p, progress, flush)
-        drill(copies, rec, p, progress)
+        if p.part == "all":
+            rtts = sweep(copies, rec, p, progress, flush)
+            drill(copies, rec, p, progress)
+        else:
+            progress.step("even: netem on each standby's link; the round trips, measured")
+            rtts = measure_layout(copies, rec, p, "even")
+        power_cut.cuts(copies, rec, p, progress, disk, flush["p50_ms"], rtts)
         rec.add_result(config="lab", workload="all", metric="wall_time",
                        value=round(time.monotonic() - started, 1), unit="s")
         progress.step("stopping the six servers, removing the namespaces and the file "
@@ -130,16 +142,23 @@ def measure_rtts(copies: Copies, rec: RunRecorder, p: Parameters, layout: str,
 
 # --- the sweep ---------------------------------------------------------------------------
 
+def measure_layout(copies: Copies, rec: RunRecorder, p: Parameters,
+                   layout: str) -> dict[int, float]:
+    """netem for `layout`, then the round trip to each standby (median, ms)."""
+    added = copies.set_layout(p, layout)
+    rec.add_raw(f"netem/{layout}.txt", copies.netem_shown())
+    return measure_rtts(copies, rec, p, layout, added)
+
+
 def sweep(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress,
-          flush: dict) -> None:
+          flush: dict) -> dict[int, float]:
     """The round trips of each layout, then each point in each layout in turn: the layouts
-    are measured side by side, so a drift of the VM over the run cannot pass for theirs."""
+    are measured side by side, so a drift of the VM over the run cannot pass for theirs.
+    Returns the even layout's round trips."""
     rtts: dict[str, dict[int, float]] = {}
     for layout in LAYOUTS:
         progress.step(f"{layout}: netem on each standby's link; the round trips, measured")
-        added = copies.set_layout(p, layout)
-        rec.add_raw(f"netem/{layout}.txt", copies.netem_shown())
-        rtts[layout] = measure_rtts(copies, rec, p, layout, added)
+        rtts[layout] = measure_layout(copies, rec, p, layout)
         progress.detail("round trips (ms): " + ", ".join(
             f"s{n} {rtt:.1f}" for n, rtt in sorted(rtts[layout].items())))
     logs = f"{copies.point}/pgbench"
@@ -166,6 +185,7 @@ def sweep(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress,
                                        flush["p50_ms"], flush["sigma"], quantile,
                                        first=point.method == "FIRST"), 3),
                                    unit="ms", **point_dims(layout, point))
+    return rtts["even"]
 
 
 def point_dims(layout: str, point: Point) -> dict:
@@ -213,15 +233,6 @@ def commit_point(copies: Copies, rec: RunRecorder, p: Parameters, logs: str, lay
 
 
 # --- the drill -------------------------------------------------------------------------------
-
-def lsn(text: str) -> int:
-    """A WAL position 'X/Y' as a byte number."""
-    high, _, low = text.partition("/")
-    try:
-        return (int(high, 16) << 32) + int(low, 16)
-    except ValueError:
-        raise LabError(f"not a WAL position: {text!r}") from None
-
 
 def drill(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress) -> None:
     k, lost, extra = p.quorum, p.lost_zone(), p.one_more()
@@ -285,10 +296,7 @@ def drill(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress) -
     host.sudo(f"pkill -KILL -f -- '[p]sql -h {primary.socket} -XAtq -v ON_ERROR_STOP=1$'",
               timeout_s=60, check=False)
     writer.thread.join(timeout=60)
-    target = lsn(copies.psql(primary, "SELECT pg_current_wal_lsn()"))
-    wait_for(lambda: all(lsn(row["replay_lsn"]) >= target
-                         for row in copies.replication().values()),
-             "every standby to replay the last commit", began, 600)
+    copies.wait_replayed()
     record_drill(rec, writer, events, copies)
 
 

@@ -1,0 +1,129 @@
+"""The power cuts of the quorum-commit lab: every copy loses its power at once, and the
+primary's disk is counted as lost with it.
+
+For each synchronous_commit setting in turn, under `ANY k`: a client commits numbered rows
+on the primary and the controller writes down every acknowledgement (labs/infra/acks.py);
+then the VM's QEMU is killed (labs/infra/vm/power.py), the VM boots again on the same disks,
+and the five standbys start without their primary. Each replays the WAL on its own disk;
+the one that replayed the most is the one a failover would promote, and the lab counts the
+acknowledged rows it lacks. Then the primary starts too (its disk was never really lost),
+the standbys catch up, and the next setting gets its cut.
+
+The model beside each cut (labs/models/quorum_power_cut.py) reads the round trips and the
+flush the lab measured before.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+from labs.errors import LabError
+from labs.infra.acks import AckStream, lost_window_ms
+from labs.infra.vm import machine, power
+from labs.infra.vm.servers import SERVERS
+from labs.models import quorum_power_cut as model
+from labs.progress import Progress
+from labs.quorum_commit.copies import Copies, lsn
+from labs.quorum_commit.params import Parameters
+from labs.records import RunRecorder
+
+STEPS_PER_CUT = 3  # the writes and the cut; the boot; the standbys' count and the primary
+CONFIG = "power cut"
+
+
+def cuts(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress, disk: str,
+         flush_ms: float, rtts: dict[int, float]) -> None:
+    """One power cut per setting of p.cut_settings, in that order."""
+    rng = random.Random(p.seed)
+    order = sorted(rtts.values())
+    names = f"ANY {p.quorum} ({', '.join(s.name for s in copies.standbys)})"
+    copies.set_sync(names)
+    for number, setting in enumerate(p.cut_settings, 1):
+        window = model.window_ms(setting, order[0], order[p.quorum - 1], flush_ms)
+        cut_once(copies, rec, p, progress, disk, number, setting, rng, window)
+
+
+def cut_once(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress, disk: str,
+             number: int, setting: str, rng: random.Random, window: float) -> None:
+    ws, primary = copies.ws, copies.primary
+    host = ws.host
+    label = f"power cut {number} (synchronous_commit={setting})"
+    progress.step(f"{label}: a client commits numbered rows for about {p.phase_s} s, then "
+                  f"{host.name}'s power is cut")
+    # A fresh table on every standby's disk before the first commit counted.
+    copies.psql(primary, "DROP TABLE IF EXISTS acks; " + SERVERS["postgres"].create_table_sql())
+    copies.wait_replayed()
+    session = f"PGOPTIONS='-c synchronous_commit={setting}' "
+    shown = host.sudo(f"cd / && {session}runuser -u postgres -- psql -h {primary.socket} "
+                      "-XAtq -c 'SHOW synchronous_commit'", timeout_s=60).stdout.strip()
+    if shown != setting:
+        raise LabError(f"{label}: the client's session has synchronous_commit={shown!r}")
+    writer = AckStream(session + SERVERS["postgres"].insert_loop(primary.data,
+                                                                 socket=primary.socket))
+    began = time.monotonic()
+    writer.start(host, began)
+    deadline = time.monotonic() + 120
+    while not writer.acks:
+        if time.monotonic() > deadline or not writer.thread.is_alive():
+            raise LabError(f"{label}: the client committed nothing "
+                           f"({writer.ended or 'no answer within 120 s'})")
+        time.sleep(0.1)
+    time.sleep(p.phase_s * (2 / 3 + rng.random() / 3))  # the cut lands in the last third
+    try:
+        # The power cut: QEMU dies at once; the guest's memory is gone, its disks stay.
+        cut_at = power.power_cut(host.name) - began
+        writer.thread.join(timeout=60)
+    finally:
+        # Whatever happened, the VM gets its power back: its teardown runs inside it.
+        progress.step(f"{label}: booting {host.name} again on the same disks")
+        booting = time.monotonic()
+        if not machine.is_running(host.name):
+            power.power_on(host.name, log=progress.detail)
+        boot_s = time.monotonic() - booting
+    ws.reconnect()
+    progress.step(f"{label}: the standbys recover without the primary; the count")
+    ws.run_guarded(["mount", disk, copies.point], [disk], timeout_s=300)
+    copies.after_reboot(p)
+    recovering = time.monotonic()
+    copies.restart([s.number for s in copies.standbys])
+    replays = copies.replay_settled(copies.standbys)
+    recovery_s = time.monotonic() - recovering
+    acked = writer.acked
+    dims = {"synchronous_commit": setting, "k": p.quorum, "cut": number,
+            "acknowledged": acked}
+
+    def add(metric: str, value: float, unit: str, **more) -> None:
+        rec.add_result(config=CONFIG, workload=f"synchronous_commit={setting}", metric=metric,
+                       value=value, unit=unit, **dims, **more)
+
+    found, newest = {}, {}
+    for standby in copies.standbys:
+        held, top = copies.psql(standby, f"SELECT count(*), coalesce(max(id), 0) FROM acks "
+                                         f"WHERE id <= {acked}").split("|")
+        found[standby.number], newest[standby.number] = int(held), int(top)
+        add("standby_acknowledged_found", int(held), "count", standby=standby.name,
+            replay_lsn=replays[standby.number])
+    # The standby a failover would promote: the one that replayed the most WAL.
+    chosen = max(replays, key=lambda n: lsn(replays[n]))
+    copies.restart([primary.number])
+    on_primary = int(copies.psql(primary, f"SELECT count(*) FROM acks WHERE id <= {acked}"))
+    copies.wait_streaming([s.name for s in copies.standbys])
+    rate = writer.rate()
+    rec.add_raw(f"power-cut/{number}-{setting}-acks.csv", "id,seconds\n" + "".join(
+        f"{n},{t:.4f}\n" for n, t in writer.acks))
+    add("acknowledged", acked, "count")
+    add("acknowledged_found", found[chosen], "count", standby=f"s{chosen}")
+    add("acknowledged_lost", acked - found[chosen], "count", standby=f"s{chosen}")
+    # How long before the cut the first lost commit was acknowledged (0: none lost).
+    add("lost_window_ms", lost_window_ms(writer.acks, newest[chosen], cut_at), "ms")
+    add("primary_acknowledged_found", on_primary, "count")
+    add("acks_per_second", round(rate, 2), "tps")
+    add("model_window_ms", round(window, 3), "ms")
+    add("model_max_lost", round(model.max_lost(rate, window), 3), "count")
+    add("cut_after_s", round(cut_at, 2), "s")
+    add("boot_s", round(boot_s, 1), "s")
+    add("recovery_s", round(recovery_s, 1), "s")
+    progress.detail(f"acknowledged {acked}; the newest standby (s{chosen}) lacks "
+                    f"{acked - found[chosen]}; the primary lacks {acked - on_primary}; the "
+                    f"model allows {model.max_lost(rate, window):.1f}")
