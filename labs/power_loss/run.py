@@ -215,18 +215,12 @@ def cut_once(params: Parameters, ws: LabWorkspace, rec: RunRecorder, progress: P
     writing = time.monotonic()
     cut_after_s = params.write_s * (2 / 3 + rng.random() / 3)
     time.sleep(cut_after_s)
-    try:
-        # The power cut: QEMU dies at once; the guest's memory is gone, its disks stay.
-        cut_at = power.power_cut(host.name) - started
-        for writer in writers:
-            writer.thread.join(timeout=60)
-    finally:
-        # Whatever happened, the VM gets its power back: its teardown runs inside it.
-        progress.step(f"power cut {cut}: booting {host.name} again on the same disks")
-        booted = time.monotonic()
-        if not machine.is_running(host.name):
-            power.power_on(host.name, log=progress.detail)
-        boot_s = time.monotonic() - booted
+    # The power cut: QEMU dies at once; the guest's memory is gone, its disks stay.
+    cut_at, boot_s = power.cut_then_boot(
+        host.name, waiting=[writer.thread for writer in writers], log=progress.detail,
+        before_boot=lambda: progress.step(f"power cut {cut}: booting {host.name} again on "
+                                          "the same disks"))
+    cut_at -= started
     ws.reconnect()
     for writer in writers:
         if not writer.acks:

@@ -20,7 +20,7 @@ import time
 
 from labs.errors import LabError
 from labs.infra.acks import AckStream, lost_window_ms
-from labs.infra.vm import machine, power
+from labs.infra.vm import power
 from labs.infra.vm.servers import SERVERS
 from labs.models import quorum_power_cut as model
 from labs.progress import Progress
@@ -70,17 +70,12 @@ def cut_once(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress
                            f"({writer.ended or 'no answer within 120 s'})")
         time.sleep(0.1)
     time.sleep(p.phase_s * (2 / 3 + rng.random() / 3))  # the cut lands in the last third
-    try:
-        # The power cut: QEMU dies at once; the guest's memory is gone, its disks stay.
-        cut_at = power.power_cut(host.name) - began
-        writer.thread.join(timeout=60)
-    finally:
-        # Whatever happened, the VM gets its power back: its teardown runs inside it.
-        progress.step(f"{label}: booting {host.name} again on the same disks")
-        booting = time.monotonic()
-        if not machine.is_running(host.name):
-            power.power_on(host.name, log=progress.detail)
-        boot_s = time.monotonic() - booting
+    # The power cut: QEMU dies at once; the guest's memory is gone, its disks stay.
+    cut_at, boot_s = power.cut_then_boot(
+        host.name, waiting=[writer.thread], log=progress.detail,
+        before_boot=lambda: progress.step(f"{label}: booting {host.name} again on the same "
+                                          "disks"))
+    cut_at -= began
     ws.reconnect()
     progress.step(f"{label}: the standbys recover without the primary; the count")
     ws.run_guarded(["mount", disk, copies.point], [disk], timeout_s=300)

@@ -14,9 +14,11 @@ import altair as alt
 import pandas as pd
 
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
+from labs.models import quorum_power_cut as model
 from labs.records import SHIPPED_FILE, RecordedRun, load_run, runs_root
 
 COMPANION = f"{SHIPPED_FILE}-power-cut"
+BUSY_COMMITS_PER_S = 5000  # the exercise's primary, far busier than the lab's one client
 MODEL_COLOR = "#D55E00"
 # What the client's "done" waited for, under each setting (k: the run's ANY k).
 WAITED_FOR = {"off": "nothing: not even the primary's own flush",
@@ -125,4 +127,13 @@ def figures(run: RecordedRun) -> dict[str, str]:
         "pc_run_id": run.run_id,
         "pc_command": run.meta["parameters"]["command_line"],
     })
+    # The exercise: a busy primary, in the same layout, with the same flush.
+    flush = float(value["flush", "p50_ms"])
+    local = model.window_ms("local", rtts[0], rtts[k - 1], flush)
+    any1 = model.window_ms("remote_write", rtts[0], rtts[0], flush)  # ANY 1: s1's write
+    found.update({"pc_ex_busy_rate": f"{BUSY_COMMITS_PER_S:,}",
+                  "pc_ex_local_window_ms": f"{local:.1f}",
+                  "pc_ex_local_lost": f"{model.max_lost(BUSY_COMMITS_PER_S, local):.0f}",
+                  "pc_ex_any1_window_ms": f"{any1:.1f}",
+                  "pc_ex_any1_lost": f"{model.max_lost(BUSY_COMMITS_PER_S, any1):.0f}"})
     return found

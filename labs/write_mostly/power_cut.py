@@ -121,21 +121,18 @@ class PowerCut:
         writing = time.monotonic()
         time.sleep(write_s * (2 / 3 + rng.random() / 3))
         backlog, slow = self.just_before_the_cut(array, before)
+        if not stream.thread.is_alive():
+            raise LabError(f"{DRILL}: the writer stopped before the cut ({stream.ended}; "
+                           f"its region holds {blocks} blocks)")
         try:
-            if not stream.thread.is_alive():
-                raise LabError(f"{DRILL}: the writer stopped before the cut ({stream.ended}; "
-                               f"its region holds {blocks} blocks)")
             # The power cut: QEMU dies at once; the guest's memory and its tmpfs are gone.
-            cut_at = power.power_cut(host.name) - started
-            stream.thread.join(timeout=60)
+            cut_at, boot_s = power.cut_then_boot(
+                host.name, waiting=[stream.thread], log=self.progress.detail,
+                before_boot=lambda: self.progress.step(
+                    f"{DRILL} {cut}, {setting.label}: booting {host.name} again; the array "
+                    "from the slow leg alone"))
+            cut_at -= started
         finally:
-            # Whatever happened, the VM gets its power back: its teardown runs inside it.
-            self.progress.step(f"{DRILL} {cut}, {setting.label}: booting {host.name} again; "
-                               "the array from the slow leg alone")
-            booted = time.monotonic()
-            if not machine.is_running(host.name):
-                power.power_on(host.name, log=self.progress.detail)
-            boot_s = time.monotonic() - booted
             ws.reconnect()
         check = self.assemble_and_check(f"{name}-cut{cut}", token, layout, stream.acked)
         self.run.add_raw(f"power-cut/{name}-cut{cut}-acks.txt",

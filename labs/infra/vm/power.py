@@ -2,6 +2,7 @@
 
     power_cut("vm1")   # the guest stops mid-instruction; its disks stay
     power_on("vm1")    # the same disks, a fresh boot; returns when SSH answers
+    cut_at, boot_s = cut_then_boot("vm1", waiting=[reader], before_boot=announce)
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -52,6 +54,27 @@ def power_cut(name: str) -> float:
     if qemu_pids(state.directory):
         raise VMError(f"{name}: QEMU would not die")
     return killed_at
+
+
+def cut_then_boot(name: str, *, waiting: Sequence[threading.Thread] = (),
+                  before_boot: Callable[[], None] = lambda: None,
+                  log: Callable[[str], None] = print) -> tuple[float, float]:
+    """A lab's power cut: cut the VM's power, give the threads that read from it up to 60 s
+    each to see their connection break, and boot it again on the same disks, whatever
+    happened in between (a lab's teardown runs inside the VM). Returns the moment of the
+    cut (time.monotonic()) and the seconds the boot took. `before_boot`: the lab's
+    progress step."""
+    try:
+        cut_at = power_cut(name)
+        for thread in waiting:
+            thread.join(timeout=60)
+    finally:
+        before_boot()
+        booting = time.monotonic()
+        if not is_running(name):
+            power_on(name, log=log)
+        boot_s = time.monotonic() - booting
+    return cut_at, boot_s
 
 
 def power_on(name: str, timeout_s: float = 600, log: Callable[[str], None] = print) -> VMState:
