@@ -15,7 +15,7 @@ import pandas as pd
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.panel import LabPanel
 from labs.book.theme import dropdown, slider
-from labs.errors import LabError
+from labs.quorum_commit import power_cut_page
 from labs.quorum_commit.params import LAYOUTS, STANDBYS, Parameters
 from labs.records import RecordedRun, run_summary
 
@@ -237,6 +237,16 @@ def chart(run: RecordedRun) -> alt.LayerChart:
 # --- figures for the text --------------------------------------------------------------------
 
 def figures(run: RecordedRun) -> dict[str, str]:
+    """Every number the page quotes: this run's, and its power-cut section's (prefixed pc_,
+    from the companion run named by SHIPPED-power-cut, when it is here)."""
+    if run.meta["parameters"].get("part") == "power-cut":  # the power cuts alone
+        return power_cut_page.figures(run)
+    companion = power_cut_page.companion_run()
+    return {**sweep_and_drill_figures(run),
+            **(power_cut_page.figures(companion) if companion else {})}
+
+
+def sweep_and_drill_figures(run: RecordedRun) -> dict[str, str]:
     results = run.results
     value = results.set_index(["config", "workload", "metric"])["value"]
     table = sweep(run)
@@ -350,9 +360,8 @@ def headline(run: RecordedRun) -> pd.DataFrame:
     """Commit latency p50 per point, beside the model's k-th acknowledgement."""
     from labs.book.compare import headline_table
 
-    if run.meta["parameters"].get("part") == "power-cut":
-        raise LabError("it is a run of the power cuts alone (--part power-cut), with no "
-                       "sweep to set beside the book's; run the lab without --part for one")
+    if run.meta["parameters"].get("part") == "power-cut":  # the power cuts alone
+        return power_cut_page.headline(run)
     rows = [{"measure": "commit latency p50", "config": f"{row['layout']}, {row['point']}, "
                                                        f"{row['clients']} client(s)",
              "value": row["latency_p50_ms"], "unit": "ms", "better": "lower",

@@ -18,20 +18,23 @@ from labs.models import quorum_power_cut as model
 from labs.records import SHIPPED_FILE, RecordedRun, load_run, runs_root
 
 COMPANION = f"{SHIPPED_FILE}-power-cut"
+# Each cut's figures: pc_<setting>_<name> -> (its column in `cuts`, its format).
+CUT_FIGURES = {"acked": ("acknowledged", "{:.0f}"), "lost": ("acknowledged_lost", "{:.0f}"),
+               "primary_lost": ("primary_lost", "{:.0f}"), "rate": ("acks_per_second", "{:.0f}"),
+               "model_max": ("model_max_lost", "{:.1f}"),
+               "model_window_ms": ("model_window_ms", "{:.1f}"),
+               "lost_window_ms": ("lost_window_ms", "{:.0f}"), "boot_s": ("boot_s", "{:.0f}"),
+               "recovery_s": ("recovery_s", "{:.0f}")}
 BUSY_COMMITS_PER_S = 5000  # the exercise's primary, far busier than the lab's one client
 MODEL_COLOR = "#D55E00"
-# What the client's "done" waited for, under each setting (k: the run's ANY k).
-WAITED_FOR = {"off": "nothing: not even the primary's own flush",
-              "local": "the primary's flush",
-              "remote_write": "the primary's flush and k standbys' writes (in their memory)",
-              "on": "the primary's flush and k standbys' flushes",
-              "remote_apply": "the primary's flush and k standbys' replay"}
 
 
-def companion_run(root: Path | None = None) -> RecordedRun:
-    """The run the page's power-cut section was written from."""
-    lab_dir = Path(root or runs_root()) / "quorum-commit"
-    return load_run(lab_dir / (lab_dir / COMPANION).read_text().strip())
+def companion_run(root: Path | None = None) -> RecordedRun | None:
+    """The run the page's power-cut section was written from (None: not recorded here)."""
+    marker = Path(root or runs_root()) / "quorum-commit" / COMPANION
+    if not marker.is_file():
+        return None
+    return load_run(marker.parent / marker.read_text().strip())
 
 
 def cuts(run: RecordedRun) -> pd.DataFrame:
@@ -59,22 +62,17 @@ def standbys(run: RecordedRun) -> pd.DataFrame:
 
 
 def table(run: RecordedRun) -> pd.DataFrame:
-    """The cuts as the page shows them."""
+    """The cuts as the page shows them (what each setting waited for, and its window, are in
+    the text beside the model)."""
     shown = []
     for row in cuts(run).to_dict("records"):
         shown.append({
-            "synchronous_commit": row["synchronous_commit"],
-            "the client's 'done' waited for": WAITED_FOR[row["synchronous_commit"]].replace(
-                "k standbys", f"{int(row['k'])} standbys"),
-            "commits per s": f"{row['acks_per_second']:.0f}",
-            "acknowledged": int(row["acknowledged"]),
-            "lacking on the newest standby": int(row["acknowledged_lost"]),
-            "lacking on the primary": int(row["acknowledged"]
-                                          - row["primary_acknowledged_found"]),
-            "model: most lost": f"{row['model_max_lost']:.1f}",
-            "model: window, ms": f"{row['model_window_ms']:.1f}",
-            "first lost, ms before the cut": (f"{row['lost_window_ms']:.0f}"
-                                              if row["acknowledged_lost"] else "none lost"),
+            "setting": row["synchronous_commit"],
+            "commits/s": f"{row['acks_per_second']:.0f}",
+            "acked": int(row["acknowledged"]),
+            "lost: newest standby": int(row["acknowledged_lost"]),
+            "lost: primary": int(row["acknowledged"] - row["primary_acknowledged_found"]),
+            "model: at most": f"{row['model_max_lost']:.1f}",
         })
     return pd.DataFrame(shown)
 
@@ -83,36 +81,35 @@ def chart(run: RecordedRun) -> alt.LayerChart:
     """Acknowledged commits the newest standby lacked (bars) beside the model's most (ticks)."""
     data = cuts(run)
     order = list(data["synchronous_commit"])
+    top = 1.1 * max(data["model_max_lost"].max(), data["acknowledged_lost"].max(), 1)
     bars = alt.Chart(data).mark_bar(color="#0072B2").encode(
         x=alt.X("synchronous_commit:N", sort=order, title="synchronous_commit",
                 axis=alt.Axis(labelAngle=0)),
-        y=alt.Y("acknowledged_lost:Q", title="acknowledged commits lost"),
+        y=alt.Y("acknowledged_lost:Q", title="acknowledged commits lost",
+                scale=alt.Scale(domain=[0, top])),
         tooltip=["synchronous_commit", "acknowledged", "acknowledged_lost",
                  alt.Tooltip("model_max_lost:Q", format=".1f")])
     ticks = alt.Chart(data).mark_tick(color=MODEL_COLOR, thickness=3, size=40).encode(
         x=alt.X("synchronous_commit:N", sort=order), y="model_max_lost:Q")
     return (bars + ticks).properties(
         width=420, height=220,
-        title="After a cut of every copy: what the newest standby lacked (bars) and the "
-              "model's most (ticks)")
+        title=alt.TitleParams("A cut of every copy: commits lost",
+                              subtitle="bars: lacking on the newest standby; ticks: the "
+                                       "model's most"))
 
 
 def figures(run: RecordedRun) -> dict[str, str]:
     """Every number the power-cut section quotes, keyed pc_<setting>_<what>."""
     found: dict[str, str] = {}
     for row in cuts(run).to_dict("records"):
-        key = f"pc_{row['synchronous_commit']}"
-        found[f"{key}_acked"] = str(int(row["acknowledged"]))
-        found[f"{key}_lost"] = str(int(row["acknowledged_lost"]))
-        found[f"{key}_primary_lost"] = str(int(row["acknowledged"]
-                                               - row["primary_acknowledged_found"]))
-        found[f"{key}_rate"] = f"{row['acks_per_second']:.0f}"
-        found[f"{key}_model_max"] = f"{row['model_max_lost']:.1f}"
-        found[f"{key}_model_window_ms"] = f"{row['model_window_ms']:.1f}"
-        found[f"{key}_lost_window_ms"] = f"{row['lost_window_ms']:.0f}"
-        found[f"{key}_boot_s"] = f"{row['boot_s']:.0f}"
-        found[f"{key}_recovery_s"] = f"{row['recovery_s']:.0f}"
+        row["primary_lost"] = row["acknowledged"] - row["primary_acknowledged_found"]
+        for name, (column, form) in CUT_FIGURES.items():
+            found[f"pc_{row['synchronous_commit']}_{name}"] = form.format(row[column])
     data = cuts(run)
+    for row in data.to_dict("records"):  # what a cut took, as a share of the model's most
+        if row["model_max_lost"] > 0:
+            found[f"pc_{row['synchronous_commit']}_share_pct"] = (
+                f"{100 * row['acknowledged_lost'] / row['model_max_lost']:.0f}")
     k = int(data["k"].iloc[0])
     results = run.results
     rtts = sorted(results[(results["workload"] == "ping")
@@ -127,13 +124,28 @@ def figures(run: RecordedRun) -> dict[str, str]:
         "pc_run_id": run.run_id,
         "pc_command": run.meta["parameters"]["command_line"],
     })
-    # The exercise: a busy primary, in the same layout, with the same flush.
-    flush = float(value["flush", "p50_ms"])
-    local = model.window_ms("local", rtts[0], rtts[k - 1], flush)
-    any1 = model.window_ms("remote_write", rtts[0], rtts[0], flush)  # ANY 1: s1's write
+    # The exercise: a busy primary, in the same layout, with the same flush; from the
+    # figures as the page prints them, so that its sums add up on the page.
+    near, one_way, flush = (float(found[f"pc_{name}"])
+                            for name in ("near_rtt_ms", "near_one_way_ms", "flush_p50_ms"))
+    local = round(one_way + flush, 1)  # model.window_ms("local", ...)
+    any1 = round(max(0.0, local - near), 1)  # model.window_ms("remote_write", ...) at k = 1
     found.update({"pc_ex_busy_rate": f"{BUSY_COMMITS_PER_S:,}",
                   "pc_ex_local_window_ms": f"{local:.1f}",
                   "pc_ex_local_lost": f"{model.max_lost(BUSY_COMMITS_PER_S, local):.0f}",
                   "pc_ex_any1_window_ms": f"{any1:.1f}",
                   "pc_ex_any1_lost": f"{model.max_lost(BUSY_COMMITS_PER_S, any1):.0f}"})
     return found
+
+
+def headline(run: RecordedRun) -> pd.DataFrame:
+    """labs.book.compare's headline of a run of the power cuts alone: per setting, the
+    acknowledged commits the newest standby lacked, beside the model's most."""
+    from labs.book.compare import headline_table
+
+    return headline_table([
+        {"measure": "acknowledged commits lost to a cut of every copy",
+         "config": f"synchronous_commit={row['synchronous_commit']}",
+         "value": float(row["acknowledged_lost"]), "unit": "count", "better": "lower",
+         "model": float(row["model_max_lost"])}
+        for row in cuts(run).to_dict("records")])

@@ -1,0 +1,107 @@
+"""The quorum-commit page's power cuts: the companion run it ships with
+(data/runs/quorum-commit/SHIPPED-power-cut), and every sentence of that section that
+describes the run's numbers or shape."""
+
+import pytest
+from conftest import PROJECT_ROOT, glued_names
+
+from labs.models import quorum_power_cut as model
+from labs.quorum_commit import page, power_cut_page
+from labs.quorum_commit.params import CUT_SETTINGS
+
+PAGE = PROJECT_ROOT / "book" / "quorum" / "quorum-commit.md"
+
+
+@pytest.fixture(scope="module")
+def run():
+    return power_cut_page.companion_run()
+
+
+@pytest.fixture(scope="module")
+def figures(run):
+    return power_cut_page.figures(run)
+
+
+@pytest.fixture(scope="module")
+def cuts(run):
+    return power_cut_page.cuts(run).set_index("synchronous_commit")
+
+
+def test_the_companion_is_a_full_run_of_the_power_cuts_alone(run, figures):
+    parameters = run.meta["parameters"]
+    assert parameters["profile"] == "full" and parameters["part"] == "power-cut"
+    assert tuple(parameters["cut_settings"]) == CUT_SETTINGS
+    assert {n for n in glued_names(PAGE) if n.startswith("pc_")} <= set(figures)
+    # A run of the cuts alone feeds the page's comparison with its own headline.
+    headline = page.headline(run)
+    assert list(headline["config"]) == [f"synchronous_commit={s}" for s in CUT_SETTINGS]
+    assert list(headline["value"]) == list(power_cut_page.cuts(run)["acknowledged_lost"])
+    # The main page's figures carry the section's, so the page glues them once.
+    assert page.figures(run) == figures
+
+
+def test_every_cut_committed_and_every_standby_was_counted(run, cuts):
+    assert list(cuts.index) == list(CUT_SETTINGS)
+    assert (cuts["acknowledged"] > 0).all() and (cuts["k"] == 3).all()
+    held = power_cut_page.standbys(run)
+    assert len(held) == 5 * len(CUT_SETTINGS)
+    # The standby the lab chose holds the most; none holds more than the primary.
+    most = held.groupby("synchronous_commit")["acknowledged rows it held"].max()
+    assert (most.reindex(cuts.index) == cuts["acknowledged_found"]).all()
+    assert (cuts["acknowledged_found"] <= cuts["primary_acknowledged_found"]).all()
+
+
+def test_the_windows_are_the_models_from_the_runs_own_round_trips_and_flush(cuts, figures):
+    # "no window" for on and remote_write; local: half the nearest round trip plus a flush.
+    assert cuts.loc["on", "model_window_ms"] == 0
+    assert cuts.loc["remote_write", "model_window_ms"] == 0
+    assert float(figures["pc_kth_rtt_ms"]) > (float(figures["pc_near_one_way_ms"])
+                                              + float(figures["pc_flush_p50_ms"]))
+    assert float(figures["pc_local_model_window_ms"]) == pytest.approx(
+        float(figures["pc_near_one_way_ms"]) + float(figures["pc_flush_p50_ms"]), abs=0.15)
+    assert cuts.loc["off", "model_window_ms"] == pytest.approx(
+        model.ASYNC_FLUSH_WINDOW_MS + cuts.loc["local", "model_window_ms"], abs=0.01)
+
+
+def test_the_exercise_solution_adds_up_as_printed(figures):
+    one_way, flush = float(figures["pc_near_one_way_ms"]), float(figures["pc_flush_p50_ms"])
+    local = float(figures["pc_ex_local_window_ms"])
+    assert f"{one_way + flush:.1f}" == figures["pc_ex_local_window_ms"]
+    # The model's own windows, from the unrounded inputs, agree to the printed digit.
+    assert local == pytest.approx(model.window_ms("local", 2 * one_way, 0, flush), abs=0.15)
+    # ANY 1 under remote_write: s1's flush done, less the round trip that brings its report.
+    any1 = float(figures["pc_ex_any1_window_ms"])
+    assert f"{local - float(figures['pc_near_rtt_ms']):.1f}" == figures["pc_ex_any1_window_ms"]
+    assert any1 > 0
+    busy = int(figures["pc_ex_busy_rate"].replace(",", ""))
+    assert figures["pc_ex_local_lost"] == f"{busy * local / 1000:.0f}"
+    assert figures["pc_ex_any1_lost"] == f"{busy * any1 / 1000:.0f}"
+    assert int(figures["pc_ex_local_lost"]) > int(figures["pc_ex_any1_lost"]) > 0
+    # "the window held less than one commit" under local, at the run's own rate
+    assert float(figures["pc_local_model_max"]) < 1
+
+
+def test_the_safe_and_the_nearly_safe_settings_lost_nothing(cuts):
+    # "with on ... held all; with remote_write all; with local, it held all"
+    for setting in ("on", "remote_write", "local"):
+        assert cuts.loc[setting, "acknowledged_lost"] == 0, setting
+        assert cuts.loc[setting, "primary_acknowledged_found"] == cuts.loc[setting,
+                                                                           "acknowledged"]
+
+
+def test_off_lost_commits_the_primary_lacked_too_within_one_wal_writer_pause(cuts, figures):
+    off = cuts.loc["off"]
+    assert off["acknowledged_lost"] > 0
+    # "the primary's own disk lacked the very same"
+    assert off["acknowledged"] - off["primary_acknowledged_found"] == off["acknowledged_lost"]
+    # "acknowledged X ms before the cut, less than one wal_writer_delay (200 ms)"
+    assert 0 < off["lost_window_ms"] < 200
+    # "the cut stayed under" the model's most
+    assert off["acknowledged_lost"] <= off["model_max_lost"]
+    share_pct = 100 * off["acknowledged_lost"] / off["model_max_lost"]
+    assert figures["pc_off_share_pct"] == f"{share_pct:.0f}" and share_pct < 100
+
+
+def test_each_setting_that_waits_longer_committed_more_slowly(cuts):
+    rates = list(cuts.loc[list(CUT_SETTINGS), "acks_per_second"])
+    assert rates == sorted(rates, reverse=True) and len(set(rates)) == len(rates)
