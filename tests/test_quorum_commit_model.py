@@ -124,16 +124,19 @@ def test_too_little_memory_is_refused_before_anything_is_made(monkeypatch):
 def test_the_window_shrinks_as_the_commit_waits_for_more():
     from labs.models import quorum_power_cut as cut
 
-    near, kth, flush = 2.6, 20.7, 2.9  # the round trips and flush of a recorded run, ms
-    windows = [cut.window_ms(s, near, kth, flush) for s in cut.SETTINGS]
+    # The way to s1, the round trip to s1 and to the third, a flush (a recorded run's, ms).
+    out, near, kth, flush = 0.34, 2.7, 20.8, 2.8
+    windows = [cut.window_ms(s, out, kth, flush) for s in cut.SETTINGS]
     assert windows == sorted(windows, reverse=True)
-    assert cut.window_ms("off", near, kth, flush) == pytest.approx(600 + 1.3 + 2.9)
-    assert cut.window_ms("local", near, kth, flush) == pytest.approx(1.3 + 2.9)
-    # The third answer, 20.7 ms away, comes long after the nearest standby flushed.
-    assert cut.window_ms("remote_write", near, kth, flush) == 0
+    assert cut.window_ms("off", out, kth, flush) == pytest.approx(600 + 0.34 + 2.8)
+    assert cut.window_ms("local", out, kth, flush) == pytest.approx(0.34 + 2.8)
+    # The third answer, 20.8 ms away, comes long after the nearest standby flushed.
+    assert cut.window_ms("remote_write", out, kth, flush) == 0
     # With the nearest standby's answer alone (ANY 1), its flush outlasts the answer.
-    assert cut.window_ms("remote_write", near, near, flush) == pytest.approx(1.3 + 2.9 - 2.6)
-    assert cut.window_ms("on", near, kth, flush) == 0
+    assert cut.window_ms("remote_write", out, near, flush) == pytest.approx(0.34 + 2.8 - 2.7)
+    # On a symmetric network the way out is half the round trip: a longer window.
+    assert cut.window_ms("local", near / 2, kth, flush) > cut.window_ms("local", out, kth, flush)
+    assert cut.window_ms("on", out, kth, flush) == 0
     assert cut.max_lost(100.0, 600.0) == pytest.approx(60.0)
     with pytest.raises(UsageError, match="synchronous_commit='sometimes'"):
-        cut.window_ms("sometimes", near, kth, flush)
+        cut.window_ms("sometimes", out, kth, flush)

@@ -3,21 +3,29 @@ disk is lost with it (pure).
 
 The question is the one a failover asks: is every acknowledged commit on the disk of some
 standby? A commit is exposed from the moment its client hears "done" until its WAL is on a
-standby's disk; a cut in that window loses it. How long the window is depends on what the
-primary waited for (`synchronous_commit`), with the standbys of synchronous_standby_names:
+standby's disk; a cut in that window can take it. The WAL leaves the primary once the primary
+has flushed it (a primary sends only flushed WAL); it is on the nearest standby's disk after
+its way there and a flush. How long the window is depends on what the primary waited for
+(`synchronous_commit`), with the standbys of synchronous_standby_names:
 
     on, remote_apply  the k standbys flushed before the answer: no window
-    remote_write      the answer comes with the k-th standby's report that it *wrote* the WAL
-                      (into its memory), one k-th round trip after the WAL left the primary;
-                      the nearest standby has it on its disk half its round trip plus a flush
-                      after it left: exposed for whatever of that outlasts the answer
+    remote_write      the answer comes with the k-th standby's report that it has written the
+                      WAL (to its operating system, not yet flushed), one k-th round trip
+                      after the WAL left: exposed for whatever of the nearest standby's way
+                      and flush outlasts that
     local             the answer comes once the primary flushed, as the WAL leaves for the
-                      standbys: exposed for half the nearest round trip plus a flush
-    off               the answer comes before the primary flushed; its WAL writer flushes (and
-                      only flushed WAL is sent) within three wal_writer_delay, 600 ms by
-                      default (the manual's chapter on asynchronous commit): that, on top
+                      standbys: exposed for the way to the nearest standby and a flush
+    off               the answer comes before the primary flushed; its WAL writer flushes
+                      within three wal_writer_delay, 600 ms by default (the manual's chapter
+                      on asynchronous commit): that, on top of local's window
 
-The commits a cut can take: the acknowledgement rate times the window.
+The way to a standby is half the round trip on a network that delays both ways. The lab's
+netem delays only what a standby sends (labs/infra/netns.py), so there the WAL's way out is
+half the round trip without the added delay.
+
+The commits a cut can take: the acknowledgement rate times the window. For `off` that is a
+ceiling (the manual's worst case); for `local` and `remote_write` an estimate (the median
+flush).
 """
 
 from __future__ import annotations
@@ -30,14 +38,15 @@ ASYNC_FLUSH_WINDOW_MS = 3 * 200.0
 SETTINGS = ("off", "local", "remote_write", "on", "remote_apply")
 
 
-def window_ms(setting: str, nearest_rtt_ms: float, kth_rtt_ms: float, flush_ms: float) -> float:
+def window_ms(setting: str, to_standby_ms: float, kth_rtt_ms: float, flush_ms: float) -> float:
     """How long an acknowledged commit can be on no standby's disk (0: never).
 
-    nearest_rtt_ms: the round trip to the nearest standby; kth_rtt_ms: to the k-th nearest
-    (the one whose answer the commit waits for); flush_ms: a standby's write and flush."""
+    to_standby_ms: the WAL's way to the nearest standby; kth_rtt_ms: the round trip to the
+    k-th nearest (the one whose answer the commit waits for); flush_ms: a standby's write and
+    flush."""
     if setting not in SETTINGS:
         raise UsageError(f"synchronous_commit={setting!r}: not one of {', '.join(SETTINGS)}")
-    on_nearest_disk_ms = nearest_rtt_ms / 2 + flush_ms  # after the WAL left the primary
+    on_nearest_disk_ms = to_standby_ms + flush_ms  # after the WAL left the primary
     if setting in ("on", "remote_apply"):
         return 0.0
     if setting == "remote_write":

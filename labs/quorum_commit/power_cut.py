@@ -36,16 +36,20 @@ def cuts(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress, di
          flush_ms: float, rtts: dict[int, float]) -> None:
     """One power cut per setting of p.cut_settings, in that order."""
     rng = random.Random(p.seed)
-    order = sorted(rtts.values())
+    kth_rtt_ms = sorted(rtts.values())[p.quorum - 1]
+    # netem holds only what a standby sends: the WAL's way out is half the round trip
+    # without the added delay.
+    to_standby_ms = min((rtt - p.added_rtt_ms(n, "even")) / 2 for n, rtt in rtts.items())
     names = f"ANY {p.quorum} ({', '.join(s.name for s in copies.standbys)})"
     copies.set_sync(names)
     for number, setting in enumerate(p.cut_settings, 1):
-        window = model.window_ms(setting, order[0], order[p.quorum - 1], flush_ms)
-        cut_once(copies, rec, p, progress, disk, number, setting, rng, window)
+        window = model.window_ms(setting, to_standby_ms, kth_rtt_ms, flush_ms)
+        cut_once(copies, rec, p, progress, disk, number, setting, rng, window, to_standby_ms)
 
 
 def cut_once(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress, disk: str,
-             number: int, setting: str, rng: random.Random, window: float) -> None:
+             number: int, setting: str, rng: random.Random, window: float,
+             to_standby_ms: float) -> None:
     ws, primary = copies.ws, copies.primary
     host = ws.host
     label = f"power cut {number} (synchronous_commit={setting})"
@@ -114,6 +118,7 @@ def cut_once(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress
     add("lost_window_ms", lost_window_ms(writer.acks, newest[chosen], cut_at), "ms")
     add("primary_acknowledged_found", on_primary, "count")
     add("acks_per_second", round(rate, 2), "tps")
+    add("model_to_standby_ms", round(to_standby_ms, 3), "ms")  # the WAL's way to a standby
     add("model_window_ms", round(window, 3), "ms")
     add("model_max_lost", round(model.max_lost(rate, window), 3), "count")
     add("cut_after_s", round(cut_at, 2), "s")

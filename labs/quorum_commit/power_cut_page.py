@@ -21,7 +21,7 @@ COMPANION = f"{SHIPPED_FILE}-power-cut"
 # Each cut's figures: pc_<setting>_<name> -> (its column in `cuts`, its format).
 CUT_FIGURES = {"acked": ("acknowledged", "{:.0f}"), "lost": ("acknowledged_lost", "{:.0f}"),
                "primary_lost": ("primary_lost", "{:.0f}"), "rate": ("acks_per_second", "{:.0f}"),
-               "model_max": ("model_max_lost", "{:.1f}"),
+               "model_max": ("model_max_lost", "count"),
                "model_window_ms": ("model_window_ms", "{:.1f}"),
                "lost_window_ms": ("lost_window_ms", "{:.0f}"), "boot_s": ("boot_s", "{:.0f}"),
                "recovery_s": ("recovery_s", "{:.0f}")}
@@ -72,7 +72,7 @@ def table(run: RecordedRun) -> pd.DataFrame:
             "acked": int(row["acknowledged"]),
             "lost: newest standby": int(row["acknowledged_lost"]),
             "lost: primary": int(row["acknowledged"] - row["primary_acknowledged_found"]),
-            "model: at most": f"{row['model_max_lost']:.1f}",
+            "model: at most": count_text(row["model_max_lost"]),
         })
     return pd.DataFrame(shown)
 
@@ -98,26 +98,40 @@ def chart(run: RecordedRun) -> alt.LayerChart:
                                        "model's most"))
 
 
+def count_text(commits: float) -> str:
+    """A model's count of commits: '217', or '0.2' below ten (a part of a commit)."""
+    return f"{commits:.0f}" if commits >= 10 else f"{commits:.1f}"
+
+
 def figures(run: RecordedRun) -> dict[str, str]:
     """Every number the power-cut section quotes, keyed pc_<setting>_<what>."""
     found: dict[str, str] = {}
     for row in cuts(run).to_dict("records"):
         row["primary_lost"] = row["acknowledged"] - row["primary_acknowledged_found"]
         for name, (column, form) in CUT_FIGURES.items():
-            found[f"pc_{row['synchronous_commit']}_{name}"] = form.format(row[column])
+            found[f"pc_{row['synchronous_commit']}_{name}"] = (
+                count_text(row[column]) if form == "count" else form.format(row[column]))
     data = cuts(run)
-    for row in data.to_dict("records"):  # what a cut took, as a share of the model's most
-        if row["model_max_lost"] > 0:
-            found[f"pc_{row['synchronous_commit']}_share_pct"] = (
+    for row in data.to_dict("records"):
+        key = f"pc_{row['synchronous_commit']}"
+        if row["model_max_lost"] > 0:  # what the cut took, as a share of the model's most
+            found[f"{key}_share_pct"] = (
                 f"{100 * row['acknowledged_lost'] / row['model_max_lost']:.0f}")
+        if row["acknowledged_lost"] > 0:  # how long the lost commits took to make, at the rate
+            found[f"{key}_lost_span_ms"] = (
+                f"{1000 * row['acknowledged_lost'] / row['acks_per_second']:.0f}")
+    found.update(standby_figures(run))
     k = int(data["k"].iloc[0])
     results = run.results
-    rtts = sorted(results[(results["workload"] == "ping")
-                          & (results["metric"] == "rtt_p50_ms")]["value"])
+    ping = results[(results["workload"] == "ping") & (results["metric"] == "rtt_p50_ms")]
+    rtts = sorted(ping["value"])
+    # The WAL's way to a standby: netem holds only what a standby sends, so half the round
+    # trip without the added delay (the lab's power_cut.cuts computes it the same way).
+    to_standby = float(((ping["value"] - ping["added_rtt_ms"]) / 2).min())
     value = results.set_index(["config", "metric"])["value"]
     found.update({
         "pc_k": str(k), "pc_cuts": str(len(data)),
-        "pc_near_rtt_ms": f"{rtts[0]:.1f}", "pc_near_one_way_ms": f"{rtts[0] / 2:.1f}",
+        "pc_near_rtt_ms": f"{rtts[0]:.1f}", "pc_to_standby_ms": f"{to_standby:.2f}",
         "pc_kth_rtt_ms": f"{rtts[k - 1]:.1f}",
         "pc_flush_p50_ms": f"{value['flush', 'p50_ms']:.1f}",
         "pc_wall_time_min": f"{value['lab', 'wall_time'] / 60:.0f}",
@@ -126,15 +140,37 @@ def figures(run: RecordedRun) -> dict[str, str]:
     })
     # The exercise: a busy primary, in the same layout, with the same flush; from the
     # figures as the page prints them, so that its sums add up on the page.
-    near, one_way, flush = (float(found[f"pc_{name}"])
-                            for name in ("near_rtt_ms", "near_one_way_ms", "flush_p50_ms"))
-    local = round(one_way + flush, 1)  # model.window_ms("local", ...)
-    any1 = round(max(0.0, local - near), 1)  # model.window_ms("remote_write", ...) at k = 1
+    near, to_standby, flush = (float(found[f"pc_{name}"])
+                               for name in ("near_rtt_ms", "to_standby_ms", "flush_p50_ms"))
+    local = model.window_ms("local", to_standby, near, flush)
+    any1 = model.window_ms("remote_write", to_standby, near, flush)  # ANY 1: s1's report
     found.update({"pc_ex_busy_rate": f"{BUSY_COMMITS_PER_S:,}",
-                  "pc_ex_local_window_ms": f"{local:.1f}",
+                  "pc_ex_local_window_ms": f"{local:.2f}",
                   "pc_ex_local_lost": f"{model.max_lost(BUSY_COMMITS_PER_S, local):.0f}",
-                  "pc_ex_any1_window_ms": f"{any1:.1f}",
+                  "pc_ex_any1_window_ms": f"{any1:.2f}",
                   "pc_ex_any1_lost": f"{model.max_lost(BUSY_COMMITS_PER_S, any1):.0f}"})
+    return found
+
+
+def standby_figures(run: RecordedRun) -> dict[str, str]:
+    """After which cuts the five standbys held the same rows (pc_same_settings), and after
+    the others which one held the fewest: pc_<setting>_fewest_standby, _fewest_held, _zone."""
+    held = standbys(run)
+    results = run.results
+    zones = results[results["workload"] == "ping"].set_index("standby")["zone"]
+    same, found = [], {}
+    for setting, rows in held.groupby("synchronous_commit", sort=False):
+        counts = rows["acknowledged rows it held"]
+        if counts.nunique() == 1 and rows["replay position"].nunique() == 1:
+            same.append(setting)
+            continue
+        fewest = rows.loc[counts.idxmin()]
+        found.update({f"pc_{setting}_fewest_standby": fewest["standby"],
+                      f"pc_{setting}_fewest_held": str(int(fewest["acknowledged rows it held"])),
+                      f"pc_{setting}_fewest_zone": str(int(zones[fewest["standby"]].iloc[0]))})
+    words = same  # (plain: a glued figure is text, not Markdown)
+    found["pc_same_settings"] = (", ".join(words[:-1]) + " and " + words[-1]
+                                 if len(words) > 1 else "".join(words))
     return found
 
 
