@@ -95,12 +95,9 @@ def failover(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progres
     stream = AckStream(POSTGRES.insert_loop(data))
     started = time.monotonic()
     stream.start(primary.host, started)
-    deadline = started + FIRST_ACK_TIMEOUT_S
-    while not stream.acks:
-        if (stream.thread and not stream.thread.is_alive()) or time.monotonic() > deadline:
-            raise LabError(f"{config}: the client committed nothing "
-                           f"({stream.ended or f'no answer within {FIRST_ACK_TIMEOUT_S} s'})")
-        time.sleep(0.1)
+    why = stream.wait_for_first(FIRST_ACK_TIMEOUT_S)
+    if why:
+        raise LabError(f"{config}: the client committed nothing ({why})")
     time.sleep(params.drill_s)
     try:
         cut_at = fail(pair, data, added_rtt_ms)

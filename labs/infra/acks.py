@@ -8,6 +8,7 @@ count of lost records smaller, never larger.
 
     stream = AckStream(command)
     stream.start(host, started=time.monotonic())
+    why = stream.wait_for_first(timeout_s=120)   # None once the first acknowledgement came
     ... stream.acked, stream.rate(), stream.ended
 """
 
@@ -48,6 +49,16 @@ class AckStream:
 
         self.thread = threading.Thread(target=read, daemon=True)
         self.thread.start()
+
+    def wait_for_first(self, timeout_s: float) -> str | None:
+        """Wait for the first acknowledgement: None once it came, else why it did not (the
+        loop ended, or nothing within timeout_s)."""
+        deadline = time.monotonic() + timeout_s
+        while not self.acks:
+            if (self.thread and not self.thread.is_alive()) or time.monotonic() > deadline:
+                return self.ended or f"no answer within {timeout_s:g} s"
+            time.sleep(0.1)
+        return None
 
     @property
     def acked(self) -> int:

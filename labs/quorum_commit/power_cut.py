@@ -67,12 +67,9 @@ def cut_once(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress
                                                                  socket=primary.socket))
     began = time.monotonic()
     writer.start(host, began)
-    deadline = time.monotonic() + 120
-    while not writer.acks:
-        if time.monotonic() > deadline or not writer.thread.is_alive():
-            raise LabError(f"{label}: the client committed nothing "
-                           f"({writer.ended or 'no answer within 120 s'})")
-        time.sleep(0.1)
+    why = writer.wait_for_first(timeout_s=120)
+    if why:
+        raise LabError(f"{label}: the client committed nothing ({why})")
     time.sleep(p.phase_s * (2 / 3 + rng.random() / 3))  # the cut lands in the last third
     # The power cut: QEMU dies at once; the guest's memory is gone, its disks stay.
     cut_at, boot_s = power.cut_then_boot(

@@ -257,12 +257,9 @@ def drill(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress) -
                        value=int(model.commits_go_on(standbys_up, k)), unit="count",
                        standbys_up=standbys_up, k=k)
 
-    deadline = time.monotonic() + 120
-    while not writer.acks:
-        if time.monotonic() > deadline or not writer.thread.is_alive():
-            why = writer.ended or "no answer within 120 s"
-            raise LabError(f"the drill's client committed nothing ({why})")
-        time.sleep(0.1)
+    why = writer.wait_for_first(timeout_s=120)
+    if why:
+        raise LabError(f"the drill's client committed nothing ({why})")
     phase("all up", STANDBYS)
     time.sleep(p.phase_s)
     zone = ", ".join(f"s{n}" for n in lost)

@@ -113,11 +113,9 @@ class PowerCut:
         before = self.leg_stats()
         started = time.monotonic()
         stream.start(host, started)
-        while not stream.acks:
-            if not stream.thread.is_alive() or time.monotonic() > started + FIRST_ACK_TIMEOUT_S:
-                raise LabError(f"{DRILL}: the writer wrote nothing "
-                               f"({stream.ended or f'no answer in {FIRST_ACK_TIMEOUT_S} s'})")
-            time.sleep(0.1)
+        why = stream.wait_for_first(FIRST_ACK_TIMEOUT_S)
+        if why:
+            raise LabError(f"{DRILL}: the writer wrote nothing ({why})")
         writing = time.monotonic()
         time.sleep(write_s * (2 / 3 + rng.random() / 3))
         backlog, slow = self.just_before_the_cut(array, before)
