@@ -8,19 +8,20 @@ from __future__ import annotations
 import json
 import socket
 import threading
-import time
 
 import pytest
 
 from labs.infra.vm import throttle
 
 
-def one_client_at_a_time_monitor(path: str, stop: threading.Event) -> None:
+def one_client_at_a_time_monitor(path: str, stop: threading.Event,
+                                  listening: threading.Event) -> None:
     """The first client gets no greeting (it is interrupted while it waits); every later one
     gets a greeting and an answer to each command."""
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(path)
     server.listen(1)
+    listening.set()  # the socket file exists from bind(); connecting works from here
     server.settimeout(0.2)
     first = True
     while not stop.is_set():
@@ -44,14 +45,11 @@ def one_client_at_a_time_monitor(path: str, stop: threading.Event) -> None:
 
 def test_an_interrupted_call_lets_go_of_the_monitor(tmp_path, monkeypatch):
     path = str(tmp_path / "qmp.sock")
-    stop = threading.Event()
-    monitor = threading.Thread(target=one_client_at_a_time_monitor, args=(path, stop),
-                               daemon=True)
+    stop, listening = threading.Event(), threading.Event()
+    monitor = threading.Thread(target=one_client_at_a_time_monitor,
+                               args=(path, stop, listening), daemon=True)
     monitor.start()
-    for _ in range(100):  # until the monitor listens
-        if (tmp_path / "qmp.sock").exists():
-            break
-        time.sleep(0.05)
+    assert listening.wait(timeout=5), "the stand-in monitor never listened"
     monkeypatch.setattr(throttle, "_socket_path", lambda name: path)
     monkeypatch.setattr(throttle, "TIMEOUT_S", 1)
     try:
