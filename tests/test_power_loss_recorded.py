@@ -55,7 +55,9 @@ def test_the_unsafe_losses_are_what_the_page_says(run, table):
     within_time = (unsafe["lost_ms"] <= unsafe["bound_ms"]).all()
     assert figures["unsafe_time_sentence"].startswith("Every" if within_time else "Some")
     within_count = (unsafe["acknowledged_lost"] <= unsafe["model_max_lost"]).all()
-    assert figures["unsafe_within_count"] == ("within" if within_count else "not always within")
+    assert figures["unsafe_within_count"] == (
+        "every cut's loss stayed within" if within_count else
+        "not every cut's loss stayed within")
     if not within_count:
         # the note explains the worst cut with the commits of its last window, counted here
         # again from the raw acknowledgements
@@ -72,8 +74,19 @@ def test_the_unsafe_losses_are_what_the_page_says(run, table):
                 f"{worst['acknowledged_lost']:.0f} of them" in figures["unsafe_count_note"])
     else:
         assert figures["unsafe_count_note"] == ""
-    every = (unsafe["acknowledged_lost"] > 0).all()
-    assert figures["unsafe_loss_pattern"].startswith("both of them" if every else "a loss in")
+    # "PostgreSQL lost commits in 2 of the 3 cuts, InnoDB in every cut"
+    pattern = figures["unsafe_loss_pattern"]
+    if (unsafe["acknowledged_lost"] > 0).all():
+        assert pattern == "both lost commits in every cut"
+    for engine, name in (("postgres", "PostgreSQL"), ("mariadb", "InnoDB")):
+        rows = unsafe[unsafe["engine"] == engine]
+        lossy = int((rows["acknowledged_lost"] > 0).sum())
+        if 0 < lossy < len(rows):
+            assert f"{name} lost commits in {lossy} of the {len(rows)} cuts" in pattern \
+                or f"{name} in {lossy} of the {len(rows)} cuts" in pattern, pattern
+        elif lossy == len(rows) and "both" not in pattern:
+            assert f"{name} in every cut" in pattern \
+                or f"{name} lost commits in every cut" in pattern, pattern
     assert (unsafe["acknowledged_lost"] > 0).any()  # the lesson needs at least one loss
 
 
@@ -104,7 +117,10 @@ def test_the_wakeups_solution_says_what_its_numbers_say(run):
     wakeups = float(figures["ex_wakeups"])
     verdict = figures["ex_wakeups_verdict"]
     assert verdict.startswith("more than one") == (1 < wakeups <= 3)
-    assert (verdict == "no more than one wake-up") == (wakeups <= 1)
+    assert verdict.startswith("no more than one wake-up") == (wakeups <= 1)
+    # "... : 25 % of the manual's bound of three (600 ms)"
+    if wakeups <= 3:
+        assert f"{float(figures['ex_lost_ms']) / 600 * 100:.0f} % of the manual's bound" in verdict
 
 
 def test_every_database_recovered_and_answered(table):
@@ -212,3 +228,17 @@ def test_the_quoted_fatal_line_is_in_its_cuts_log(run, torn_table):
     assert f"FATAL:  {figures['torn_fatal_quote']}" in log
     unsafe = torn_table[torn_table["safety"] == "unsafe"]
     assert (unsafe["recovered_alone"] == 0).any()
+
+
+def test_the_boot_times_and_the_unacknowledged_rows_are_as_the_page_gives_them(run, table):
+    figures = page.figures(run)
+    # "The VM took about 23 s to boot again after each cut" (or "22 to 25 s")
+    low, high = round(table["boot_s"].min()), round(table["boot_s"].max())
+    assert figures["boot_s"] == (f"about {low}" if low == high else f"{low} to {high}")
+    # "found N rows that the controller never saw acknowledged (all of them under the safe
+    # settings)"
+    found = table.groupby("safety")["unacknowledged_found"].sum()
+    assert int(figures["unacked_found"]) == found.sum()
+    where = figures["unacked_where"]
+    assert ("safe settings" in where) == (found.get("safe", 0) > 0)
+    assert ("unsafe" in where) == (found.get("unsafe", 0) > 0)

@@ -86,6 +86,9 @@ def test_innochecksum_failures_are_counted_per_file():
     assert innochecksum.invalid_pages(report) == {"/torn/m/lab/pages.ibd": 2,
                                           "/torn/m/mysql/innodb_index_stats.ibd": 0,
                                           "/torn/m/mysql/gtid_slave_pos.ibd": 1}
+    assert innochecksum.invalid_page_numbers(report) == {
+        "/torn/m/lab/pages.ibd": {12, 400}, "/torn/m/mysql/innodb_index_stats.ibd": set(),
+        "/torn/m/mysql/gtid_slave_pos.ibd": {3}}
     command = innochecksum.checksum_command("/torn/m")
     assert "find /torn/m -name '*.ibd'" in command and "ibdata1" not in command
 

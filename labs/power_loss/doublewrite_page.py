@@ -18,7 +18,7 @@ from labs.power_loss.torn_page import (
     wrapping_header,
 )
 from labs.records import RecordedRun
-from labs.tools import mariadb
+from labs.tools import innochecksum, mariadb
 
 SETTING_LABELS = {"innodb_doublewrite=ON": "innodb_doublewrite = ON",
                   "innodb_doublewrite=OFF": "innodb_doublewrite = OFF"}
@@ -111,6 +111,13 @@ def first_line(path: Path, words: str) -> str:
     return ""
 
 
+def more_or_fewer(error_pct: float) -> str:
+    """"5 % fewer" / "5 % more" / "as many": a count against another, in words."""
+    if round(error_pct) == 0:
+        return "as many as"
+    return f"{abs(error_pct):.0f} % {'fewer' if error_pct < 0 else 'more'} than"
+
+
 def span(values: pd.Series) -> str:
     """"12" for one value or equal values, "12 to 30" otherwise."""
     low, high = int(values.min()), int(values.max())
@@ -167,8 +174,8 @@ def doublewrite_figures(run: RecordedRun) -> dict[str, str]:
         "dw_unsafe_rows_per_page": f"{per_page:.1f}",
         "dw_unsafe_rows_verdict": (
             "no more than the two rows a page holds" if per_page <= ROWS_PER_PAGE else
-            "more than the two rows a page holds: the lookups of rows next to a damaged page "
-            "failed too"),
+            "more than the two rows a page holds: rows next to a damaged page could not be "
+            "read either (the lab does not look into why)"),
         "dw_unsafe_lost": f"{int(unsafe['acknowledged_lost'].sum()):,}",
         "dw_unsafe_updated": f"{int(unsafe['rows_updated'].sum()):,}",
         "dw_unsafe_damaged": f"{int(unsafe['damaged_pages'].sum())}",
@@ -176,7 +183,7 @@ def doublewrite_figures(run: RecordedRun) -> dict[str, str]:
         "dw_torn_total": f"{int(torn_total)}",
         "dw_model_error": f"{(torn_total - model_total) / model_total * 100:+.0f} %",
         "dw_hold_updates": str(in_hold),
-        "dw_hold_error": f"{(torn_total - in_hold) / in_hold * 100:+.0f} %",
+        "dw_hold_error": more_or_fewer((torn_total - in_hold) / in_hold * 100),
         "dw_hold_apart": f"{hold_apart:.0f}",
         "dw_hold_verdict": (
             "the ten-second rate fits the torn pages better than the last second does"
@@ -229,14 +236,29 @@ def updates_in_hold(run: RecordedRun, row) -> int:
 
 
 def named_verdict(run: RecordedRun, failed: pd.DataFrame) -> str:
-    """Whether, in every cut where recovery failed, its log named each page of the table that
-    innochecksum had found torn (as "unable to apply log to corrupted page N")."""
-    named = [len(mariadb.unusable_pages(raw_file(run, "off", row.cut, ".log").read_text(
-                 errors="replace"))) for row in failed.itertuples()]
-    torn_pages = [int(row.torn_table_pages) for row in failed.itertuples()]
-    if named == torn_pages:
+    """Whether, in every cut where recovery failed, its log named (as "unable to apply log to
+    corrupted page N in file F") the very pages innochecksum had found torn before it, page
+    by page and file by file."""
+    named, torn = [], []
+    for row in failed.itertuples():
+        log = raw_file(run, "off", row.cut, ".log").read_text(errors="replace")
+        named.append({(table_file(name), page) for name, page in mariadb.unusable_pages(log)})
+        report = raw_file(run, "off", row.cut, "-checksums-before.txt").read_text(
+            errors="replace")
+        torn.append({(table_file(name), page)
+                     for name, pages in innochecksum.invalid_page_numbers(report).items()
+                     for page in pages})
+    if named == torn:
         return "exactly the pages innochecksum had found torn"
-    return f"{sum(named)} pages in all, where innochecksum had found {sum(torn_pages)} torn"
+    same = sum(len(n & t) for n, t in zip(named, torn, strict=True))
+    return (f"{sum(map(len, named))} pages in all, where innochecksum had found "
+            f"{sum(map(len, torn))} torn, {same} of them the same")
+
+
+def table_file(path: str) -> str:
+    """A table file's database folder and name ("lab/pages.ibd"), however a tool spells its
+    path ("./lab/pages.ibd" in the server's log, the full path in innochecksum's report)."""
+    return "/".join(path.split("/")[-2:])
 
 
 def rate_figures(table: pd.DataFrame) -> dict[str, str]:

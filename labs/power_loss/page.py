@@ -15,6 +15,7 @@ from labs.power_loss.params import Parameters
 from labs.records import RecordedRun, run_summary
 
 LABELS = {"postgres": "PostgreSQL", "mariadb": "MariaDB (InnoDB)"}
+ENGINE_NAMES = {"postgres": "PostgreSQL", "mariadb": "InnoDB"}
 
 
 def outcomes(run: RecordedRun) -> pd.DataFrame:
@@ -71,7 +72,6 @@ def run_figures(run: RecordedRun) -> dict[str, str]:
     safe, unsafe = table[table["safety"] == "safe"], table[table["safety"] == "unsafe"]
     within_time = (unsafe["lost_ms"] <= unsafe["bound_ms"]).all()
     within_count = (unsafe["acknowledged_lost"] <= unsafe["model_max_lost"]).all()
-    with_loss, legs = int((unsafe["acknowledged_lost"] > 0).sum()), len(unsafe)
     figures = {
         "cuts": str(int(table["cut"].max())),
         "acked_total": f"{int(table['acknowledged'].sum()):,}",
@@ -79,20 +79,19 @@ def run_figures(run: RecordedRun) -> dict[str, str]:
         "safe_acked": f"{int(safe['acknowledged'].sum()):,}",
         "unsafe_lost": f"{int(unsafe['acknowledged_lost'].sum())}",
         "unsafe_acked": f"{int(unsafe['acknowledged'].sum()):,}",
-        "unsafe_loss_pattern": ("both of them lost commits in every cut" if with_loss == legs
-                                else f"a loss in {with_loss} of the {legs} pairs of an unsafe "
-                                     "database and a cut"),
+        "unsafe_loss_pattern": loss_pattern(unsafe),
         "unsafe_time_sentence": (
             "Every lost commit had been acknowledged within the model's window before the cut."
             if within_time else "Some lost commits had been acknowledged earlier before the "
                                 "cut than the model's window allows: the bound did not hold."),
-        "unsafe_within_count": "within" if within_count else "not always within",
+        "unsafe_within_count": ("every cut's loss stayed within" if within_count else
+                                "not every cut's loss stayed within"),
         "unsafe_count_note": "" if within_count else over_count_note(run, unsafe),
-        "boot_min_s": f"{table['boot_s'].min():.0f}",
-        "boot_max_s": f"{table['boot_s'].max():.0f}",
+        "boot_s": boot_span(table["boot_s"]),
         # "in at most N s": rounded up to a tenth, so that N is never below the longest.
         "recovery_max_s": f"{math.ceil(table['recovery_s'].max() * 10) / 10:.1f}",
         "unacked_found": f"{int(table['unacknowledged_found'].sum())}",
+        "unacked_where": unacked_where(table),
         "unsafe_lost_max": f"{int(unsafe['acknowledged_lost'].max())}",
     }
     rates = {}
@@ -112,6 +111,38 @@ def run_figures(run: RecordedRun) -> dict[str, str]:
             f"each of the {short} cuts that took commits" if short == len(lossy)
             else f"{short} of the {len(lossy)} cuts that took commits")
     return figures
+
+
+def loss_pattern(unsafe: pd.DataFrame) -> str:
+    """In how many cuts each unsafe database lost commits: "PostgreSQL lost commits in 2 of
+    the 3 cuts, InnoDB in every cut"."""
+    pieces = []
+    for engine, rows in unsafe.groupby("engine", sort=False):
+        lossy = int((rows["acknowledged_lost"] > 0).sum())
+        pieces.append(f"{ENGINE_NAMES[engine]} " + (
+            "in every cut" if lossy == len(rows) else "in no cut" if lossy == 0 else
+            f"in {lossy} of the {len(rows)} cuts"))
+    if all(piece.endswith("in every cut") for piece in pieces):
+        return "both lost commits in every cut"
+    first, *rest = pieces
+    return ", ".join([first.replace(" in ", " lost commits in ", 1), *rest])
+
+
+def boot_span(boot_s: pd.Series) -> str:
+    """"about 23" when every boot took the same whole number of seconds, "22 to 25" if not."""
+    low, high = round(boot_s.min()), round(boot_s.max())
+    return f"about {low}" if low == high else f"{low} to {high}"
+
+
+def unacked_where(table: pd.DataFrame) -> str:
+    """Under which settings the rows nobody saw acknowledged were found."""
+    found = table.groupby("safety")["unacknowledged_found"].sum()
+    safe, unsafe = int(found.get("safe", 0)), int(found.get("unsafe", 0))
+    if not unsafe:
+        return "all of them under the safe settings"
+    if not safe:
+        return "all of them under the unsafe settings"
+    return f"{safe} under the safe settings and {unsafe} under the unsafe ones"
 
 
 def chart(run: RecordedRun) -> alt.LayerChart:
@@ -156,6 +187,7 @@ def exercise_figures(run: RecordedRun) -> dict[str, str]:
     pg_bound = model.max_lost("postgres", "synchronous_commit", "off", rate_per_s)
     innodb_bound = model.max_lost("mariadb", "innodb_flush_log_at_trx_commit", "0", rate_per_s)
     wakeups = worst["lost_ms"] / 200
+    of_bound = f"{worst['lost_ms'] / 600 * 100:.0f} % of the manual's bound of three (600 ms)"
     return {
         "ex_rate": f"{rate_per_s:,}",
         "ex_pg_bound": f"{pg_bound:,.0f}", "ex_innodb_bound": f"{innodb_bound:,.0f}",
@@ -163,9 +195,9 @@ def exercise_figures(run: RecordedRun) -> dict[str, str]:
         "ex_lost": f"{int(worst['acknowledged_lost'])}",
         "ex_lost_ms": f"{worst['lost_ms']:.0f}",
         "ex_wakeups": f"{wakeups:.1f}",
-        "ex_wakeups_verdict": ("more than one wake-up, and within the three the manual allows"
-                               if 1 < wakeups <= 3 else
-                               "no more than one wake-up" if wakeups <= 1 else
+        "ex_wakeups_verdict": (f"more than one wake-up, and within the three the manual "
+                               f"allows: {of_bound}" if 1 < wakeups <= 3 else
+                               f"no more than one wake-up: {of_bound}" if wakeups <= 1 else
                                "more than the three wake-ups the manual allows"),
     }
 

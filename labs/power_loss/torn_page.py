@@ -111,9 +111,12 @@ def exercise_figures(lab_pages_per_s: float | None = None) -> dict[str, str]:
                "ex_torn_window_us": f"{window_s * 1e6:.0f}", "ex_torn_per_cut": f"{busy:.1f}"}
     if lab_pages_per_s:
         lab = model.torn_pages("unsafe", lab_pages_per_s, window_s)
+        # "one torn page in about N cuts", from the per-cut figure as printed, so that a
+        # reader's own division gives the same N
+        lab_shown = max(float(f"{lab:.4f}"), 0.0001)
         figures.update({"ex_torn_lab_rate": f"{lab_pages_per_s:.0f}",
-                        "ex_torn_lab_per_cut": f"{lab:.4f}",
-                        "ex_torn_lab_cuts": f"{round(1 / lab, -1):,.0f}"})
+                        "ex_torn_lab_per_cut": f"{lab_shown:.4f}",
+                        "ex_torn_lab_cuts": f"{round(1 / lab_shown, -1):,.0f}"})
     return figures
 
 

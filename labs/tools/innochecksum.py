@@ -2,6 +2,7 @@
 
     command = checksum_command("/data/db")     # every table file (*.ibd) under a folder
     invalid_pages(report)                       # {file: pages whose checksum failed}
+    invalid_page_numbers(report)                # {file: {page numbers}}
 
 The server must not be running. `--allow-mismatches` lets it go on past a bad page: it then
 prints "Fail: page::12 invalid" for each one.
@@ -34,3 +35,14 @@ def invalid_pages(report: str) -> dict[str, int]:
         if named:
             counts[named.group(1)] = len(INVALID.findall(part))
     return counts
+
+
+def invalid_page_numbers(report: str) -> dict[str, set[int]]:
+    """File -> the numbers of the pages whose checksum failed, from checksum_command's
+    output."""
+    pages: dict[str, set[int]] = {}
+    for part in re.split(r"(?m)^(?=== )", report):
+        named = CHECKED_FILE.match(part)
+        if named:
+            pages[named.group(1)] = {int(page) for page in INVALID.findall(part)}
+    return pages
