@@ -6,13 +6,11 @@ the page builds from a ci, quick or full run, on disks or loop legs, on any kern
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pandas as pd
 
 from labs.records import RecordedRun
-from labs.tools.mdadm import parse_mdstat
 from labs.write_mostly import tables
 from labs.write_mostly.model import (
     backlog_fill_s,
@@ -25,8 +23,9 @@ from labs.write_mostly.model import (
 )
 from labs.write_mostly.params import WRITE_BEHIND
 from labs.write_mostly.reference import figure, stream_rate
+from labs.write_mostly.resync_text import resync_poll_figures, resync_polls
+from labs.write_mostly.tables import NOT_MEASURED
 
-NOT_MEASURED = "not measured in this run"
 OTHER_WRITE_MOSTLY = ("raid1-wm-bitmap", "wb-slot1-create", "wb-slot1-sysfs", "wb-slot0-create",
                       "wb-slot0-sysfs")
 NUMBER_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
@@ -95,7 +94,7 @@ def run_figures(run: RecordedRun) -> dict[str, str]:
     f.update(_mirrors(results, p))
     f.update(_write_behind(results, meta))
     f.update(_resync(results, meta))
-    f.update(_resync_polls(resync_polls(run)))
+    f.update(resync_poll_figures(resync_polls(run)))
     f.update(_drills(results))
     wall = results[results.metric == "wall_time_s"].value
     f["wall_min"] = f"{wall.iloc[0] / 60:.0f}" if len(wall) else NOT_MEASURED
@@ -221,6 +220,14 @@ def _write_behind(results: pd.DataFrame, meta: dict[str, Any]) -> dict[str, str]
                           else NOT_MEASURED)
     f["wb_write_p50"] = us(first["write_p50_us"] if first is not None else None)
     f["wb_paced_p50"] = us(first["paced_p50_us"] if first is not None else None)
+    # The paced writer from submission (fio's lat: slat + clat), as an application waits:
+    # md can hold a write inside the submission call, which the medians above do not see.
+    paced_wb = (tables.measured(results, first["config"], "randwrite-qd1-paced", "lat_mean_us")
+                if first is not None else None)
+    paced_wm = tables.measured(results, "raid1-wm", "randwrite-qd1-paced", "lat_mean_us")
+    f["wb_paced_lat_mean"], f["wm_paced_lat_mean"] = us(paced_wb), us(paced_wm)
+    f["wb_paced_lat_ratio"] = (f"{paced_wm / paced_wb:.1f}" if paced_wb and paced_wm
+                               else NOT_MEASURED)
     f["wb_write_mean"] = us(first["write_mean_us"] if first is not None else None)
     lat_mean = first["write_lat_mean_us"] if first is not None else None
     f["wb_write_lat_mean"] = us(lat_mean)
@@ -233,6 +240,7 @@ def _write_behind(results: pd.DataFrame, meta: dict[str, Any]) -> dict[str, str]
     f["wb_write_rate_model"] = _iops(sustained)
     f["wb_write_rate_error"] = error_text(
         sustained, float(first["write_iops"]) if first is not None else None)
+    f["wb_cycle_rates"] = _cycle_rates(table, first, sustained)
     f["wb_write_p999"] = us(first["write_p999_us"] if first is not None else None)
     f["wb_write_iops"] = _iops(first["write_iops"] if first is not None else None)
     check = tables.fill_time_check(table) if len(table) else {"measured_s": None,
@@ -253,6 +261,11 @@ def _write_behind(results: pd.DataFrame, meta: dict[str, Any]) -> dict[str, str]
     f["ex_fill_from_fast"] = (seconds(backlog_fill_s(WRITE_BEHIND, fast_w, slow_w))
                               if fast_w and slow_w and fast_w > slow_w else NOT_MEASURED)
     f["ex_stall"] = seconds(backlog_stall_s(WRITE_BEHIND, slow_w)) if slow_w else NOT_MEASURED
+    # The fill time predicted from the fast leg alone: unlike the writer's own pace before
+    # the wait (measured over the same interval as the fill), an independent input.
+    f["fill_from_fast_error"] = (error_text(backlog_fill_s(WRITE_BEHIND, fast_w, slow_w),
+                                            check["measured_s"])
+                                 if fast_w and slow_w and fast_w > slow_w else NOT_MEASURED)
     filled = table[table["fill_s"].notna()] if len(table) else table
     f["fill_cells"] = (", ".join(tables.CONFIG_LABELS[c] for c in filled["config"])
                        if len(filled) else NOT_MEASURED)
@@ -264,22 +277,41 @@ def _write_behind(results: pd.DataFrame, meta: dict[str, Any]) -> dict[str, str]
     f["fill_write_iops"] = _iops(None if filled.empty else
                                  float(filled["fill_write_iops"].median()))
     f["fill_slow_iops"] = _iops(table["slow_iops"].iloc[0] if len(table) else None)
-    f["wb_first_waits"] = _first_cell_waits(first, f["fill_cells"])
+    f["wb_first_waits"] = _first_cell_waits(first)
     return f
 
 
-def _first_cell_waits(first: pd.Series | None, fill_cells: str) -> str:
+def _cycle_rates(table: pd.DataFrame, first: pd.Series | None,
+                 model_iops: float | None) -> str:
+    """The flat-out writer's measured rate against the cycle model's, in the cell whose log
+    shows the cycle (a backlog that filled) and, if it is another, in the first cell."""
+    if first is None:
+        return NOT_MEASURED
+    filled = table[table["fill_s"].notna()]
+    first_text = (f"{_iops(first['write_iops'])} (the model is "
+                  f"{error_text(model_iops, float(first['write_iops']))} that)")
+    if filled.empty:
+        return f"in the first cell it measured {first_text}."
+    cycle = filled.iloc[0]
+    cycle_text = (f"{_iops(cycle['write_iops'])} (the model is "
+                  f"{error_text(model_iops, float(cycle['write_iops']))} that)")
+    if cycle["config"] == first["config"]:
+        return f"it measured {cycle_text}."
+    return (f"in the cell whose log shows the cycle ({tables.CONFIG_LABELS[cycle['config']]}) "
+            f"it measured {cycle_text}, and in the first cell {first_text}.")
+
+
+def _first_cell_waits(first: pd.Series | None) -> str:
     """Whether the first write-behind cell's own log shows the cycle the text describes."""
     if first is None or pd.isna(first["longest_wait_s"]) or pd.isna(first["stall_model_s"]):
         return "This run's logs cannot show the cycle."
     longest, whole = 1000 * float(first["longest_wait_s"]), 1000 * float(first["stall_model_s"])
     if longest >= 0.5 * whole:
-        return (f"This cell's log shows it: its longest wait was {longest:,.0f} ms, against "
-                f"{whole:,.0f} ms for the whole backlog.")
-    where = ("" if fill_cells == NOT_MEASURED
-             else f"; in the chart below, {fill_cells} shows the cycle")
-    return (f"This cell's log does not show it that way: its longest wait in the logged "
-            f"seconds was {longest:,.0f} ms, not the {whole:,.0f} ms of a whole backlog{where}.")
+        return (f"The first cell's log shows it: its longest completion latency was "
+                f"{longest:,.0f} ms, against {whole:,.0f} ms for the whole backlog.")
+    return (f"The first cell's log does not show it that way: its longest completion latency "
+            f"in the logged seconds was {longest:,.0f} ms, not the {whole:,.0f} ms of a whole "
+            "backlog.")
 
 
 def behind_verdict(table: pd.DataFrame) -> str:
@@ -355,7 +387,8 @@ def _resync(results: pd.DataFrame, meta: dict[str, Any]) -> dict[str, str]:
     f["replace_resync_error"] = (error_text(float(replace.model_s.iloc[0]),
                                             float(replace.resync_s.iloc[0]))
                                  if len(replace) else NOT_MEASURED)
-    f["resync_shape"] = resync_shape(series, replace)
+    f["resync_shape"] = resync_shape(series, replace,
+                                     by_kernel=bool((resync["timed_by"] == "kernel").all()))
     cap = tables.run_settings(meta)["cap_iops"]
     request = tables.resync_request_kib(results)
     f["cap_times_request"] = (f"{cap * request / 1024:.0f} MiB/s" if cap and request
@@ -370,84 +403,6 @@ def _resync(results: pd.DataFrame, meta: dict[str, Any]) -> dict[str, str]:
     return f
 
 
-def resync_polls(run: RecordedRun) -> pd.DataFrame:
-    """What the lab's polls of /proc/mdstat saw during each timed resync of a new fast leg
-    (raw/mdstat/<drill>-poll.txt), in seconds since the add: the last poll that still saw
-    the copy running (its percent and md's own speed figure), the poll that saw it done,
-    and the longest wait for a poll. The lab sees a resync end only at its next poll."""
-    rows = []
-    added = tables.event_s(run.results, "drill-fast-leg-lost", "new fast leg added")
-    for resync in tables.resync_table(run.results).itertuples():
-        if resync.config == "drill-resync-size":
-            name, since_s = f"{resync.config}-{resync.size_mib:.0f}mib", 0.0
-        elif added is not None:
-            name, since_s = resync.config, added  # its polls count from the drill's start
-        else:
-            continue
-        path = run.raw_dir / "mdstat" / f"{name}-poll.txt"
-        if not path.is_file():
-            continue
-        polls = []
-        for chunk in re.split(r"^# t_s=", path.read_text(), flags=re.M)[1:]:
-            stamp, _, text = chunk.partition("\n")
-            arrays = list(parse_mdstat(text, str(path)).arrays.values())
-            sync = arrays[0].sync if arrays else None
-            polls.append((float(stamp) - since_s, sync))
-        running = [(t, sync) for t, sync in polls if sync is not None and sync.percent is not None]
-        done = [t for t, sync in polls if sync is None]
-        if not running or not done:
-            continue
-        times = [0.0] + [t for t, _ in polls]
-        waits = [b - a for a, b in zip(times[:-1], times[1:], strict=True)]
-        last_t, last = running[-1]
-        rows.append({"config": resync.config, "size_mib": resync.size_mib,
-                     "last_running_s": last_t, "last_percent": last.percent,
-                     "md_speed_mib_s": (last.speed_kib_s or 0) / 1024,
-                     "done_s": min(t for t in done if t > last_t),
-                     "longest_wait_s": max(waits)})
-    return pd.DataFrame(rows)
-
-
-def _resync_polls(polls: pd.DataFrame) -> dict[str, str]:
-    keys = ("resync_poll_wait", "resync_small_size", "resync_small_bracket", "resync_md_speeds")
-    if polls.empty:
-        return dict.fromkeys(keys, NOT_MEASURED)
-    series = polls[polls.config == "drill-resync-size"].sort_values("size_mib")
-    small = series.iloc[0] if len(series) else polls.iloc[0]
-    speeds = polls["md_speed_mib_s"]
-    return {"resync_poll_wait": f"{polls['longest_wait_s'].max():.1f} s",
-            "resync_small_size": f"{small.size_mib:.0f} MiB",
-            "resync_small_bracket": (f"still copying at {small.last_running_s:.1f} s "
-                                     f"({small.last_percent:.1f} %) and seen done at the next "
-                                     f"poll, {small.done_s:.1f} s after the add"),
-            "resync_md_speeds": (f"{speeds.min():.0f} MiB/s" if speeds.max() - speeds.min() < 1
-                                 else f"{speeds.min():.0f} to {speeds.max():.0f} MiB/s")}
-
-
-def resync_timing_text(run: RecordedRun) -> str:
-    """The paragraph after the resync times: whose clock timed them, and what that means."""
-    table = tables.resync_table(run.results)
-    if table.empty:
-        return "This run timed no resync."
-    if (table["timed_by"] == "kernel").all():
-        return ("md's own kernel log timed each of these copies, from the line that began it to "
-                "the line that ended it, so the times are the copies' own, not the moments the "
-                "lab's polls of `/proc/mdstat` happened to see them end.")
-    f = _resync_polls(resync_polls(run))
-    return (
-        "Each of these times runs from the add to the first poll of `/proc/mdstat` that no "
-        "longer showed the copy, so each is an upper bound: the lab sees a resync end only when "
-        "it next looks, and a look here is a command over SSH into an emulated machine. "
-        f"Between the add and the first poll, or between two polls, up to "
-        f"{f['resync_poll_wait']} went by; the {f['resync_small_size']} copy, for one, was "
-        f"{f['resync_small_bracket']}. md's own speed figure at each copy's last poll that "
-        f"still saw it running was {f['resync_md_speeds']}, so the copy itself did not keep "
-        "one rate either. The run cannot separate how much of the time beyond size / rate is "
-        "the lab's late look, how much a slower copy, and whether any of it is a fixed cost of "
-        "starting a recovery; the lab now also reads each copy's time from md's own kernel "
-        "log, so a new run can tell.")
-
-
 def _and_list(items: list[str]) -> str:
     """'a', 'a and b', 'a, b and c'."""
     if len(items) <= 1:
@@ -455,8 +410,10 @@ def _and_list(items: list[str]) -> str:
     return ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def resync_shape(series: pd.DataFrame, replace: pd.DataFrame) -> str:
-    """What the resync times say about time = size / rate, in one sentence."""
+def resync_shape(series: pd.DataFrame, replace: pd.DataFrame, by_kernel: bool) -> str:
+    """What the resync times say about time = size / rate, in one sentence. Two copies of one
+    size that took as long say "not by chance" only when md's kernel log timed them: a poll
+    that saw a copy done says only that it was done by then."""
     others = series.iloc[1:]
     if others.empty:
         return "With one array size, this run does not test the model on other sizes."
@@ -467,10 +424,15 @@ def resync_shape(series: pd.DataFrame, replace: pd.DataFrame) -> str:
     if len(same):
         a, b = float(same.resync_s.iloc[0]), float(replace.resync_s.iloc[0])
         size = float(same.size_mib.iloc[0])
-        if abs(a - b) <= 0.1 * max(a, b):
+        if abs(a - b) <= 0.1 * max(a, b) and by_kernel:
             return (f"The smaller arrays took longer than size / rate, and not by chance: two "
                     f"resyncs of the same {size:.0f} MiB, in the size series and in the drill, "
                     f"took {a:.1f} s and {b:.1f} s.")
+        if not by_kernel:
+            return (f"The smaller arrays were seen done later than size / rate says; two "
+                    f"resyncs of the same {size:.0f} MiB, in the size series and in the drill, "
+                    f"were seen done {a:.1f} s and {b:.1f} s after their adds, but a copy is "
+                    "seen done only at the lab's next look, as the next paragraph shows.")
         return (f"The smaller arrays took longer than size / rate, and two resyncs of the same "
                 f"{size:.0f} MiB took {a:.1f} s and {b:.1f} s: the time beyond the model "
                 "varies from one resync to the next.")

@@ -24,9 +24,10 @@ from labs.write_mostly.companions import (
     loop_text,
     release_name,
 )
-from labs.write_mostly.figures import NOT_MEASURED, ms, resync_timing_text, run_figures, us
+from labs.write_mostly.figures import NOT_MEASURED, ms, run_figures, us
 from labs.write_mostly.params import WRITE_BEHIND_CELLS, Parameters
 from labs.write_mostly.power_cut_page import power_cut_figures, power_cut_headline, power_cut_text
+from labs.write_mostly.resync_text import resync_timing_text
 
 __all__ = ["companion_run", "figures", "legs_display", "panel", "provenance",
            "release_figures", "write_behind_display"]

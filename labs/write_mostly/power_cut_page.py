@@ -225,7 +225,7 @@ def power_cut_text(run: RecordedRun | None) -> str:
     parts.append(
         "**Write-behind, no sync.** Without a flush per write the writer "
         + (f"kept to the slow disk's pace, {f['wb_nosync_rate']} per second against a cap of "
-           f"{f['cap']}, which the model explains by a writer that outruns the slow leg and "
+           f"{f['cap']}, which the model would explain by a writer that outruns the slow leg and "
            f"a backlog that fills to the limit of {f['wb_nosync_most']} and drains. The "
            f"model then expects half the limit, {f['wb_nosync_expected']}, behind at a "
            f"moment chosen at random. The cuts took {f['wb_nosync_lost']}: the model expects "

@@ -18,6 +18,7 @@ from labs.write_mostly.model import (
 )
 from labs.write_mostly.params import CONFIGURATIONS, WRITE_BEHIND, WRITE_BEHIND_CELLS
 
+NOT_MEASURED = "not measured in this run"  # what a run did not measure, in the page's words
 PERCENTILES = {"clat_p50_us": "p50", "clat_p99_us": "p99", "clat_p999_us": "p99.9"}
 CONFIG_ORDER = [c.name for c in CONFIGURATIONS]
 CONFIG_LABELS = {c.name: c.label for c in CONFIGURATIONS}
