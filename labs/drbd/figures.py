@@ -57,8 +57,8 @@ def commit_sentence(drill: pd.DataFrame, protocol: str) -> str:
             else "about one")
     text = (f"Its one client committed every {ms_text(commit_ms)} ms, "
             f"{ms_text(commit_ms - own_ms)} ms more than the same loop under A "
-            f"({ms_text(own_ms)} ms, the client's and PostgreSQL's own time on these emulated "
-            f"processors, since A does not wait for the peer): {trips:.1f} round trips of "
+            f"({ms_text(own_ms)} ms, what a commit takes on these emulated machines without "
+            f"waiting for the peer, as A does not wait for it): {trips:.1f} round trips of "
             f"{ms_text(row['rtt_ms'])} ms. PostgreSQL's commit, a log write and then a flush "
             f"through ext4, paid {paid}, where fio's write and flush added up to two")
     if trips <= 1.2:
