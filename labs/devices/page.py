@@ -20,6 +20,12 @@ import pandas as pd
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.panel import LabPanel
 from labs.book.tables import wrapping_table
+from labs.devices.explain import (
+    ARTICLE_BLOCK_KIB,
+    ARTICLE_RATIO,
+    ARTICLE_SIZE_GIB,
+    latency_for_ratio,
+)
 from labs.devices.params import Parameters
 from labs.models import cloud_volume
 from labs.records import RecordedRun, run_summary
@@ -28,7 +34,6 @@ VOLUMES = ("unthrottled", "gp3", "sc1")
 LOCAL = "local"  # a run on --host local: the reader's own disk, nothing emulated
 COLOURS = alt.Scale(domain=list(VOLUMES), range=["#999999", "#0072B2", "#E69F00"])
 FIO_WORKLOADS = ("depth-sweep", "block-sweep", "sequential", "write")
-ARTICLE_RATIO = 45
 ARTICLE_INSERT_RATIO = "1.6"  # the stored procedure in 10 sessions, sc1 against gp3
 ARTICLE_ROWS = 10_000_000  # each session's inserts in the article
 HEADLINE_DEPTH = 16
@@ -243,6 +248,13 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f["sb_unthrottled_ms_per_op"] = f"{1000 / reference:.2f}"
     f["sb_fsyncs_per_op"] = f"{sysb.loc['gp3', 'fsyncs_per_s'] / sysb.loc['gp3', 'ops_per_s']:.2f}"
     f["article_ratio"] = str(ARTICLE_RATIO)
+    # The explanation's reading of the article: one thread on a gp3 that answers in 1 ms,
+    # and the answer time that would give the article's ratio exactly.
+    at_1ms = cloud_volume.fileio_ratio(ARTICLE_SIZE_GIB, ARTICLE_BLOCK_KIB, queue_depth=1,
+                                       gp3_latency_ms=1)["ratio"]
+    f["article_ratio_at_1ms"] = f"{at_1ms:.0f}"
+    f["article_ratio_latency_ms"] = f"{latency_for_ratio(ARTICLE_RATIO):.2f}"
+    f["qemu_min_iops"] = str(cloud_volume.QEMU_MIN_IOPS)
     f.update(mariadb_figures(run))
     gp3_16 = _fio(fio, "gp3", "block-sweep", block_kib=16)
     f["ex_gp3_16"] = f"{gp3_16['iops']:,.0f}"
