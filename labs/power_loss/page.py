@@ -196,8 +196,8 @@ def exercise_figures(run: RecordedRun) -> dict[str, str]:
         "ex_lost_ms": f"{worst['lost_ms']:.0f}",
         "ex_wakeups": f"{wakeups:.1f}",
         "ex_wakeups_verdict": (f"more than one wake-up, and within the three the manual "
-                               f"allows: {of_bound}" if 1 < wakeups <= 3 else
-                               f"no more than one wake-up: {of_bound}" if wakeups <= 1 else
+                               f"allows, {of_bound}" if 1 < wakeups <= 3 else
+                               f"no more than one wake-up, {of_bound}" if wakeups <= 1 else
                                "more than the three wake-ups the manual allows"),
     }
 
