@@ -251,6 +251,10 @@ def _shape_figures(settings: pd.DataFrame, small: int, large: int, limit: int
     nolimit = by.loc[(small, 0)]
     f["nolimit_smaller"] = ("less than" if nolimit["elapsed_on_over_off"]
                             < limited["elapsed_on_over_off"] else "not less than")
+    shown = round(float(nolimit["bytes_on_over_off"]), 2)  # as the page prints it
+    f["nolimit_bytes_vs_two"] = ("past the byte model's ceiling of 2" if shown > 2 else
+                                 "at the byte model's ceiling of 2" if shown == 2 else
+                                 "below the byte model's ceiling of 2")
     f["nolimit_time_vs_bytes"] = (
         "much less than" if nolimit["elapsed_on_over_off"] < nolimit["bytes_on_over_off"] - 0.2
         else "about as much as")

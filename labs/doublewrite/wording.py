@@ -87,6 +87,14 @@ def latency_figures(run: RecordedRun, small: int, limit: int) -> dict[str, str]:
             f"{words[0]} in every repetition" if len(set(words)) == 1 else
             _join([f"{word} in repetition {rep}" for rep, word in
                    zip(pairs["repetition"], words, strict=True)]))
+    # The mean and the 95th percentile, where most of the time goes: sysbench's own mean
+    # (which Little's law ties to the inserts per second: threads / rate).
+    legs = leg_table(run.results)
+    legs = legs[(legs["buffer_pool_mib"] == small) & (legs["write_limit_mibps"] == limit)]
+    for side in ("ON", "OFF"):
+        mine = legs[legs["doublewrite"] == side].sort_values("repetition")
+        f[f"limited_mean_{side.lower()}_reps"] = _join([f"{v:.1f}" for v in mine["latency_avg"]])
+        f[f"limited_p95_{side.lower()}_reps"] = _join([f"{v:,.0f}" for v in mine["latency_p95"]])
     return f
 
 
