@@ -123,3 +123,14 @@ def test_first_read_misses_match_counting_and_a_simulation():
     simulated = firsts / (trials * measured)
     assert model.first_read_miss_ratio(weights, warm, measured) == \
         pytest.approx(simulated, rel=0.03)
+
+
+def test_rocksdb_cuts_a_block_once_it_is_full_or_nearly_full():
+    # Entries of 1,052 bytes: three make 3,156 bytes, under 90 % of 4 KiB, so a fourth goes
+    # in (4,208 bytes, past 4 KiB); entries of 1,500 bytes: two make 3,000, and a third
+    # would pass 4 KiB while two already hold 73 %, under 90 %, so it goes in too.
+    assert model.entries_per_block(1052) == 4
+    assert model.entries_per_block(1500) == 3
+    assert model.entries_per_block(1900) == 2  # 3,800 >= 90 % of 4,096: cut before a third
+    assert model.entries_per_block(124) == 33  # 4,092 bytes; a 34th would pass 4 KiB
+    assert model.entries_per_block(5000) == 1

@@ -6,8 +6,6 @@ host. Every table carries `measured`, `model` and `error` (model - measured, rel
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 
@@ -80,10 +78,13 @@ def block_table(run: RecordedRun) -> pd.DataFrame:
 # ---- engines -------------------------------------------------------------------------------
 
 def rocksdb_block_bytes(row_bytes: float, rows: float, data_file_bytes: float) -> float:
-    """A data block's bytes on disk: the file divided by its blocks (4 KiB of entries each)."""
-    entry = row_bytes + KEY_BYTES + ENTRY_OVERHEAD_BYTES
-    per_block = max(1, math.floor(4096 / entry))
-    return data_file_bytes / (rows / per_block)
+    """A data block's bytes on disk: the file divided by its blocks (about 4 KiB of entries
+    each, cut as RocksDB cuts them)."""
+    return data_file_bytes / (rows / rocksdb_rows_per_block(row_bytes))
+
+
+def rocksdb_rows_per_block(row_bytes: float) -> int:
+    return model.entries_per_block(row_bytes + KEY_BYTES + ENTRY_OVERHEAD_BYTES)
 
 
 def engine_model(engine: str, setting: str, compression: str | None, row_bytes: float,
@@ -181,8 +182,7 @@ def sweep_table(run: RecordedRun) -> pd.DataFrame:
                    else model.zipf_weights(len(hot_keys), float(params["zipf_exponent"])))
         if engine == "rocksdb" and cache == "block":
             block = rocksdb_block_bytes(row_bytes, rows_total, facts["data_file_bytes"])
-            per_block = max(1, math.floor(4096 / (row_bytes + KEY_BYTES + ENTRY_OVERHEAD_BYTES)))
-            units = hot_keys // per_block
+            units = hot_keys // rocksdb_rows_per_block(row_bytes)
             capacity = facts["cache_bytes"] / block
         elif engine == "rocksdb":
             units = hot_keys
