@@ -248,12 +248,13 @@ def figures(run: RecordedRun) -> dict[str, str]:
     one_local = sum(r["replicas"] == [r["coordinator"]] for r in one)
     figures = {
         "start_s": f"{seconds[('cluster', 'start', 'seconds')]:.0f}",
-        "restart_s": f"{seconds[('cluster', 'restart', 'seconds')]:.0f}",
+        "restart_s": f"{seconds[('cluster', 'restart', 'seconds')]:.1f}",
         "wall_time_min": f"{seconds[('lab', 'all', 'wall_time')] / 60:.1f}",
         "operations": str(len(grid)),
         "operations_agreeing": str(int(grid["agrees"].sum())),
         "operations_refused": str(int((~grid["succeeded"]).sum())),
         "reads_per_case": str(int(table["reads"].iloc[0])),
+        "quick_reads_per_case": str(Parameters.PROFILES["quick"]["reads_per_case"]),
         "reads_total": str(len(every)),
         "stale_total": str(len(stale_reads)),
         "stale_only_missed": str(sum(bool(r["replicas"])
