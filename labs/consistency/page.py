@@ -91,10 +91,10 @@ def stale_overview(run: RecordedRun) -> pd.DataFrame:
         first = group.iloc[0]
         row = {"row (written at; down)": CASE_SHORT[case], "read at": level,
                "R + W > N": yes_no[first["model_overlap_guaranteed"]],
-               "R > replicas that missed it": yes_no[first["model_fresh_guaranteed"]],
+               "R > missed": yes_no[first["model_fresh_guaranteed"]],
                "uniform model": f"{first['model_uniform_pct']:.0f} %"}
         for item in group.to_dict("records"):
-            row[f"stale via node {item['coordinator']}"] = \
+            row[f"stale via {item['coordinator']}"] = \
                 f"{item['stale_reads']} of {item['reads']}"
         out.append(row)
     return pd.DataFrame(out)
@@ -203,8 +203,8 @@ def stale_chart(run: RecordedRun) -> alt.TopLevelMixin:
         x=alt.X("read_level:N", sort=LEVELS), y="model_uniform_pct:Q")
     return (bars + labels + ticks).add_params(case).properties(
         width=420, height=260,
-        title="Stale reads per coordinator (bars, stale/reads); a uniform choice of "
-              "replicas (black ticks)")
+        title=alt.TitleParams("Stale reads per coordinator (bars, stale/reads)",
+                              subtitle="black ticks: a uniform choice of replicas"))
 
 
 # --- figures for the text --------------------------------------------------------------------
