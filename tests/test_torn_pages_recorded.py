@@ -268,3 +268,18 @@ def test_walscan_refuses_bad_input():
     with pytest.raises(Exception, match="expected 7"):
         walscan.parse_intervals("1|2|3", 1)
     assert walscan.lsn_bytes("1/10") == 2**32 + 16
+
+
+def test_the_hour_exercise_answers_from_the_legs_length_and_the_model(run):
+    # "Lower: the leg lasted 150 s, shorter than the 300 s interval ... the model puts the
+    # average over one full interval at 0.308 images per transaction, which scales the hour's
+    # extra WAL down to about 2.3 GiB."
+    f = lab.figures(run)
+    assert float(f["ex_hour_leg_s"]) < float(f["ex_hour_interval_s"])
+    assert f["ex_hour_answer"] == "Lower" and f["ex_hour_shorter"] == "shorter than"
+    assert float(f["ex_hour_whole_gib"]) < float(f["ex_hour_gib"])
+
+
+def test_a_share_just_under_one_keeps_its_decimals():
+    assert lab.share_text(0.9996) == "99.96 %"
+    assert lab.share_text(1.0) == "100 %" and lab.share_text(0.667) == "67 %"

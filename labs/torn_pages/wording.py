@@ -61,11 +61,12 @@ def replay_texts(out: dict[str, str], width: float, effect: bool) -> dict[str, s
             f"were moved together for the replay to find. Whether moved rows explain the "
             f"earlier run's shape, this run cannot tell: it replays one leg, where the earlier "
             f"run replayed one sequence through the warm-up and eight legs.")
+        every = "every" if out["replay_hot_share"] == "100 %" else "nearly every"
         solution = (
             f"Not in this run: {start}. An image is owed per page first changed after the "
             f"checkpoint, not per transaction, and the replayed transactions found their "
             f"pages as spread over the table as new ones. {out['replay_hot_share']} of their "
-            f"updates were HOT, so every new row version stayed in the page of the old one "
+            f"updates were HOT, so {every} new row version stayed in the page of the old one "
             f"and replaying the sequence found no rows gathered together. {model}: its "
             f"pool needs no change to fit this leg. Had the replay found its rows gathered "
             f"into a few pages, the model would need those pages as its pool, far fewer than "
