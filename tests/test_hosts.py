@@ -242,3 +242,38 @@ def test_a_ctrl_c_before_invoke_has_set_up_stays_a_ctrl_c(private_state, monkeyp
     monkeypatch.setattr(invoke.Runner, "_unify_kwargs_with_config", interrupted_while_setting_up)
     with pytest.raises(KeyboardInterrupt):
         LocalHost().run("true")
+
+
+def test_a_command_left_without_its_session_is_stopped_by_its_own_tag(monkeypatch):
+    """The transport's parts stand in here (the lab VM test cuts a real session): a result
+    without an exit status, or a connection lost mid-command, stops that command alone."""
+    from labs.infra.hosts import CommandResult, ConnectionLost
+
+    host = SSHHost("vm9", "127.0.0.1", port=1)
+    stopped: list[str | None] = []
+    monkeypatch.setattr(host, "stop_commands", lambda tag=None: stopped.append(tag))
+    seen: list[str] = []
+
+    def cut(command, wrapped, *, timeout_s, env):
+        seen.append(wrapped)
+        return CommandResult("vm9", command, -1, "", "")
+
+    monkeypatch.setattr(host, "_execute", cut)
+    with pytest.raises(CommandFailed):
+        host.run("sleep 300")
+    assert stopped == [f"{host.run_tag}-c0;"] and f"{host.run_tag}-c0;" in seen[0]
+
+    def lost(command, wrapped, *, timeout_s, env):
+        raise ConnectionLost("vm9", command, "connection lost: EOF")
+
+    monkeypatch.setattr(host, "_execute", lost)
+    with pytest.raises(ConnectionLost):
+        host.run("sleep 300")
+    assert stopped[-1] == f"{host.run_tag}-c1;"
+    # An ordinary failure stops nothing, and a command without the marker has no tag to stop.
+    monkeypatch.setattr(host, "_execute", lambda c, w, *, timeout_s, env:
+                        CommandResult("vm9", c, 1, "", "no"))
+    assert host.run("false", check=False).exit_code == 1
+    monkeypatch.setattr(host, "_execute", cut)
+    host.run("pkill -KILL -f 'sshd: root@'", check=False, marked=False)
+    assert len(stopped) == 2

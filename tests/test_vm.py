@@ -159,6 +159,44 @@ def test_pair_talks_over_the_private_link(lab_env):
     vm2.close()
 
 
+def test_a_command_whose_ssh_session_is_cut_does_not_run_on(lab_env):
+    """sshd's sessions die under a running command (a restarted sshd, a network blip): the
+    command, which would run on in the VM without its session, is stopped over a new
+    connection, so that it cannot outlive the lab (the fault benchmark found a devices run's
+    fio reading on after its lab and `clean` had ended)."""
+    import threading
+
+    host = get_host("vm1")
+    outcome: dict[str, object] = {}
+
+    def long_command() -> None:
+        try:
+            outcome["result"] = host.sudo("sleep 300", timeout_s=400, check=False)
+        except HostUnreachable as error:
+            outcome["error"] = error
+
+    runner = threading.Thread(target=long_command)
+    runner.start()
+    watcher = get_host("vm1")
+    deadline = time.monotonic() + 60
+    while not watcher.run("pgrep -f '[s]leep 300'", check=False).ok:
+        assert time.monotonic() < deadline, "the long command never started"
+        time.sleep(0.5)
+    # Safe: kills only the VM's SSH sessions (this throw-away guest's), ours among them.
+    watcher.run("pkill -KILL -f 'sshd: root@'", check=False, marked=False)
+    watcher.close()
+    runner.join(timeout=120)
+    assert not runner.is_alive()
+    assert "error" in outcome or outcome["result"].exit_code == -1, outcome
+    checker = get_host("vm1")
+    deadline = time.monotonic() + 30
+    while checker.run("pgrep -f '[s]leep 300'", check=False).ok:
+        assert time.monotonic() < deadline, "the command ran on after its session was cut"
+        time.sleep(0.5)
+    checker.close()
+    host.close()
+
+
 def test_clean_in_a_vm_after_a_crash(lab_env):
     host = get_host("vm1")
     ws = LabWorkspace(host, journal=Journal("vm1"), lab="crash")

@@ -32,6 +32,7 @@ All are LabError subclasses (one line, exit code 1; UnknownHost exits 2). Which 
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import shlex
@@ -83,6 +84,10 @@ class CommandTimedOut(HostError):
 class HostUnreachable(HostError):
     def __init__(self, host: str, command: str, reason: str):
         super().__init__(host, command, None, "", f"could not reach the host ({reason})")
+
+
+class ConnectionLost(HostUnreachable):
+    """The connection died while a command ran: the command may run on without it."""
 
 
 class UnknownHost(UsageError):
@@ -174,6 +179,7 @@ class Host:
     # Carried by every command this object runs (after the marker): `interrupt` stops these.
     run_tag: str = field(default_factory=lambda: "run-" + uuid.uuid4().hex[:12], repr=False)
     _interrupt: threading.Event = field(default_factory=threading.Event, repr=False)
+    _serial: Any = field(default_factory=itertools.count, repr=False)  # numbers each command
 
     def run(self, command: str | list[str], *, timeout_s: float = DEFAULT_TIMEOUT_S,
             check: bool = True, env: dict[str, str] | None = None,
@@ -184,14 +190,27 @@ class Host:
         """
         text = _as_shell(command)
         self._raise_if_interrupted()
+        # The command's own tag starts with the object's (stop_commands stops them all) and
+        # ends with ";" in the command line (so "-c1" does not match "-c12").
+        tag = f"{self.run_tag}-c{next(self._serial)}"
         # The transport's own timeout, a little later, is the backstop for a hung connection.
-        wrapped = _wrapped(text, timeout_s, marked, self.run_tag)
+        wrapped = _wrapped(text, timeout_s, marked, tag)
         started = time.monotonic()
         try:
             result = self._execute(text, wrapped, timeout_s=timeout_s + 15, env=env or {})
+        except ConnectionLost:
+            if marked:
+                self.stop_commands(tag + ";")
+            self._raise_if_interrupted()
+            raise
         except HostError:
             self._raise_if_interrupted()
             raise
+        if result.exit_code == -1 and marked and not self.is_local:
+            # No exit status: the session was cut while the command ran (a restarted sshd, a
+            # network blip), and the command runs on without it. Stop it over a new
+            # connection, so that it does not outlive the lab; the caller sees the failure.
+            self.stop_commands(tag + ";")
         self._raise_if_interrupted()
         if result.exit_code in (124, 137) and time.monotonic() - started >= timeout_s:
             raise CommandTimedOut(self.name, text, timeout_s, result.stderr)
@@ -209,10 +228,12 @@ class Host:
         self._interrupt.set()
         self.stop_commands()
 
-    def stop_commands(self) -> None:
+    def stop_commands(self, tag: str | None = None) -> None:
         """Send SIGINT to the commands this object runs on the host now (over a second
-        connection), so that a command waited for returns at once."""
-        pattern = f"[{self.run_tag[0]}]{self.run_tag[1:]}"  # never matches pkill's own line
+        connection), so that a command waited for returns at once; with `tag`, only the one
+        command whose tag that is."""
+        tag = tag or self.run_tag
+        pattern = f"[{tag[0]}]{tag[1:]}"  # never matches pkill's own line
         twin = self.twin()
         try:
             # Safe: signals only processes whose command line carries this object's own tag,
@@ -370,7 +391,7 @@ class SSHHost(Host):
                                   timed_out.result.stderr) from None
         except (EOFError, OSError, paramiko.SSHException) as error:
             self.close()
-            raise HostUnreachable(self.name, command, f"connection lost: {error}") from None
+            raise ConnectionLost(self.name, command, f"connection lost: {error}") from None
         return CommandResult(self.name, command, result.exited, result.stdout, result.stderr)
 
     def put(self, local_path: str | Path, remote_path: str) -> None:
