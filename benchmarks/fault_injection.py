@@ -45,6 +45,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 KILL_LOG = ROOT / "data" / "faults" / "kills.jsonl"
 VM_PAIR_ARGS = ("--pair", "--memory", "1536", "--cpus", "2", "--slow-iops", "200")  # as in CI
+KINDS = ("SIGKILL", "SIGINT", "SIGTERM", "ssh", "qemu")  # the ways a lab is stopped
 sys.path.insert(0, str(ROOT))
 
 from labs import records, registry  # noqa: E402
@@ -60,6 +61,9 @@ class Kill:
     step: str
     leftovers: dict[str, int]
     clean_ok: bool
+    # Where the log has them: the part (its start time) and the commit that made the kill.
+    session: str = field(default="", compare=False)
+    commit: str = field(default="", compare=False)
 
     @property
     def leaked(self) -> int:
@@ -75,7 +79,7 @@ class Kill:
     @classmethod
     def from_json(cls, line: str) -> Kill:
         row = json.loads(line)
-        return cls(**{name: row[name] for name in cls.__dataclass_fields__})
+        return cls(**{name: row[name] for name in cls.__dataclass_fields__ if name in row})
 
 
 @dataclass
@@ -84,6 +88,7 @@ class Harness:
     seed: int
     log: callable = print
     ways_on_vm: tuple[str, ...] = ("ssh", "qemu")  # besides signals to the lab itself
+    only_ways: tuple[str, ...] = ()  # --how: these kinds of kill alone (to check a fix)
     kill_log: Path | None = None  # every kill appended here (None: kept in memory only)
     deadline: float | None = None  # time.monotonic() after which no new kill starts
     kills: list[Kill] = field(default_factory=list)
@@ -109,7 +114,8 @@ class Harness:
         if self.kill_log is not None:
             self.kill_log.parent.mkdir(parents=True, exist_ok=True)
             with open(self.kill_log, "a") as log:
-                log.write(json.dumps({**self.session, **asdict(kill)}) + "\n")
+                own = {k: v for k, v in asdict(kill).items() if k not in self.session}
+                log.write(json.dumps({**self.session, **own}) + "\n")
 
     def out_of_time(self) -> bool:
         return self.deadline is not None and time.monotonic() > self.deadline
@@ -217,12 +223,17 @@ class Harness:
                                  f"{logs / f'{name}-uncut.log'}")
             self.log(f"{name}: uncut quick run {uncut_s:.0f} s on {params.host}")
         ways = ["SIGKILL"] * 6 + ["SIGINT", "SIGTERM"] + (list(self.ways_on_vm) if on_vm else [])
+        if self.only_ways:
+            ways = [w for w in self.only_ways if on_vm or w not in self.ways_on_vm]
+            if not ways:
+                raise SystemExit(f"{name}: none of --how {','.join(self.only_ways)} applies "
+                                 "to a lab that runs on this machine")
         done, attempts = 0, 0
         while done < kills and attempts < 3 * kills and not self.out_of_time():
             attempts += 1
             number = attempts
             how = self.rng.choice(ways)
-            if how == "qemu" and self.rng.random() < 0.6:
+            if how == "qemu" and not self.only_ways and self.rng.random() < 0.6:
                 how = "SIGKILL"  # a VM reboot costs minutes: keep QEMU kills rare
             after_s = self.rng.uniform(0.5, uncut_s)
             if on_vm:
@@ -316,7 +327,15 @@ def main() -> int:
     parser.add_argument("--report", action="store_true",
                         help="print the log's totals and stop")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    parser.add_argument("--how", default="",
+                        help="comma-separated kinds of kill to make, among "
+                             f"{', '.join(KINDS)} (default: all, mostly SIGKILL); "
+                             "to check the fix of what a kind of kill left behind")
     args = parser.parse_args()
+    only_ways = tuple(w for w in args.how.split(",") if w)
+    unknown = [w for w in only_ways if w not in KINDS]
+    if unknown:
+        parser.error(f"--how {','.join(unknown)}: use some of {', '.join(KINDS)}")
     logged = read_log(args.log)
     if args.report:
         return report(logged)
@@ -324,7 +343,8 @@ def main() -> int:
         lab.name for lab in registry.labs() if lab.book_page]
     base = Path(tempfile.mkdtemp(prefix="storage-labs-faults-", dir="/var/tmp"))
     deadline = None if args.hours is None else time.monotonic() + 3600 * args.hours
-    harness = Harness(base, args.seed, kill_log=args.log, deadline=deadline)
+    harness = Harness(base, args.seed, kill_log=args.log, deadline=deadline,
+                      only_ways=only_ways)
     harness.log(f"fault injection: labs {names}, {args.kills} kills in all, seed {args.seed}, "
                 f"log {args.log}, scratch {base}")
     try:
