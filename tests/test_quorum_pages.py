@@ -51,3 +51,17 @@ def test_an_unsafe_layout_looks_more_available_which_is_why_the_chart_marks_it()
     unsafe = model.unavailability(6, 2, 2, 0.01, 3, 0.001)["p_write_unavailable"]
     aurora = model.unavailability(6, 4, 3, 0.01, 3, 0.001)["p_write_unavailable"]
     assert unsafe < aurora and not model.is_valid(6, 2, 2)
+
+
+def test_exercise_4_gives_the_time_at_the_recorded_runs_throughput():
+    # "about 3.8 × 10⁸ trials ... At the measured throughput of 2 million trials a second that
+    # is about 3 minutes" (a sentence once said "tens of seconds")
+    from labs.records import shipped_run
+
+    run = shipped_run("quorum")
+    f = page.figures(run)
+    throughput = run.results.query("metric == 'throughput'")["value"].iloc[0]
+    trials = page.ex4_trials()
+    assert 1.96**2 * (1 - 1e-4) / (1e-4 * 0.01**2) <= trials
+    assert f["ex4_trials"] == f"{trials / 1e8:.1f} × 10⁸"
+    assert f["ex4_minutes"] == f"{trials / throughput / 60:.0f}" and trials / throughput > 60
