@@ -231,7 +231,7 @@ def figures(run: RecordedRun) -> dict[str, str]:
     rows_cache = tables.sweep_table(run)
     rows_cache = rows_cache[rows_cache.cache == "row"]
     f["row_cache_most_ws_pct"] = (
-        f"{(rows_cache.hot_rows / rows_cache.capacity_units).max():.0%}"
+        f"{(rows_cache.hot_rows / rows_cache.capacity_units).max() * 100:.0f} %"
         if len(rows_cache) else "not measured")
     setup = results[(results.leg == "sweep") & (results.phase == "setup")]
     page_rows = setup[setup.cache == "page"]

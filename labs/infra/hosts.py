@@ -123,8 +123,9 @@ def _wrapped(command: str, timeout_s: float, marked: bool, tag: str = "") -> str
 
     `exec timeout`: coreutils timeout stops the whole command (its process group), not just
     the shell, and as the process the transport started it also passes a Ctrl-C on to it.
-    ": marker tag" names the inner shell (the tag is the Host object's own, so `interrupt`
-    can stop exactly its commands); the trailing "exit" keeps bash from exec'ing the
+    ": marker tag" names the inner shell (the tag is the command's own, after the Host
+    object's, so `interrupt` can stop exactly that object's commands, and a cut session
+    exactly its command); the trailing "exit" keeps bash from exec'ing the
     command in place of itself, so the marker lives exactly as long as the command.
     """
     inner = f": {command_marker()} {tag}; {command}\nexit $?" if marked else command
@@ -208,8 +209,9 @@ class Host:
             raise
         if result.exit_code == -1 and marked and not self.is_local:
             # No exit status: the session was cut while the command ran (a restarted sshd, a
-            # network blip), and the command runs on without it. Stop it over a new
-            # connection, so that it does not outlive the lab; the caller sees the failure.
+            # network blip) and the command may run on without it, or a signal ended it (then
+            # this finds nothing). Stop it over a new connection, so that it does not outlive
+            # the lab; the caller sees the failure.
             self.stop_commands(tag + ";")
         self._raise_if_interrupted()
         if result.exit_code in (124, 137) and time.monotonic() - started >= timeout_s:
@@ -274,7 +276,8 @@ class Host:
 
     def is_root(self) -> bool:
         if self._is_root is None:
-            self._is_root = self.run("id -u", timeout_s=60).stdout.strip() == "0"
+            # Unmarked: nothing to stop if its session is cut (so no nested stop either).
+            self._is_root = self.run("id -u", timeout_s=60, marked=False).stdout.strip() == "0"
         return self._is_root
 
     def _execute(self, command: str, wrapped: str, *, timeout_s: float,

@@ -61,7 +61,9 @@ def replay_texts(out: dict[str, str], width: float, effect: bool) -> dict[str, s
             f"were moved together for the replay to find. Whether moved rows explain the "
             f"earlier run's shape, this run cannot tell: it replays one leg, where the earlier "
             f"run replayed one sequence through the warm-up and eight legs.")
-        every = "every" if out["replay_hot_share"] == "100 %" else "nearly every"
+        share = out["replay_hot_share"]
+        every = ("every" if share == "100 %" else
+                 "nearly every" if share.startswith("99.") else "most")
         solution = (
             f"Not in this run: {start}. An image is owed per page first changed after the "
             f"checkpoint, not per transaction, and the replayed transactions found their "

@@ -311,7 +311,8 @@ def _first_cell_waits(first: pd.Series | None) -> str:
                 f"{longest:,.0f} ms, against {whole:,.0f} ms for the whole backlog.")
     return (f"The first cell's log does not show it that way: its longest completion latency "
             f"in the logged seconds was {longest:,.0f} ms, not the {whole:,.0f} ms of a whole "
-            "backlog.")
+            "backlog (completion latency does not count the time md held a write inside the "
+            "submission call).")
 
 
 def behind_verdict(table: pd.DataFrame) -> str:
