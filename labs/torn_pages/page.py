@@ -198,6 +198,7 @@ def settings_figures(run: RecordedRun) -> dict[str, str]:
                               f"{fast_all['wal_on_over_off'].max():.1f}")
     tps = fast_all["tps_off_over_on"]
     out["nolimit_tps_range"] = f"{tps.min():.2f} to {tps.max():.2f}"
+    out["hot_sentence"] = hot_sentence(tables.legs(run.results))
     slow = table[table["disk"] != tables.NO_LIMIT]
     if slow.empty:
         out["slow_sentence"] = "This run has no write-limited legs."
@@ -247,6 +248,31 @@ def figures(run: RecordedRun) -> dict[str, str]:
     out["rows_expected"] = f"{int(torn.loc['fpw-on', 'rows_expected'])}"
     out.update(exercise_figures(run))
     return out
+
+
+def hot_sentence(legs: pd.DataFrame) -> str:
+    """The leg whose updates were least often HOT, if one stands apart from the others: a
+    non-HOT update moves the row to another page and adds an index entry, more work."""
+    steady = legs[legs["hot_update_share"].notna()]
+    if len(steady) < 2:
+        return ""
+    low = steady.loc[steady["hot_update_share"].idxmin()]
+    others = steady.drop(index=low.name)
+    if low["hot_update_share"] > others["hot_update_share"].min() - 0.1:
+        return ""  # no leg stands apart
+    same_fpw = others[others["full_page_writes"] == low["full_page_writes"]]
+    wal = same_fpw["wal_bytes_per_tx"]
+    return (f" One leg stands apart, though: {low['setting']} with full-page writes "
+            f"{low['full_page_writes']} on the "
+            f"{'unlimited' if low['disk'] == tables.NO_LIMIT else 'write-limited'} disk had only "
+            f"{share_text(low['hot_update_share'])} of its updates HOT, against "
+            f"{share_text(others['hot_update_share'].min())} or more in every other leg. An "
+            f"update that is not HOT puts the new row version in another page and adds an index "
+            f"entry, so that leg did more work per transaction ({low['wal_bytes_per_tx']:,.0f} "
+            f"bytes of WAL, against {wal.min():,.0f} to {wal.max():,.0f} in the other legs "
+            f"with full-page writes {low['full_page_writes']}); pgbench loads its table into "
+            f"full pages, so the first updates after loading are the ones that cannot stay in "
+            f"their page.")
 
 
 def share_text(share: float) -> str:
