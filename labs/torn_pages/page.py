@@ -253,6 +253,8 @@ def figures(run: RecordedRun) -> dict[str, str]:
 def hot_sentence(legs: pd.DataFrame) -> str:
     """The leg whose updates were least often HOT, if one stands apart from the others: a
     non-HOT update moves the row to another page and adds an index entry, more work."""
+    if "hot_update_share" not in legs:
+        return ""
     steady = legs[legs["hot_update_share"].notna()]
     if len(steady) < 2:
         return ""
