@@ -228,8 +228,7 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f["zipf_exponent"] = f"{params['zipf_exponent']:g}"
     # The row cache reads the block cache's hot rows: against its capacity in rows, its
     # working sets are small.
-    rows_cache = tables.sweep_table(run)
-    rows_cache = rows_cache[rows_cache.cache == "row"]
+    rows_cache = sweep[sweep.cache == "row"]
     f["row_cache_most_ws_pct"] = (
         f"{(rows_cache.hot_rows / rows_cache.capacity_units).max() * 100:.0f} %"
         if len(rows_cache) else "not measured")
