@@ -175,12 +175,19 @@ def test_the_hyperconnect_figures_read_closely():
     assert f["hc_array_tb"] == "3.75 TB" and f["hc_array_tib"] == "3.41 TiB"
     # md's own estimate: the array at the speed it showed.
     assert f["hc_estimate_h"] == "5.1" and f["hc_finish_min"] == "304.4"
-    # The mirrored cluster was lower from p50 to p98 and higher at p99 and the maximum.
+    # The mirrored cluster was lower from p50 to p98, higher at p99, p99.99 and the maximum,
+    # and a little lower at p99.9.
     latte = reference.latte_table()
     band = latte[latte.percentile.isin(["50", "90", "95", "98"])]
     assert (band["RAID"] < band["no RAID"]).all() and f["hc_lower_p50_p98"] == "lower"
-    tail = latte[latte.percentile.isin(["99", "max"])]
+    tail = latte[latte.percentile.isin(["99", "99.99", "max"])]
     assert (tail["RAID"] > tail["no RAID"]).all() and f["hc_tail_higher"] == "higher"
+    p999 = latte[latte.percentile == "99.9"]
+    assert len(p999) == 4 and (p999["RAID"] < p999["no RAID"]).all()
+    # "both near half a second"
+    assert p999[["RAID", "no RAID"]].stack().between(450, 550).all()
+    assert f["hc_p999_lower"] == "lower" and f["hc_p999_change_max"] == "0.4 %"
+    assert set(reference.latte_display()["percentile"]) >= {"p99.9", "p99.99"}
     select = latte[latte.operation == "standard1_select_cache"].set_index("percentile")
     assert select.loc["95", "no RAID"] == 2.599 and select.loc["95", "RAID"] == 1.794
     assert select.loc["90", "no RAID"] == 1.719 and select.loc["90", "RAID"] == 1.574
