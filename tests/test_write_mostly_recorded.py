@@ -186,7 +186,7 @@ def test_the_hyperconnect_figures_read_closely():
     assert len(p999) == 4 and (p999["RAID"] < p999["no RAID"]).all()
     # "both near half a second"
     assert p999[["RAID", "no RAID"]].stack().between(450, 550).all()
-    assert f["hc_p999_lower"] == "lower" and f["hc_p999_change_max"] == "0.4 %"
+    assert f["hc_p999_lower"] == "lower" and f["hc_p999_change_max"] == "0.4%"
     assert set(reference.latte_display()["percentile"]) >= {"p99.9", "p99.99"}
     select = latte[latte.operation == "standard1_select_cache"].set_index("percentile")
     assert select.loc["95", "no RAID"] == 2.599 and select.loc["95", "RAID"] == 1.794
