@@ -288,6 +288,26 @@ def lab_vms(request, tmp_path_factory):
             assert not leaked, f"QEMU processes left behind: {leaked}"
 
 
+SUDO_USER = "labs-user"  # a login user with password-less sudo, made in a lab VM by a test
+
+
+def add_sudo_user(host) -> None:
+    """Give a lab VM (reached as root) the login user SUDO_USER: root's SSH key, password-less
+    sudo, as a reader's cloud machine often has it."""
+    # Safe: a user of the throw-away guest's own, nothing on this machine.
+    host.run(f"id {SUDO_USER} >/dev/null 2>&1 || useradd --create-home {SUDO_USER}; "
+             f"install -d -m 700 -o {SUDO_USER} /home/{SUDO_USER}/.ssh && "
+             f"install -m 600 -o {SUDO_USER} /root/.ssh/authorized_keys /home/{SUDO_USER}/.ssh/ "
+             f"&& echo '{SUDO_USER} ALL=(ALL) NOPASSWD:ALL' > /etc/sudoers.d/{SUDO_USER} && "
+             f"chmod 440 /etc/sudoers.d/{SUDO_USER}", timeout_s=60)
+
+
+def remove_sudo_user(host) -> None:
+    # Safe: removes only the throw-away user add_sudo_user made in the guest, and its processes.
+    host.run(f"pkill -KILL -u {SUDO_USER}; userdel --remove {SUDO_USER}; "
+             f"rm -f /etc/sudoers.d/{SUDO_USER}", check=False, timeout_s=60, marked=False)
+
+
 def vm_inventory_entry(name: str, vm: str, **extra: str) -> str:
     """An inventory entry naming a running lab VM as the SSH host `name`, as a reader names a
     machine of their own (address, port, key, pinned host key, the VM's work dir), with any

@@ -4,6 +4,7 @@ loop devices, file systems and mounts; the md/dm parts need a VM and are in test
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -277,3 +278,59 @@ def test_a_command_left_without_its_session_is_stopped_by_its_own_tag(monkeypatc
     monkeypatch.setattr(host, "_execute", cut)
     host.run("pkill -KILL -f 'sshd: root@'", check=False, marked=False)
     assert len(stopped) == 2
+
+
+def test_a_user_with_sudo_runs_timeout_and_marker_as_root(monkeypatch):
+    """On a host where the labs log in as a user with password-less sudo, `sudo -n` comes
+    before `timeout`: the timeout, the marker and the command's tag then belong to root's
+    processes, which a user's `timeout` could not stop (the lab VM test runs it for real)."""
+    from labs.infra.hosts import CommandResult
+    from labs.infra.paths import command_marker
+
+    host = SSHHost("vm9", "127.0.0.1", port=1)
+    seen: list[str] = []
+
+    def answer(command, wrapped, *, timeout_s, env):
+        seen.append(wrapped)
+        return CommandResult("vm9", command, 1, "", "mdadm: no such device")
+
+    monkeypatch.setattr(host, "_execute", answer)
+    host._is_root = False
+    with pytest.raises(CommandFailed, match="sudo -n mdadm --detail /dev/md/x"):
+        host.sudo("mdadm --detail /dev/md/x", timeout_s=30)
+    argv = shlex.split(seen[-1])
+    assert argv[:6] == ["exec", "sudo", "-n", "timeout", "--kill-after=5", "30"]
+    assert argv[6:8] == ["bash", "-c"]
+    assert argv[8].startswith(f": {command_marker()} {host.run_tag}-c0; mdadm --detail")
+    host.run("id", check=False)  # not as root: no sudo
+    assert shlex.split(seen[-1])[:2] == ["exec", "timeout"]
+    host._is_root = True
+    host.sudo("id", check=False)  # root already: no sudo either
+    assert shlex.split(seen[-1])[:2] == ["exec", "timeout"]
+
+
+def test_put_as_root_goes_through_a_temporary_file_for_a_user_with_sudo(monkeypatch):
+    """A user with sudo cannot write the root-owned work dir: the file goes to /tmp first,
+    then into place as root, and the temporary copy is removed even when that fails."""
+    host = SSHHost("vm9", "127.0.0.1", port=1)
+    host._is_root = False
+    calls: list[tuple] = []
+    monkeypatch.setattr(host, "put", lambda local, remote: calls.append(("put", remote)))
+
+    def run(command, **kwargs):
+        calls.append(("run", command, kwargs.get("as_root", False)))
+        if command[0] == "install":
+            raise CommandFailed("vm9", "install", 1, "no space left")
+
+    monkeypatch.setattr(host, "run", run)
+    with pytest.raises(CommandFailed):
+        host.put_as_root("probe.py", "/var/tmp/storage-labs/caches/probe.py")
+    staging = calls[0][1]
+    assert staging.startswith("/tmp/storage-labs-put-")
+    assert calls[1] == ("run", ["install", "-m", "0644", staging,
+                                "/var/tmp/storage-labs/caches/probe.py"], True)
+    assert calls[2] == ("run", ["rm", "-f", staging], False)
+    calls.clear()
+    host._is_root = True
+    host.put_as_root("probe.py", "/var/tmp/x/probe.py")
+    assert calls == [("put", "/var/tmp/x/probe.py")]

@@ -20,11 +20,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import qemu_processes_under
+from conftest import SUDO_USER, add_sudo_user, qemu_processes_under, remove_sudo_user
 from conftest import report as conftest_report
 
 from labs.infra.guard import DeviceRefused, check_device
-from labs.infra.hosts import HostUnreachable, SSHHost
+from labs.infra.hosts import CommandTimedOut, HostUnreachable, SSHHost
 from labs.infra.inventory import get_host
 from labs.infra.journal import Journal
 from labs.infra.vm import image as vm_image
@@ -195,6 +195,57 @@ def test_a_command_whose_ssh_session_is_cut_does_not_run_on(lab_env):
         time.sleep(0.5)
     checker.close()
     host.close()
+
+
+def _wait_until_gone(host: SSHHost, pattern: str, within_s: float, what: str) -> None:
+    deadline = time.monotonic() + within_s
+    while host.run(f"pgrep -f {shlex.quote(pattern)}", check=False, marked=False).ok:
+        assert time.monotonic() < deadline, what
+        time.sleep(0.5)
+
+
+def test_a_user_with_sudo_has_its_root_commands_stopped_too(lab_env):
+    """An inventory host where the labs log in as a user with password-less sudo (the README
+    allows it): a root command's timeout, and a cut session, stop the command itself. With
+    `sudo -n` inside the user's `timeout`, neither did: a user cannot signal root's
+    processes, and sudo does not pass on a signal from its own process group."""
+    import threading
+
+    root = get_host("vm1")
+    add_sudo_user(root)
+    user = SSHHost("vm1", root.address, user=SUDO_USER, port=root.port, key=root.key,
+                   known_hosts=root.known_hosts, work_dir=root.work_dir)
+    try:
+        assert not user.is_root() and user.sudo("id -u").stdout.strip() == "0"
+        with pytest.raises(CommandTimedOut):
+            user.sudo("sleep 301", timeout_s=3)
+        _wait_until_gone(root, "[s]leep 301", 15, "the root command outlived its timeout")
+
+        outcome: dict[str, object] = {}
+
+        def long_command() -> None:
+            try:
+                outcome["result"] = user.sudo("sleep 302", timeout_s=400, check=False)
+            except HostUnreachable as error:
+                outcome["error"] = error
+
+        runner = threading.Thread(target=long_command)
+        runner.start()
+        deadline = time.monotonic() + 60
+        while not root.run("pgrep -u 0 -f '[s]leep 302'", check=False, marked=False).ok:
+            assert time.monotonic() < deadline, "the long command never started as root"
+            time.sleep(0.5)
+        # Safe: kills only the test user's SSH sessions in this throw-away guest.
+        root.run(f"pkill -KILL -f 'sshd: {SUDO_USER}'", check=False, marked=False)
+        runner.join(timeout=120)
+        assert not runner.is_alive()
+        assert "error" in outcome or outcome["result"].exit_code == -1, outcome
+        _wait_until_gone(root, "[s]leep 302", 30, "the root command ran on after its session "
+                         "was cut")
+    finally:
+        user.close()
+        remove_sudo_user(root)
+        root.close()
 
 
 def test_clean_in_a_vm_after_a_crash(lab_env):

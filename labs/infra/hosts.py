@@ -118,7 +118,8 @@ def _as_shell(command: str | list[str]) -> str:
     return command if isinstance(command, str) else shlex.join(command)
 
 
-def _wrapped(command: str, timeout_s: float, marked: bool, tag: str = "") -> str:
+def _wrapped(command: str, timeout_s: float, marked: bool, tag: str = "",
+             via_sudo: bool = False) -> str:
     """The command line a host actually runs.
 
     `exec timeout`: coreutils timeout stops the whole command (its process group), not just
@@ -127,12 +128,17 @@ def _wrapped(command: str, timeout_s: float, marked: bool, tag: str = "") -> str
     object's, so `interrupt` can stop exactly that object's commands, and a cut session
     exactly its command); the trailing "exit" keeps bash from exec'ing the
     command in place of itself, so the marker lives exactly as long as the command.
+    `via_sudo` puts `sudo -n` before `timeout`, not inside the shell: `timeout` and the marked
+    shell then run as root, so a timeout can stop a root command, and `stop_commands` and
+    `clean`'s orphan check find it by its marker (a user's `timeout` cannot signal root's
+    processes, and a marker outside sudo would outlive nothing).
     """
     inner = f": {command_marker()} {tag}; {command}\nexit $?" if marked else command
-    return f"exec timeout --kill-after=5 {timeout_s:g} bash -c {shlex.quote(inner)}"
+    sudo = "sudo -n " if via_sudo else ""
+    return f"exec {sudo}timeout --kill-after=5 {timeout_s:g} bash -c {shlex.quote(inner)}"
 
 
-def _local_runner() -> type:
+def _local_runner(host: Host) -> type:
     import invoke
 
     class InterruptibleLocal(invoke.Local):
@@ -143,6 +149,10 @@ def _local_runner() -> type:
                 os.kill(self.process.pid, signal.SIGINT)
             except (ProcessLookupError, AttributeError):
                 pass
+            if host._is_root is False:
+                # Under `sudo -n` the process is sudo, which does not pass on a signal from
+                # its own process group: stop the root command by its tag, as root.
+                host.stop_commands()
             raise interrupt
 
         def stop(self) -> None:
@@ -184,18 +194,22 @@ class Host:
 
     def run(self, command: str | list[str], *, timeout_s: float = DEFAULT_TIMEOUT_S,
             check: bool = True, env: dict[str, str] | None = None,
-            marked: bool = True) -> CommandResult:
+            marked: bool = True, as_root: bool = False) -> CommandResult:
         """Run a command; raise CommandFailed on a non-zero exit unless check=False.
 
-        `marked=False` leaves out the command marker (only `clean`'s orphan check needs it).
+        `marked=False` leaves out the command marker (only `clean`'s orphan check needs it);
+        `as_root=True` runs it as root (see `sudo`).
         """
         text = _as_shell(command)
+        via_sudo = as_root and not self.is_root()
         self._raise_if_interrupted()
         # The command's own tag starts with the object's (stop_commands stops them all) and
         # ends with ";" in the command line (so "-c1" does not match "-c12").
         tag = f"{self.run_tag}-c{next(self._serial)}"
         # The transport's own timeout, a little later, is the backstop for a hung connection.
-        wrapped = _wrapped(text, timeout_s, marked, tag)
+        wrapped = _wrapped(text, timeout_s, marked, tag, via_sudo)
+        if via_sudo:
+            text = "sudo -n " + text  # as errors show it
         started = time.monotonic()
         try:
             result = self._execute(text, wrapped, timeout_s=timeout_s + 15, env=env or {})
@@ -260,11 +274,23 @@ class Host:
         raise NotImplementedError
 
     def sudo(self, command: str | list[str], **kwargs: Any) -> CommandResult:
-        """Run a command as root: directly if we are root, else through `sudo -n`."""
-        text = _as_shell(command)
-        if not self.is_root():
-            text = "sudo -n bash -c " + shlex.quote(text)
-        return self.run(text, **kwargs)
+        """Run a command as root: directly if we are root, else through `sudo -n` (which
+        needs a password-less sudo), with the command's timeout and marker inside it."""
+        return self.run(command, as_root=True, **kwargs)
+
+    def put_as_root(self, local_path: str | Path, remote_path: str) -> None:
+        """Copy a file into a place only root writes (the lab's work dir): directly as root,
+        else to a file of the login user's in /tmp first, then into place with sudo."""
+        if self.is_root():
+            self.put(local_path, remote_path)
+            return
+        staging = f"/tmp/storage-labs-put-{uuid.uuid4().hex[:12]}"
+        self.put(local_path, staging)
+        try:
+            self.sudo(["install", "-m", "0644", staging, remote_path], timeout_s=60)
+        finally:
+            # Safe: the temporary copy this call just made.
+            self.run(["rm", "-f", staging], check=False, timeout_s=60)
 
     def missing_commands(self, commands: Sequence[str], extra_check: str = "") -> list[str]:
         """Which of `commands` root's PATH lacks here; `extra_check` is shell that prints the
@@ -305,7 +331,8 @@ class LocalHost(Host):
                  env: dict[str, str]) -> CommandResult:
         import invoke
 
-        context = invoke.Context(invoke.Config(overrides={"runners": {"local": _local_runner()}}))
+        runners = {"local": _local_runner(self)}
+        context = invoke.Context(invoke.Config(overrides={"runners": runners}))
         try:
             result = context.run(wrapped, hide=True, warn=True, timeout=timeout_s,
                                  in_stream=False, env=env, pty=False)

@@ -56,6 +56,7 @@ PACKAGES: dict[str, str] = {
     "sysbench": "a second benchmark", "docker.io": "containers for the PostgreSQL lab",
     "busybox-static": "a one-file container image, since no registry can be reached",
     "initramfs-tools": "the initrd that mounts the virtio root disk",
+    "sudo": "a test logs in as a user with password-less sudo, as on a reader's SSH host",
 }
 
 # What a release lacks of the list above: Debian 13 folds pgbench and the contrib modules into
