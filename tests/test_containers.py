@@ -158,3 +158,28 @@ def test_unknown_image_name_is_usage_error():
 
 def test_docker_sdk_is_the_pinned_one():
     assert docker.__version__ == "7.1.0"
+
+
+def test_a_login_user_outside_the_docker_group_is_told_in_one_line():
+    """The SDK reaches an SSH host's engine as the login user (outside sudo): a user with sudo
+    but not in the docker group gets one line saying so, not 'the engine did not answer'."""
+    from labs.infra.containers import ContainerError, remote_engine
+    from labs.infra.hosts import CommandResult
+
+    class UserWithSudo:
+        name = "cloud1"
+
+        def sudo(self, command, **kwargs):
+            return CommandResult("cloud1", command, 0, "24.0.7\n", "")
+
+        def is_root(self):
+            return False
+
+        def run(self, command, **kwargs):
+            return CommandResult("cloud1", command, 1, "", "permission denied while trying "
+                                 "to connect to the Docker daemon socket")
+
+    with pytest.raises(ContainerError) as refused:
+        remote_engine(UserWithSudo())
+    message = str(refused.value)
+    assert "\n" not in message and "docker group" in message and "cloud1" in message

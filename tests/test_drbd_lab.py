@@ -2,8 +2,9 @@
 vm1 and vm2, real netem on their link, real fio and pgbench, and a real failure of vm1.
 
 The ci run reaches the two VMs as a reader reaches two cloud machines: as SSH hosts of an
-inventory (zone-a, zone-b), which the lab knows only by their entries. So it mirrors a loop
-file on each, finds the link's interface itself, names the resource's sections by
+inventory (zone-a, zone-b), which the lab knows only by their entries, and logs in as a
+user with password-less sudo, not as root (every root command goes through `sudo -n`). So it
+mirrors a loop file on each, finds the link's interface itself, names the resource's sections by
 `uname -n`, and its drill freezes the primary's PostgreSQL and cuts its link, then makes the
 old primary discard what only it wrote. The lab's other path, on the VMs as lab VMs (their
 data disks, the drill's power cut), is what made the book's recorded run; here a run on it
@@ -25,8 +26,11 @@ import os
 import pandas as pd
 import pytest
 from conftest import (
+    SUDO_USER,
+    add_sudo_user,
     assert_one_line_usage_error,
     kill_once_it_prints,
+    remove_sudo_user,
     report,
     run_labs,
     run_vm_ci,
@@ -56,16 +60,27 @@ def assert_nothing_left(lab_vms) -> None:
 
 
 @pytest.fixture(scope="module")
-def ssh_pair_env(lab_vms) -> dict:
+def ssh_pair_env(lab_vms):
     """An inventory naming vm1 and vm2 as zone-a and zone-b: address, port, key, host key and
-    the address the other one reaches it at, as for two cloud machines."""
+    the address the other one reaches it at, as for two cloud machines, logged in as a user
+    with password-less sudo (not root), as the README allows."""
+    from labs.infra.inventory import get_host
     from labs.infra.vm import machine
 
-    entries = [vm_inventory_entry(name, vm, link_address=machine.read_state(vm).private_ip)
+    for vm in SSH_PAIR.values():
+        root = get_host(vm)
+        add_sudo_user(root)
+        root.close()
+    entries = [vm_inventory_entry(name, vm, link_address=machine.read_state(vm).private_ip,
+                                  user=SUDO_USER)
                for name, vm in SSH_PAIR.items()]
     inventory = lab_vms.base / "ssh-pair.toml"
     inventory.write_text("\n".join(entries))
-    return {"LABS_INVENTORY": str(inventory)}
+    yield {"LABS_INVENTORY": str(inventory)}
+    for vm in SSH_PAIR.values():  # anew: a drill may have rebooted the VM meanwhile
+        root = get_host(vm)
+        remove_sudo_user(root)
+        root.close()
 
 
 @pytest.fixture(scope="module")

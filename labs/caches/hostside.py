@@ -43,7 +43,7 @@ class LabDisk:
 
     def install_probe(self) -> None:
         self.probe = f"{self.ws.work_dir}/probe.py"
-        self.ws.host.put(PROBE_SOURCE, self.probe)
+        self.ws.host.put_as_root(PROBE_SOURCE, self.probe)
 
     def counters(self) -> DiskStat:
         text = self.ws.host.run(disk_stats_command([self.fs.device]), timeout_s=60).stdout

@@ -159,7 +159,8 @@ def set_added_rtt(pair: Pair, added_rtt_ms: float) -> None:
 def record_netem(pair: Pair, rec: RunRecorder, config: str) -> None:
     """What each side's link really has, as tc prints it back (kept with the run)."""
     for ws in pair.both:
-        text = ws.host.run(netem.show_command(pair.interface(ws)), timeout_s=60).stdout
+        # Through sudo: tc lives in /sbin, which a user's PATH on Debian does not hold.
+        text = ws.host.sudo(netem.show_command(pair.interface(ws)), timeout_s=60).stdout
         rec.add_raw(f"netem/{config}-{ws.host.name}.txt", text)
 
 

@@ -164,8 +164,9 @@ def check_ssh_pair(params: Parameters, host: Host) -> tuple[Side, Side]:
         interfaces.append(routes[1].dev)
         # netem replaces the interface's root queueing discipline, and `clean` gives it the
         # kernel's default back: one the reader set up would be lost.
-        qdiscs = netem.parse_qdisc_show(side.run(netem.show_command(routes[1].dev),
-                                                 timeout_s=60).stdout,
+        # Through sudo, though reading needs no root: a user's PATH on Debian has no /sbin.
+        qdiscs = netem.parse_qdisc_show(side.sudo(netem.show_command(routes[1].dev),
+                                                  timeout_s=60).stdout,
                                         source=f"{side.name}: tc qdisc show")
         root = next((q.kind for q in qdiscs if q.root), "")
         if root not in DEFAULT_ROOT_QDISCS:
@@ -328,9 +329,10 @@ def measure_baselines(params: Parameters, pair: Pair, rec: RunRecorder,
     progress.step("zeroing both disks whole, so that they hold the same bytes")
     for ws in pair.both:
         disk = pair.disk(ws)
-        size_mib = int(ws.host.run(["blockdev", "--getsize64", disk], timeout_s=60).stdout) \
+        size_mib = int(ws.host.sudo(["blockdev", "--getsize64", disk], timeout_s=60).stdout) \
             // 2**20
-        # Safe: a lab VM's own data disk, which the guard allowed. The whole disk, not only
+        # Safe: the lab's disk (a lab VM's own data disk, or the loop device over the lab's
+        # file on an SSH host), which the guard allowed. The whole disk, not only
         # fio's region: an earlier run on the same VMs may have left anything anywhere.
         ws.run_guarded(["dd", "if=/dev/zero", f"of={disk}", "bs=1M", f"count={size_mib}",
                         "oflag=direct", "status=none"], [disk], timeout_s=1800)

@@ -14,6 +14,7 @@ count of lost records smaller, never larger.
 
 from __future__ import annotations
 
+import shlex
 import threading
 import time
 from dataclasses import dataclass, field
@@ -31,13 +32,16 @@ class AckStream:
     ended: str = ""
 
     def start(self, host: Host, started: float) -> None:
-        # Its own SSH connection: the loop's output is read line by line while it runs.
+        # Its own SSH connection: the loop's output is read line by line while it runs. The
+        # loops run as root (they switch to the database's user with runuser): through sudo
+        # on a host where the login user is not root.
         connection = host.twin()
+        command = self.command if host.is_root() else "sudo -n sh -c " + shlex.quote(self.command)
 
         def read() -> None:
             try:
                 client = connection.ssh_client()
-                _, stdout, _ = client.exec_command(self.command)
+                _, stdout, _ = client.exec_command(command)
                 for line in stdout:
                     if line.startswith("ack "):
                         self.acks.append((int(line[4:]), time.monotonic() - started))

@@ -133,6 +133,13 @@ def remote_engine(host: SSHHost, timeout_s: int = 120) -> docker.DockerClient:
     if not probe.ok:
         raise ContainerError(f"host {host.name}: no docker engine answers (install docker.io "
                              f"there and start it): {first_line(probe.stderr or probe.stdout)}")
+    if not host.is_root() and not host.run("docker version --format '{{.Server.Version}}'",
+                                           check=False, timeout_s=60).ok:
+        # The SDK talks to the engine through `docker system dial-stdio` run as the login user,
+        # outside sudo: that user must reach the engine's socket itself.
+        raise ContainerError(f"host {host.name}: its login user cannot reach the docker "
+                             "engine (it is not root): add it to the docker group there, or "
+                             "log in as root")
     api = docker.APIClient(base_url="ssh://lab-host", use_ssh_client=True,
                            version=REMOTE_API_VERSION, timeout=timeout_s)
     adapter = _HostSSHAdapter(host.ssh_client(), timeout_s)

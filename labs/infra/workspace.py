@@ -269,7 +269,8 @@ class LabWorkspace:
         if not 0 <= delay_ms <= 10_000:
             raise UsageError(f"dm-delay of {delay_ms} ms: use 0..10000")
         self.check_device(device)
-        sectors = int(self.host.run(["blockdev", "--getsz", device], timeout_s=60).stdout)
+        # As root: opening a block device needs it (a user with sudo gets EACCES).
+        sectors = int(self.host.sudo(["blockdev", "--getsz", device], timeout_s=60).stdout)
         return self.make_dm(name, f"0 {sectors} delay {device} 0 {delay_ms}", [device],
                             modules=["dm_delay"])
 

@@ -66,7 +66,7 @@ class TearLayout:
 def build(ws: LabWorkspace, first: str, second: str) -> TearLayout:
     """The four devices over the two lab disks, the slow leg not holding writes yet."""
     host = ws.host
-    sizes = [int(host.run(["blockdev", "--getsz", disk], timeout_s=60).stdout)
+    sizes = [int(host.sudo(["blockdev", "--getsz", disk], timeout_s=60).stdout)
              for disk in (first, second)]
     # The plain device gets the larger share: it holds eight servers' logs, the stripe
     # only the torn legs' tables (tens of MiB).
