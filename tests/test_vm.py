@@ -159,44 +159,6 @@ def test_pair_talks_over_the_private_link(lab_env):
     vm2.close()
 
 
-def test_a_command_whose_ssh_session_is_cut_does_not_run_on(lab_env):
-    """sshd's sessions die under a running command (a restarted sshd, a network blip): the
-    command, which would run on in the VM without its session, is stopped over a new
-    connection, so that it cannot outlive the lab (the fault benchmark found a devices run's
-    fio reading on after its lab and `clean` had ended)."""
-    import threading
-
-    host = get_host("vm1")
-    outcome: dict[str, object] = {}
-
-    def long_command() -> None:
-        try:
-            outcome["result"] = host.sudo("sleep 300", timeout_s=400, check=False)
-        except HostUnreachable as error:
-            outcome["error"] = error
-
-    runner = threading.Thread(target=long_command)
-    runner.start()
-    watcher = get_host("vm1")
-    deadline = time.monotonic() + 60
-    while not watcher.run("pgrep -f '[s]leep 300'", check=False).ok:
-        assert time.monotonic() < deadline, "the long command never started"
-        time.sleep(0.5)
-    # Safe: kills only the VM's SSH sessions (this throw-away guest's), ours among them.
-    watcher.run("pkill -KILL -f 'sshd: root@'", check=False, marked=False)
-    watcher.close()
-    runner.join(timeout=120)
-    assert not runner.is_alive()
-    assert "error" in outcome or outcome["result"].exit_code == -1, outcome
-    checker = get_host("vm1")
-    deadline = time.monotonic() + 30
-    while checker.run("pgrep -f '[s]leep 300'", check=False).ok:
-        assert time.monotonic() < deadline, "the command ran on after its session was cut"
-        time.sleep(0.5)
-    checker.close()
-    host.close()
-
-
 def _wait_until_gone(host: SSHHost, pattern: str, within_s: float, what: str) -> None:
     deadline = time.monotonic() + within_s
     while host.run(f"pgrep -f {shlex.quote(pattern)}", check=False, marked=False).ok:
@@ -204,13 +166,52 @@ def _wait_until_gone(host: SSHHost, pattern: str, within_s: float, what: str) ->
         time.sleep(0.5)
 
 
+def _cut_the_session_under(host: SSHHost, command: str, login: str, root: SSHHost) -> None:
+    """Run `command` as root through `host` in a thread, kill the SSH sessions of `login` (as
+    `root`, another connection) once the command runs, and assert that the command is gone
+    within 30 s: the command, which would run on without its session, is stopped over a new
+    connection, so that it cannot outlive the lab."""
+    import threading
+
+    outcome: dict[str, object] = {}
+
+    def long_command() -> None:
+        try:
+            outcome["result"] = host.sudo(command, timeout_s=400, check=False)
+        except HostUnreachable as error:
+            outcome["error"] = error
+
+    runner = threading.Thread(target=long_command)
+    runner.start()
+    pattern = f"[{command[0]}]{command[1:]}"
+    deadline = time.monotonic() + 60
+    while not root.run(f"pgrep -u 0 -f '{pattern}'", check=False, marked=False).ok:
+        assert time.monotonic() < deadline, "the long command never started as root"
+        time.sleep(0.5)
+    # Safe: kills only the SSH sessions of `login` in this throw-away guest.
+    root.run(f"pkill -KILL -f 'sshd: {login}'", check=False, marked=False)
+    root.close()  # its own session may have been among them
+    runner.join(timeout=120)
+    assert not runner.is_alive()
+    assert "error" in outcome or outcome["result"].exit_code == -1, outcome
+    _wait_until_gone(root, pattern, 30, "the command ran on after its session was cut")
+
+
+def test_a_command_whose_ssh_session_is_cut_does_not_run_on(lab_env):
+    """sshd's sessions die under a running command (a restarted sshd, a network blip); the
+    fault benchmark found a devices run's fio reading on after its lab and `clean` had
+    ended."""
+    host, watcher = get_host("vm1"), get_host("vm1")
+    _cut_the_session_under(host, "sleep 300", "root@", watcher)
+    watcher.close()
+    host.close()
+
+
 def test_a_user_with_sudo_has_its_root_commands_stopped_too(lab_env):
     """An inventory host where the labs log in as a user with password-less sudo (the README
     allows it): a root command's timeout, and a cut session, stop the command itself. With
     `sudo -n` inside the user's `timeout`, neither did: a user cannot signal root's
     processes, and sudo does not pass on a signal from its own process group."""
-    import threading
-
     root = get_host("vm1")
     add_sudo_user(root)
     user = SSHHost("vm1", root.address, user=SUDO_USER, port=root.port, key=root.key,
@@ -220,28 +221,7 @@ def test_a_user_with_sudo_has_its_root_commands_stopped_too(lab_env):
         with pytest.raises(CommandTimedOut):
             user.sudo("sleep 301", timeout_s=3)
         _wait_until_gone(root, "[s]leep 301", 15, "the root command outlived its timeout")
-
-        outcome: dict[str, object] = {}
-
-        def long_command() -> None:
-            try:
-                outcome["result"] = user.sudo("sleep 302", timeout_s=400, check=False)
-            except HostUnreachable as error:
-                outcome["error"] = error
-
-        runner = threading.Thread(target=long_command)
-        runner.start()
-        deadline = time.monotonic() + 60
-        while not root.run("pgrep -u 0 -f '[s]leep 302'", check=False, marked=False).ok:
-            assert time.monotonic() < deadline, "the long command never started as root"
-            time.sleep(0.5)
-        # Safe: kills only the test user's SSH sessions in this throw-away guest.
-        root.run(f"pkill -KILL -f 'sshd: {SUDO_USER}'", check=False, marked=False)
-        runner.join(timeout=120)
-        assert not runner.is_alive()
-        assert "error" in outcome or outcome["result"].exit_code == -1, outcome
-        _wait_until_gone(root, "[s]leep 302", 30, "the root command ran on after its session "
-                         "was cut")
+        _cut_the_session_under(user, "sleep 302", SUDO_USER, root)
     finally:
         user.close()
         remove_sudo_user(root)
