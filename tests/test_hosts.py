@@ -334,3 +334,27 @@ def test_put_as_root_goes_through_a_temporary_file_for_a_user_with_sudo(monkeypa
     host._is_root = True
     host.put_as_root("probe.py", "/var/tmp/x/probe.py")
     assert calls == [("put", "/var/tmp/x/probe.py")]
+
+
+def test_a_command_killed_by_its_time_limit_is_a_timeout_even_without_an_exit_status(
+        monkeypatch):
+    """`timeout`'s SIGKILL (5 s after its first signal, for a command that outlived it) kills
+    timeout too, and sudo passes it on to itself: the session then has no exit status (-1).
+    Past the limit, that is a timeout; before it, a failure (a cut session)."""
+    import time as clock
+
+    from labs.infra.hosts import CommandResult
+
+    host = SSHHost("vm9", "127.0.0.1", port=1)
+    monkeypatch.setattr(host, "stop_commands", lambda tag=None: None)
+
+    def killed(command, wrapped, *, timeout_s, env):
+        clock.sleep(0.05)
+        return CommandResult("vm9", command, -1, "", "")
+
+    monkeypatch.setattr(host, "_execute", killed)
+    with pytest.raises(CommandTimedOut):
+        host.run("trap '' TERM; sleep 300", timeout_s=0.01)
+    with pytest.raises(CommandFailed) as failed:
+        host.run("sleep 300", timeout_s=60)
+    assert not isinstance(failed.value, CommandTimedOut)

@@ -166,11 +166,12 @@ def _wait_until_gone(host: SSHHost, pattern: str, within_s: float, what: str) ->
         time.sleep(0.5)
 
 
-def _cut_the_session_under(host: SSHHost, command: str, login: str, root: SSHHost) -> None:
+def _cut_the_session_under(host: SSHHost, command: str, login: str, root: SSHHost,
+                           watch: str) -> None:
     """Run `command` as root through `host` in a thread, kill the SSH sessions of `login` (as
-    `root`, another connection) once the command runs, and assert that the command is gone
-    within 30 s: the command, which would run on without its session, is stopped over a new
-    connection, so that it cannot outlive the lab."""
+    `root`, another connection) once root's processes match `watch` (a pgrep -f pattern),
+    and assert that none is left within 30 s: the command, which would run on without its
+    session, is stopped over a new connection, so that it cannot outlive the lab."""
     import threading
 
     outcome: dict[str, object] = {}
@@ -183,9 +184,8 @@ def _cut_the_session_under(host: SSHHost, command: str, login: str, root: SSHHos
 
     runner = threading.Thread(target=long_command)
     runner.start()
-    pattern = f"[{command[0]}]{command[1:]}"
     deadline = time.monotonic() + 60
-    while not root.run(f"pgrep -u 0 -f '{pattern}'", check=False, marked=False).ok:
+    while not root.run(f"pgrep -u 0 -f '{watch}'", check=False, marked=False).ok:
         assert time.monotonic() < deadline, "the long command never started as root"
         time.sleep(0.5)
     # Safe: kills only the SSH sessions of `login` in this throw-away guest.
@@ -194,7 +194,7 @@ def _cut_the_session_under(host: SSHHost, command: str, login: str, root: SSHHos
     runner.join(timeout=120)
     assert not runner.is_alive()
     assert "error" in outcome or outcome["result"].exit_code == -1, outcome
-    _wait_until_gone(root, pattern, 30, "the command ran on after its session was cut")
+    _wait_until_gone(root, watch, 30, "the command ran on after its session was cut")
 
 
 def test_a_command_whose_ssh_session_is_cut_does_not_run_on(lab_env):
@@ -202,16 +202,17 @@ def test_a_command_whose_ssh_session_is_cut_does_not_run_on(lab_env):
     fault benchmark found a devices run's fio reading on after its lab and `clean` had
     ended."""
     host, watcher = get_host("vm1"), get_host("vm1")
-    _cut_the_session_under(host, "sleep 300", "root@", watcher)
+    _cut_the_session_under(host, "sleep 300", "root@", watcher, "[s]leep 300")
     watcher.close()
     host.close()
 
 
 def test_a_user_with_sudo_has_its_root_commands_stopped_too(lab_env):
     """An inventory host where the labs log in as a user with password-less sudo (the README
-    allows it): a root command's timeout, and a cut session, stop the command itself. With
-    `sudo -n` inside the user's `timeout`, neither did: a user cannot signal root's
-    processes, and sudo does not pass on a signal from its own process group."""
+    allows it): a root command's time limit, and a cut session, stop the command itself,
+    even one that ignores SIGTERM and SIGINT, through `timeout`'s SIGKILL 5 s later. With
+    `sudo -n` inside the user's `timeout`, that SIGKILL ended sudo and the user's shell but
+    could not reach root's command, which ran on."""
     root = get_host("vm1")
     add_sudo_user(root)
     user = SSHHost("vm1", root.address, user=SUDO_USER, port=root.port, key=root.key,
@@ -219,9 +220,10 @@ def test_a_user_with_sudo_has_its_root_commands_stopped_too(lab_env):
     try:
         assert not user.is_root() and user.sudo("id -u").stdout.strip() == "0"
         with pytest.raises(CommandTimedOut):
-            user.sudo("sleep 301", timeout_s=3)
-        _wait_until_gone(root, "[s]leep 301", 15, "the root command outlived its timeout")
-        _cut_the_session_under(user, "sleep 302", SUDO_USER, root)
+            user.sudo("trap '' TERM INT; sleep 301", timeout_s=3)
+        _wait_until_gone(root, "[s]leep 301", 20, "the root command outlived its timeout")
+        _cut_the_session_under(user, "trap '' TERM INT; sleep 302", SUDO_USER, root,
+                               "[s]leep 302")
     finally:
         user.close()
         remove_sudo_user(root)

@@ -228,7 +228,11 @@ class Host:
             # the lab; the caller sees the failure.
             self.stop_commands(tag + ";")
         self._raise_if_interrupted()
-        if result.exit_code in (124, 137) and time.monotonic() - started >= timeout_s:
+        # 124: the time limit's signal ended the command. A command that outlives that signal
+        # gets SIGKILL 5 s later, sent to timeout's whole process group, timeout among it (and
+        # sudo passes the signal on to itself): the shell reports 137, a session none (-1).
+        if ((result.exit_code in (124, 137) or result.exit_code < 0)
+                and time.monotonic() - started >= timeout_s):
             raise CommandTimedOut(self.name, text, timeout_s, result.stderr)
         if check and not result.ok:
             raise CommandFailed(self.name, text, result.exit_code, result.stderr)
