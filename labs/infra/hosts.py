@@ -129,16 +129,16 @@ def _wrapped(command: str, timeout_s: float, marked: bool, tag: str = "",
     exactly its command); the trailing "exit" keeps bash from exec'ing the
     command in place of itself, so the marker lives exactly as long as the command.
     `via_sudo` puts `sudo -n` before `timeout`, not inside the shell: `timeout` and the marked
-    shell then run as root, so a timeout can stop a root command, and `stop_commands` and
-    `clean`'s orphan check find it by its marker (a user's `timeout` cannot signal root's
-    processes, and a marker outside sudo would outlive nothing).
+    shell then run as root, so the SIGKILL that follows a time limit (or a Ctrl-C, or a cut
+    session) by 5 s reaches a root command that outlived the first signal (a user's
+    `timeout` cannot signal root's processes), and the marker and tag are root's command's.
     """
     inner = f": {command_marker()} {tag}; {command}\nexit $?" if marked else command
     sudo = "sudo -n " if via_sudo else ""
     return f"exec {sudo}timeout --kill-after=5 {timeout_s:g} bash -c {shlex.quote(inner)}"
 
 
-def _local_runner(host: Host) -> type:
+def _local_runner() -> type:
     import invoke
 
     class InterruptibleLocal(invoke.Local):
@@ -149,10 +149,6 @@ def _local_runner(host: Host) -> type:
                 os.kill(self.process.pid, signal.SIGINT)
             except (ProcessLookupError, AttributeError):
                 pass
-            if host._is_root is False:
-                # Under `sudo -n` the process is sudo, which does not pass on a signal from
-                # its own process group: stop the root command by its tag, as root.
-                host.stop_commands()
             raise interrupt
 
         def stop(self) -> None:
@@ -335,8 +331,7 @@ class LocalHost(Host):
                  env: dict[str, str]) -> CommandResult:
         import invoke
 
-        runners = {"local": _local_runner(self)}
-        context = invoke.Context(invoke.Config(overrides={"runners": runners}))
+        context = invoke.Context(invoke.Config(overrides={"runners": {"local": _local_runner()}}))
         try:
             result = context.run(wrapped, hide=True, warn=True, timeout=timeout_s,
                                  in_stream=False, env=env, pty=False)
