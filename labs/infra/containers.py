@@ -121,20 +121,21 @@ class _HostSSHAdapter(SSHHTTPAdapter):
         self.pools.clear()
 
 
+# Succeeds only when the engine answers (the client alone prints no server version).
+ENGINE_VERSION = "docker version --format '{{.Server.Version}}'"
+
+
 def remote_engine(host: SSHHost, timeout_s: int = 120) -> docker.DockerClient:
     """The docker engine of an SSH host (a lab VM or an inventory host), started if needed."""
-    probe = host.sudo("docker version --format '{{.Server.Version}}'", check=False,
-                      timeout_s=60)
+    probe = host.sudo(ENGINE_VERSION, check=False, timeout_s=60)
     if not probe.ok:
         # Lab VMs keep dockerd off at boot (it slows an emulated boot); start it on demand.
         host.sudo("systemctl start docker", check=False, timeout_s=180)
-        probe = host.sudo("docker version --format '{{.Server.Version}}'", check=False,
-                          timeout_s=60)
+        probe = host.sudo(ENGINE_VERSION, check=False, timeout_s=60)
     if not probe.ok:
         raise ContainerError(f"host {host.name}: no docker engine answers (install docker.io "
                              f"there and start it): {first_line(probe.stderr or probe.stdout)}")
-    if not host.is_root() and not host.run("docker version --format '{{.Server.Version}}'",
-                                           check=False, timeout_s=60).ok:
+    if not host.is_root() and not host.run(ENGINE_VERSION, check=False, timeout_s=60).ok:
         # The SDK talks to the engine through `docker system dial-stdio` run as the login user,
         # outside sudo: that user must reach the engine's socket itself.
         raise ContainerError(f"host {host.name}: its login user cannot reach the docker "
