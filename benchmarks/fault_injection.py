@@ -2,6 +2,7 @@
 
     sudo .venv/bin/python benchmarks/fault_injection.py --kills 200 --hours 1.5
     sudo .venv/bin/python benchmarks/fault_injection.py --labs torn-pages --kills 10
+    sudo .venv/bin/python benchmarks/fault_injection.py --kills 20 --teardown
     .venv/bin/python benchmarks/fault_injection.py --report
 
 The full run takes many hours (each kill costs about half of its lab's quick run), so it is
@@ -20,8 +21,12 @@ view (labs/infra/leftovers.py), what is left on this machine and in the VMs, the
 runs in data/runs, and a lab that ran on to the end past its signal (it exited 0). A run
 that fails by itself before its kill counts as a failure too: a run after a `clean` must
 work. The phase a kill landed in (set-up, measurement, teardown) comes from the lab's own
-step lines. The last run of each lab runs to the end and must record a valid run. Give
-each part of the full run its own --seed, so that its kills land at new points.
+step lines: its last step (taking the lab's parts down and writing its run) is the
+teardown. That step is short, so a kill drawn over the whole run seldom lands in it;
+`--teardown` draws every kill within it instead (a delay after the step's line appears, up to
+the step's length in the uncut run), and `--kills` then counts the log's teardown kills
+alone. The last run of each lab runs to the end and must record a valid run. Give each part
+of the full run its own --seed, so that its kills land at new points.
 
 Prints one line per kill, then totals per lab and phase. Exit code 1 if anything leaked.
 """
@@ -91,6 +96,7 @@ class Harness:
     only_ways: tuple[str, ...] = ()  # --how: these kinds of kill alone (to check a fix)
     kill_log: Path | None = None  # every kill appended here (None: kept in memory only)
     deadline: float | None = None  # time.monotonic() after which no new kill starts
+    teardown: bool = False  # --teardown: every kill lands in the lab's last step
     kills: list[Kill] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -135,20 +141,30 @@ class Harness:
             raise SystemExit(f"vm up failed: {booted.stderr.strip()[-300:]}")
 
     def run_lab(self, command: list[str], stop_after_s: float | None, how: str,
-                log_path: Path) -> tuple[str, str, int]:
-        """Start a lab; stop it `stop_after_s` after its first line (None: let it end).
-        Returns (phase, step text, exit code)."""
+                log_path: Path, *, from_last_step: bool = False) -> LabRun:
+        """Start a lab; stop it `stop_after_s` after it started, or after its last step's
+        line appeared (`from_last_step`); None: let it end."""
         steps: list[dict] = []
+        last_step_at = None  # when the last step's line appeared (time.monotonic())
         with open(log_path, "w") as log:
             process = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=log,
                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                        start_new_session=True)
             started = time.monotonic()
+            clock = None if from_last_step else started
             while process.poll() is None:
-                if stop_after_s is not None and time.monotonic() - started >= stop_after_s:
+                now = time.monotonic()
+                if last_step_at is None:
+                    steps = self.steps_in(log_path)
+                    if steps and int(steps[-1]["step"]) >= int(steps[-1]["total"]):
+                        last_step_at = now
+                        clock = clock or now
+                if stop_after_s is not None and clock is not None \
+                        and now - clock >= stop_after_s:
                     break
                 time.sleep(0.05)
-            steps = [s for s in map(parse_step_line, log_path.read_text().splitlines()) if s]
+            stopped_at_s = time.monotonic() - started
+            steps = self.steps_in(log_path)
             ended = process.poll() is not None
             if not ended:
                 self.stop(process, how)
@@ -157,21 +173,28 @@ class Harness:
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
+        last_step_s = None if last_step_at is None else time.monotonic() - last_step_at
         if ended:
-            return "after the end", "", process.returncode
+            return LabRun("after the end", "", process.returncode, stopped_at_s, last_step_s)
         # The signal landed as the lab was finishing: no step began after it, the run was
         # recorded and the lab ended normally. Nothing ran on; there was nothing to stop.
         final = log_path.read_text()
         final_steps = [s for s in map(parse_step_line, final.splitlines()) if s]
         if process.returncode == 0 and len(final_steps) == len(steps) \
                 and "\nrecorded run: " in final:
-            return "after the end", "", process.returncode
+            return LabRun("after the end", "", process.returncode, stopped_at_s, None)
         if not steps:
-            return "set-up", "before the first step", process.returncode
+            return LabRun("set-up", "before the first step", process.returncode, stopped_at_s,
+                          None)
         step, total = int(steps[-1]["step"]), int(steps[-1]["total"])
         phase = ("set-up" if step <= max(1, total // 4) else
                  "teardown" if step >= total else "measurement")
-        return phase, f"step {step}/{total}: {steps[-1]['text']}", process.returncode
+        return LabRun(phase, f"step {step}/{total}: {steps[-1]['text']}", process.returncode,
+                      stopped_at_s, None)
+
+    @staticmethod
+    def steps_in(log_path: Path) -> list[dict]:
+        return [s for s in map(parse_step_line, log_path.read_text().splitlines()) if s]
 
     def stop(self, process: subprocess.Popen, how: str) -> None:
         if how == "SIGINT":
@@ -213,15 +236,18 @@ class Harness:
         command = [sys.executable, "-m", "labs", *params.command_line().split()[3:]]
         logs = self.base / "logs"
         logs.mkdir(exist_ok=True)
-        uncut_s = window_s
+        uncut_s, last_step_s = window_s, None
         if uncut_s is None:
-            started = time.monotonic()
-            phase, _, code = self.run_lab(command, None, "", logs / f"{name}-uncut.log")
-            uncut_s = time.monotonic() - started
-            if code != 0:
+            uncut = self.run_lab(command, None, "", logs / f"{name}-uncut.log")
+            uncut_s, last_step_s = uncut.stopped_at_s, uncut.last_step_s
+            if uncut.code != 0:
                 raise SystemExit(f"{name}: the uncut run failed; see "
                                  f"{logs / f'{name}-uncut.log'}")
-            self.log(f"{name}: uncut quick run {uncut_s:.0f} s on {params.host}")
+            self.log(f"{name}: uncut quick run {uncut_s:.0f} s on {params.host}"
+                     + (f", its last step {last_step_s:.1f} s" if last_step_s else ""))
+        if self.teardown and not last_step_s:
+            raise SystemExit(f"{name}: --teardown needs the lab's last step timed in an "
+                             "uncut run, and none was")
         ways = ["SIGKILL"] * 6 + ["SIGINT", "SIGTERM"] + (list(self.ways_on_vm) if on_vm else [])
         if self.only_ways:
             ways = [w for w in self.only_ways if on_vm or w not in self.ways_on_vm]
@@ -235,11 +261,13 @@ class Harness:
             how = self.rng.choice(ways)
             if how == "qemu" and not self.only_ways and self.rng.random() < 0.6:
                 how = "SIGKILL"  # a VM reboot costs minutes: keep QEMU kills rare
-            after_s = self.rng.uniform(0.5, uncut_s)
+            after_s = (self.rng.uniform(0, last_step_s) if self.teardown else
+                       self.rng.uniform(0.5, uncut_s))
             if on_vm:
                 self.ensure_vm()
-            phase, step, code = self.run_lab(command, after_s, how,
-                                             logs / f"{name}-{number}.log")
+            run = self.run_lab(command, after_s, how, logs / f"{name}-{number}.log",
+                               from_last_step=self.teardown)
+            phase, step, code, after_s = run.phase, run.step, run.code, run.stopped_at_s
             if phase == "after the end":
                 cleaned = self.cli("clean", "--keep-vms", timeout_s=900)
                 if code == 0:
@@ -274,7 +302,7 @@ class Harness:
             return
         if on_vm:
             self.ensure_vm()
-        phase, _, code = self.run_lab(command, None, "", logs / f"{name}-after.log")
+        code = self.run_lab(command, None, "", logs / f"{name}-after.log").code
         valid, refused = records.scan_runs(name, self.base / "runs")
         self.log(f"{name}: a run after the kills {'succeeded' if code == 0 else 'FAILED'}; "
                  f"valid runs {len(valid)}, refused {len(refused)}")
@@ -286,6 +314,16 @@ class Harness:
 
 
 NOT_KILLS = ("final run", "run failed")
+
+
+@dataclass
+class LabRun:
+    """One run of a lab, as the harness saw it."""
+    phase: str  # where a kill landed: set-up, measurement, teardown, or "after the end"
+    step: str  # the last step line before the kill ("step 3/9: ...")
+    code: int  # the lab's exit code
+    stopped_at_s: float  # from its start to its kill (or to its end, when it ended first)
+    last_step_s: float | None  # from its last step's line to its end, when it ran to it
 
 
 def report(kills: list[Kill], log: callable = print) -> int:
@@ -327,6 +365,9 @@ def main() -> int:
     parser.add_argument("--report", action="store_true",
                         help="print the log's totals and stop")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    parser.add_argument("--teardown", action="store_true",
+                        help="kill every run within the lab's last step (its teardown); "
+                             "--kills then counts the log's teardown kills alone")
     parser.add_argument("--how", default="",
                         help="comma-separated kinds of kill to make, among "
                              f"{', '.join(KINDS)} (default: all, mostly SIGKILL); "
@@ -344,13 +385,14 @@ def main() -> int:
     base = Path(tempfile.mkdtemp(prefix="storage-labs-faults-", dir="/var/tmp"))
     deadline = None if args.hours is None else time.monotonic() + 3600 * args.hours
     harness = Harness(base, args.seed, kill_log=args.log, deadline=deadline,
-                      only_ways=only_ways)
+                      only_ways=only_ways, teardown=args.teardown)
     harness.log(f"fault injection: labs {names}, {args.kills} kills in all, seed {args.seed}, "
                 f"log {args.log}, scratch {base}")
     try:
         share, extra = divmod(args.kills, len(names))
         for index, name in enumerate(names):
-            already = sum(1 for k in logged if k.lab == name and k.how not in NOT_KILLS)
+            already = sum(1 for k in logged if k.lab == name and k.how not in NOT_KILLS
+                          and (k.phase == "teardown" or not args.teardown))
             wanted = share + (1 if index < extra else 0) - already
             if wanted <= 0:
                 harness.log(f"{name}: {already} kills in the log already")

@@ -97,3 +97,25 @@ def test_the_recorded_kill_log_found_nothing_left():
         last = [k for k in runs if k.lab == lab and k.how == "final run"][-1:]
         assert last and not last[0].failed_run, f"{lab}: its last run after kills failed"
     assert {k.phase for k in kills} >= {"set-up", "measurement"}
+
+
+def test_a_teardown_kill_waits_for_the_last_step(tmp_path):
+    """--teardown times the last step in an uncut run, then kills within it: a stand-in lab
+    (a script that prints step lines as a lab does) shows both clocks."""
+    lab = tmp_path / "lab.py"
+    lab.write_text("import sys, time\n"
+                   "print('[fake 0 s] step 1/2: set up', file=sys.stderr, flush=True)\n"
+                   "time.sleep(1.5)\n"
+                   "print('[fake 1 s] step 2/2: taking it down', file=sys.stderr, flush=True)\n"
+                   "time.sleep(2.0)\n")
+    harness = Harness(tmp_path / "base", seed=1, log=lambda line: None, teardown=True)
+    command = [sys.executable, str(lab)]
+    uncut = harness.run_lab(command, None, "", tmp_path / "uncut.log")
+    assert (uncut.phase, uncut.code) == ("after the end", 0)
+    assert 1.5 <= uncut.last_step_s <= 3.5 and uncut.stopped_at_s >= 3.5
+    killed = harness.run_lab(command, 0.5, "SIGKILL", tmp_path / "killed.log",
+                             from_last_step=True)
+    assert killed.phase == "teardown" and killed.step == "step 2/2: taking it down"
+    assert killed.code == -9 and 2.0 <= killed.stopped_at_s < 3.5
+    early = harness.run_lab(command, 0.5, "SIGKILL", tmp_path / "early.log")
+    assert (early.phase, early.code) == ("set-up", -9) and early.stopped_at_s < 1.5
