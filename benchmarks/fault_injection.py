@@ -23,10 +23,11 @@ that fails by itself before its kill counts as a failure too: a run after a `cle
 work. The phase a kill landed in (set-up, measurement, teardown) comes from the lab's own
 step lines: its last step (taking the lab's parts down and writing its run) is the
 teardown. That step is short, so a kill drawn over the whole run seldom lands in it;
-`--teardown` draws every kill within it instead (a delay after the step's line appears, up to
-the step's length in the uncut run), and `--kills` then counts the log's teardown kills
-alone. The last run of each lab runs to the end and must record a valid run. Give each part
-of the full run its own --seed, so that its kills land at new points.
+`--teardown` draws every kill within it instead (the uncut run gives the number and length of
+the last step it printed; each kill comes at a random delay after that step's line, up to
+that length), and `--kills` then counts the log's teardown kills alone. The last run of
+each lab runs to the end and must record a valid run. Give each part of the full run its
+own --seed, so that its kills land at new points.
 
 Prints one line per kill, then totals per lab and phase. Exit code 1 if anything leaked.
 """
@@ -141,24 +142,25 @@ class Harness:
             raise SystemExit(f"vm up failed: {booted.stderr.strip()[-300:]}")
 
     def run_lab(self, command: list[str], stop_after_s: float | None, how: str,
-                log_path: Path, *, from_last_step: bool = False) -> LabRun:
-        """Start a lab; stop it `stop_after_s` after it started, or after its last step's
-        line appeared (`from_last_step`); None: let it end."""
+                log_path: Path, *, from_step: int | None = None) -> LabRun:
+        """Start a lab; stop it `stop_after_s` after it started, or after the line of its
+        step number `from_step` appeared; None: let it end."""
         steps: list[dict] = []
-        last_step_at = None  # when the last step's line appeared (time.monotonic())
+        newest_step_at = None  # when the newest step line appeared (time.monotonic())
         with open(log_path, "w") as log:
             process = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=log,
                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                        start_new_session=True)
             started = time.monotonic()
-            clock = None if from_last_step else started
+            clock = None if from_step else started
             while process.poll() is None:
                 now = time.monotonic()
-                if last_step_at is None:
-                    steps = self.steps_in(log_path)
-                    if steps and int(steps[-1]["step"]) >= int(steps[-1]["total"]):
-                        last_step_at = now
-                        clock = clock or now
+                seen = self.steps_in(log_path)
+                if len(seen) > len(steps):
+                    steps, newest_step_at = seen, now
+                    # The step number, not its "of n": a lab's own total can be off by one.
+                    if clock is None and int(steps[-1]["step"]) >= from_step:
+                        clock = now
                 if stop_after_s is not None and clock is not None \
                         and now - clock >= stop_after_s:
                     break
@@ -173,9 +175,10 @@ class Harness:
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
-        last_step_s = None if last_step_at is None else time.monotonic() - last_step_at
+        last_step_s = None if newest_step_at is None else time.monotonic() - newest_step_at
         if ended:
-            return LabRun("after the end", "", process.returncode, stopped_at_s, last_step_s)
+            return LabRun("after the end", "", process.returncode, stopped_at_s, last_step_s,
+                          int(steps[-1]["step"]) if steps else None)
         # The signal landed as the lab was finishing: no step began after it, the run was
         # recorded and the lab ended normally. Nothing ran on; there was nothing to stop.
         final = log_path.read_text()
@@ -236,15 +239,17 @@ class Harness:
         command = [sys.executable, "-m", "labs", *params.command_line().split()[3:]]
         logs = self.base / "logs"
         logs.mkdir(exist_ok=True)
-        uncut_s, last_step_s = window_s, None
+        uncut_s, last_step_s, last_step = window_s, None, None
         if uncut_s is None:
             uncut = self.run_lab(command, None, "", logs / f"{name}-uncut.log")
-            uncut_s, last_step_s = uncut.stopped_at_s, uncut.last_step_s
+            uncut_s, last_step_s, last_step = uncut.stopped_at_s, uncut.last_step_s, \
+                uncut.last_step
             if uncut.code != 0:
                 raise SystemExit(f"{name}: the uncut run failed; see "
                                  f"{logs / f'{name}-uncut.log'}")
             self.log(f"{name}: uncut quick run {uncut_s:.0f} s on {params.host}"
-                     + (f", its last step {last_step_s:.1f} s" if last_step_s else ""))
+                     + (f", its last step ({last_step}) {last_step_s:.1f} s"
+                        if last_step_s else ""))
         if self.teardown and not last_step_s:
             raise SystemExit(f"{name}: --teardown needs the lab's last step timed in an "
                              "uncut run, and none was")
@@ -266,7 +271,7 @@ class Harness:
             if on_vm:
                 self.ensure_vm()
             run = self.run_lab(command, after_s, how, logs / f"{name}-{number}.log",
-                               from_last_step=self.teardown)
+                               from_step=last_step if self.teardown else None)
             phase, step, code, after_s = run.phase, run.step, run.code, run.stopped_at_s
             if phase == "after the end":
                 cleaned = self.cli("clean", "--keep-vms", timeout_s=900)
@@ -323,7 +328,8 @@ class LabRun:
     step: str  # the last step line before the kill ("step 3/9: ...")
     code: int  # the lab's exit code
     stopped_at_s: float  # from its start to its kill (or to its end, when it ended first)
-    last_step_s: float | None  # from its last step's line to its end, when it ran to it
+    last_step_s: float | None  # from its last step line to its end, when it ran to its end
+    last_step: int | None = None  # that step's number
 
 
 def report(kills: list[Kill], log: callable = print) -> int:

@@ -106,16 +106,21 @@ def test_a_teardown_kill_waits_for_the_last_step(tmp_path):
     lab.write_text("import sys, time\n"
                    "print('[fake 0 s] step 1/2: set up', file=sys.stderr, flush=True)\n"
                    "time.sleep(1.5)\n"
-                   "print('[fake 1 s] step 2/2: taking it down', file=sys.stderr, flush=True)\n"
+                   "print('[fake 1 s] step 2/2: a step the lab did not count', file=sys.stderr,"
+                   " flush=True)\n"
+                   "time.sleep(0.5)\n"
+                   "print('[fake 2 s] step 3/3: taking it down', file=sys.stderr, flush=True)\n"
                    "time.sleep(2.0)\n")
     harness = Harness(tmp_path / "base", seed=1, log=lambda line: None, teardown=True)
     command = [sys.executable, str(lab)]
     uncut = harness.run_lab(command, None, "", tmp_path / "uncut.log")
     assert (uncut.phase, uncut.code) == ("after the end", 0)
-    assert 1.5 <= uncut.last_step_s <= 3.5 and uncut.stopped_at_s >= 3.5
+    # Its last step is the one it printed last (3), even where a lab's own total was short.
+    assert uncut.last_step == 3 and 1.5 <= uncut.last_step_s <= 3.0
+    assert uncut.stopped_at_s >= 4.0
     killed = harness.run_lab(command, 0.5, "SIGKILL", tmp_path / "killed.log",
-                             from_last_step=True)
-    assert killed.phase == "teardown" and killed.step == "step 2/2: taking it down"
-    assert killed.code == -9 and 2.0 <= killed.stopped_at_s < 3.5
+                             from_step=uncut.last_step)
+    assert killed.phase == "teardown" and killed.step == "step 3/3: taking it down"
+    assert killed.code == -9 and 2.5 <= killed.stopped_at_s < 4.0
     early = harness.run_lab(command, 0.5, "SIGKILL", tmp_path / "early.log")
     assert (early.phase, early.code) == ("set-up", -9) and early.stopped_at_s < 1.5
