@@ -29,7 +29,9 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     if not host.sudo("true", check=False, timeout_s=60).ok:
         raise UsageError(f"host {host.name}: the torn-pages lab needs root there (a loop "
                          f"device, a mount, files written by the container): run it with sudo")
-    progress.expect(4 + params.leg_count() + 5)
+    # image, file system, start, pgbench -i, warm-up; the legs; the stopped-cluster tear,
+    # three crashes and the teardown
+    progress.expect(5 + params.leg_count() + 5)
     run_id = new_run_id(host.name)
     started = time.monotonic()
     recorder = RunRecorder(params.LAB, params.as_record(), seed=params.seed, run_id=run_id,
