@@ -205,6 +205,6 @@ def major_steps(profile: Profile, part: str, power_cut: bool) -> int:
     # two steps per cut: the writes and the cut, then the boot and the check
     cuts = 2 * profile.power_cuts * len(profile.power_cut_settings) if power_cut else 0
     if part == "power-cut":
-        return 2 + cuts  # prepare, delay
-    # prepare, delay, prefill, configurations, two drills, resync sizes, control
-    return 3 + len(CONFIGURATIONS) + 2 + len(profile.resync_sizes_mib) + 1 + cuts
+        return 2 + cuts + 1  # prepare, delay, ..., teardown
+    # prepare, delay, prefill, configurations, two drills, resync sizes, control, teardown
+    return 3 + len(CONFIGURATIONS) + 2 + len(profile.resync_sizes_mib) + 1 + cuts + 1

@@ -492,6 +492,7 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
                                   slow_cap_iops=legs.cap_iops, slow_cap_by=legs.cap_by)
             lab = WriteMostlyLab(host, workspace, rec, params, legs, progress)
             lab.measure()
+            progress.step("taking the array and its devices down; writing the run")
         rec.add_result(config="lab", workload="wall", metric="wall_time_s",
                        value=time.monotonic() - started, unit="s", leg="none")
         facts["load_average"]["controller_after"] = list(os.getloadavg())
