@@ -89,6 +89,16 @@ def local_lab_env(base: Path) -> dict:
             "PYTHONUNBUFFERED": "1"}
 
 
+def assert_steps_counted(output: str) -> None:
+    """A lab's progress knows its length: every step line has the same total, and the last
+    step is that total (a lab that miscounts shows "step 21/20", or ends at "step 19/20")."""
+    steps = re.findall(r"step (\d+)/(\d+):", output)
+    assert steps, "no step lines"
+    totals = {int(total) for _, total in steps}
+    assert len(totals) == 1, f"step totals changed during the run: {sorted(totals)}"
+    assert int(steps[-1][0]) == totals.pop(), f"the last step line is step {'/'.join(steps[-1])}"
+
+
 def run_local_ci(lab: str, base: Path, timeout: float) -> dict:
     """`python -m labs run LAB --host local --profile ci` with its state in `base`; asserts it
     succeeded and recorded one run: {"run", "stdout", "stderr", "base"}."""
@@ -99,6 +109,7 @@ def run_local_ci(lab: str, base: Path, timeout: float) -> dict:
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     runs = list_runs(lab, base / "runs")
     assert len(runs) == 1
+    assert_steps_counted(result.stderr)
     return {"run": load_run(runs[0]), "stdout": result.stdout, "stderr": result.stderr,
             "base": base}
 
@@ -124,6 +135,7 @@ def run_vm_ci(lab_vms, lab: str, *args: str, timeout_s: float = 2400,
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
     new = [p for p in list_runs(lab, lab_vms.base / "runs") if p not in before]
     assert len(new) == 1
+    assert_steps_counted(ran.stderr)
     return VmCiRun(load_run(new[0]), time.monotonic() - started, ran.stdout, ran.stderr)
 
 
@@ -358,6 +370,7 @@ class BackgroundCiRuns:
         assert process.returncode == 0, output[-6000:]
         new = [p for p in list_runs(lab, self.lab_vms.base / "runs") if p not in before]
         assert len(new) == 1
+        assert_steps_counted(output)
         return load_run(new[0]), time.monotonic() - started
 
     def stop_all(self) -> None:

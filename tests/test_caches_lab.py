@@ -5,7 +5,6 @@ then the claims the chapter makes, as shapes, never as measured numbers. Bad inp
 with one line and creates nothing; a killed run leaves nothing after `python -m labs clean`.
 """
 
-import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -43,10 +42,6 @@ def test_parameters_echoed_and_images_named(ci_run):
     lines = ci_run["stdout"].splitlines()
     assert lines[0].startswith("python -m labs run caches --host local --profile ci --seed")
     assert lines[1].startswith("using image storage-labs/cassandra:5.0.9")
-    # The progress knows its length: every step line has the same total, and the last is it.
-    steps = re.findall(r"step (\d+)/(\d+):", ci_run["stderr"])
-    assert steps[0][0] == "1" and len({total for _, total in steps}) == 1
-    assert steps[-1][0] == steps[-1][1]
 
 
 def test_block_level_page_cache_reads_whole_pages_and_direct_io_reads_sectors(ci_run):

@@ -7,7 +7,6 @@ creates nothing; a killed run leaves nothing after `python -m labs clean`.
 """
 
 import json
-import re
 import shutil
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import (
     PROJECT_ROOT,
+    assert_steps_counted,
     journal_and_container_leftovers,
     kill_at_step_then_clean,
     local_lab_env,
@@ -78,8 +78,7 @@ def test_parameters_echoed_and_progress_counted(ci_run):
     lines = ci_run["stdout"].splitlines()
     assert lines[0].startswith("python -m labs run consistency --host local --profile ci")
     assert lines[1].startswith("using image storage-labs/cassandra:5.0.9")
-    steps = re.findall(r"step (\d+)/(\d+):", ci_run["stderr"])
-    assert len({total for _, total in steps}) == 1 and steps[-1][0] == steps[-1][1]
+    assert_steps_counted(ci_run["stderr"])
 
 
 def test_every_request_did_what_the_model_predicts(ci_run):

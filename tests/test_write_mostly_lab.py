@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import report
+from conftest import assert_steps_counted, report
 
 from labs import rawfiles
 from labs.infra.hosts import LocalHost
@@ -75,6 +75,7 @@ def finish_lab(lab_vms, request, legs: str, process: subprocess.Popen, wall_s: f
     stderr = (base / f"write-mostly-{legs}.err").read_text()
     assert wall_s is not None, f"write-mostly --legs {legs}: still running after 1500 s"
     assert process.returncode == 0, f"write-mostly --profile ci --legs {legs}: {stderr[-3000:]}"
+    assert_steps_counted(stderr)
     report(request.config, f"write-mostly --profile ci --legs {legs} on the shared {host}, "
                            f"beside the other run: {wall_s:.0f} s "
                            f"(load {os.getloadavg()[0]:.1f})")
