@@ -276,7 +276,7 @@ class Harness:
             if phase == "after the end":
                 cleaned = self.cli("clean", "--keep-vms", timeout_s=900)
                 if code == 0:
-                    self.log(f"{name}: the run ended before the kill at {after_s:.1f} s: "
+                    self.log(f"{name}: the run ended at {after_s:.1f} s, before its kill: "
                              "not counted")
                     continue
                 # A run after a clean failed by itself: something the last kill left behind
@@ -284,8 +284,8 @@ class Harness:
                 self.add(Kill(name, "run failed", after_s, "after the end",
                               f"exit {code} before the kill", {"failed": 1},
                               cleaned.returncode == 0))
-                self.log(f"{name}: the run FAILED (exit {code}) before the kill at "
-                         f"{after_s:.1f} s; see {logs / f'{name}-{number}.log'}")
+                self.log(f"{name}: the run FAILED (exit {code}) at {after_s:.1f} s, before "
+                         f"its kill; see {logs / f'{name}-{number}.log'}")
                 continue
             done += 1
             # --keep-vms: the VM is the harness's, not the lab's; clean what is inside it.
