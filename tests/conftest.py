@@ -91,7 +91,8 @@ def local_lab_env(base: Path) -> dict:
 
 def assert_steps_counted(output: str) -> None:
     """A lab's progress knows its length: every step line has the same total, and the last
-    step is that total (a lab that miscounts shows "step 21/20", or ends at "step 19/20")."""
+    step is that total (a lab that makes one step too many goes from "step 20/20" to
+    "step 21/21"; one that makes too few ends at "step 19/20")."""
     steps = re.findall(r"step (\d+)/(\d+):", output)
     assert steps, "no step lines"
     totals = {int(total) for _, total in steps}
