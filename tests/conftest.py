@@ -93,11 +93,15 @@ def assert_steps_counted(output: str) -> None:
     """A lab's progress knows its length: every step line has the same total, and the last
     step is that total (a lab that makes one step too many goes from "step 20/20" to
     "step 21/21"; one that makes too few ends at "step 19/20")."""
-    steps = re.findall(r"step (\d+)/(\d+):", output)
+    from labs.progress import parse_step_line
+
+    steps = [(int(s["step"]), int(s["total"]))
+             for s in map(parse_step_line, output.splitlines()) if s]
     assert steps, "no step lines"
-    totals = {int(total) for _, total in steps}
+    assert steps[0][0] == 1, f"the first step line is step {steps[0][0]}/{steps[0][1]}"
+    totals = {total for _, total in steps}
     assert len(totals) == 1, f"step totals changed during the run: {sorted(totals)}"
-    assert int(steps[-1][0]) == totals.pop(), f"the last step line is step {'/'.join(steps[-1])}"
+    assert steps[-1][0] == totals.pop(), f"the last step line is step {steps[-1][0]}/{steps[-1][1]}"
 
 
 def run_local_ci(lab: str, base: Path, timeout: float) -> dict:
