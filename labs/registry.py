@@ -24,16 +24,16 @@ from labs.lab import LabParameters
 
 # The packages, in the order the book presents their chapters. A new lab adds one line.
 PACKAGES = (
-    "labs.quorum",
-    "labs.consistency",
-    "labs.quorum_commit",
+    "labs.power_loss",
+    "labs.devices",
     "labs.torn_pages",
     "labs.doublewrite",
     "labs.caches",
     "labs.write_mostly",
-    "labs.devices",
     "labs.drbd",
-    "labs.power_loss",
+    "labs.quorum",
+    "labs.consistency",
+    "labs.quorum_commit",
     "labs.template",
 )
 

@@ -11,12 +11,16 @@ another machine takes what it takes, and the guide says so.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import yaml
 
 from labs import classes, records
+from labs.errors import UsageError
 
 
 def wall_minutes(run: records.RecordedRun) -> float:
@@ -51,3 +55,80 @@ def figures(labs: Iterable[Any]) -> dict[str, str]:
             minutes = wall_minutes(records.shipped_run(lab.name))
             times[f"{lab.name.replace('-', '_')}_min"] = f"{max(minutes, 1):.0f}"
     return times
+
+
+# ------------------------------------------------------------------------------------------
+# The intro's "Start here": the chapters in reading order, how long each takes to read and
+# to run. Chapters come from _toc.yml; a chapter's labs are those whose page it holds.
+# ------------------------------------------------------------------------------------------
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+QUICK_RUNS_CSV = PROJECT_ROOT / "data" / "timings" / "quick-runs.csv"
+QUICK_RUN_COLUMNS = ("lab", "host", "seconds", "boot_included", "measured_on", "commit", "how")
+# A reader of technical prose, with charts to look at: a common planning figure.
+READING_WORDS_PER_MIN = 200
+
+
+def quick_run_times(path: Path = QUICK_RUNS_CSV) -> pd.DataFrame:
+    """The measured quick-profile times (data/timings/quick-runs.csv), checked."""
+    try:
+        table = pd.read_csv(path, dtype={"commit": str, "measured_on": str})
+    except (OSError, pd.errors.ParserError) as error:
+        raise UsageError(f"{path}: cannot read the quick-run times ({error})") from None
+    missing = [c for c in QUICK_RUN_COLUMNS if c not in table.columns]
+    if missing:
+        raise UsageError(f"{path}: missing column {missing[0]!r}")
+    seconds = pd.to_numeric(table["seconds"], errors="coerce")
+    if seconds.isna().any() or (seconds <= 0).any():
+        row = table[seconds.isna() | (seconds <= 0)].iloc[0]
+        raise UsageError(f"{path}: lab {row['lab']!r}: seconds must be a positive number")
+    return table.assign(seconds=seconds)
+
+
+def page_words(page: Path) -> int:
+    """Words of prose in a MyST page: front matter, code cells and directives' options out."""
+    text = page.read_text()
+    text = re.sub(r"\A---\n.*?\n---\n", "", text, flags=re.S)
+    text = re.sub(r"```\{code-cell\}.*?```", " ", text, flags=re.S)
+    text = re.sub(r"^:[a-z-]+:.*$", " ", text, flags=re.M)
+    text = re.sub(r"\{glue:text\}`[^`]*`", "0", text)
+    return len(re.findall(r"[A-Za-z0-9][\w'’.-]*", text))
+
+
+def page_title(page: Path) -> str:
+    match = re.search(r"^# (.+)$", page.read_text(), flags=re.M)
+    return match.group(1).strip() if match else page.stem
+
+
+def toc_chapters(toc_path: Path = PROJECT_ROOT / "_toc.yml") -> list[list[str]]:
+    """The book's chapters in reading order, each as its pages (first: the explanation)."""
+    toc = yaml.safe_load(toc_path.read_text())
+    chapters = toc["parts"][0]["chapters"]
+    return [[chapter["file"]] + [s["file"] for s in chapter.get("sections", [])]
+            for chapter in chapters]
+
+
+def _quick_time(seconds: float) -> str:
+    if seconds < 60:
+        return "under a minute"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest:02d} s"
+
+
+def start_here_table(labs: Iterable[Any]) -> pd.DataFrame:
+    """One row per chapter: its title, reading time, each lab's measured quick time and needs."""
+    by_page = {lab.book_page.removesuffix(".md"): lab for lab in labs if lab.book_page}
+    quick = quick_run_times()
+    rows = []
+    for number, pages in enumerate(toc_chapters(), start=1):
+        words = sum(page_words(PROJECT_ROOT / f"{page}.md") for page in pages)
+        chapter_labs = [by_page[page] for page in pages if page in by_page]
+        rows.append({
+            "Chapter": f"{number}. {page_title(PROJECT_ROOT / f'{pages[0]}.md')}",
+            "Reading": f"{max(1, round(words / READING_WORDS_PER_MIN))} min",
+            "Quick lab runs (measured)": "; ".join(
+                f"{lab.name}: {_quick_time(row.seconds)} on {row.host}"
+                for lab in chapter_labs for row in quick[quick["lab"] == lab.name].itertuples()),
+            "What the labs need": "; ".join(f"{lab.name}: {lab.needs}" for lab in chapter_labs),
+        })
+    return pd.DataFrame(rows)

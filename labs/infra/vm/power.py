@@ -37,8 +37,10 @@ def power_cut(name: str) -> float:
     guest's memory (its page cache, a database's buffers) is gone. A write the guest has
     flushed is in the disk file on this machine. A write completed but not yet flushed may
     be lost: QEMU keeps part of a qcow2 disk's bookkeeping (which clusters hold what) in
-    its memory until the next flush. Like a disk with a volatile write cache, then; this
-    cuts the guest's power, not this machine's.
+    its memory until the next flush, so such a write is lost only by luck. The disk files
+    are written through this machine's page cache, which the kill does not touch: this is
+    a kernel crash of the guest (book/power-loss/explain.md), not a power cut that empties a
+    device's volatile write cache.
     """
     state = read_state(name)
     if state is None:
