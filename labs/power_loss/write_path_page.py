@@ -59,8 +59,10 @@ def loss_chart(table: pd.DataFrame | None = None) -> alt.LayerChart:
                alt.Tooltip("layers:N", title="lost from"),
                alt.Tooltip("expected:Q", title="expected lost", format=",.1f"),
                alt.Tooltip("most:Q", title="at most", format=",.0f")]
-    x = alt.X("expected:Q", title="acknowledged writes lost at one fault",
-              scale=alt.Scale(type="symlog", domain=[0, 40_000]))
+    # A symmetric log scale: 0 stays on the axis, and 5 and 5,000 are both readable.
+    x = alt.X("expected:Q", title="acknowledged writes lost at one fault (log scale)",
+              scale=alt.Scale(type="symlog", domain=[0, 40_000]),
+              axis=alt.Axis(values=[0, 10, 100, 1_000, 10_000], format=",.0f"))
     bars = base.mark_bar(color="#0072B2").encode(x=x, tooltip=tooltip)
     most = base.mark_tick(color="#000000", thickness=2, size=22).encode(
         x=alt.X("most:Q"), tooltip=tooltip)
