@@ -8,20 +8,22 @@ that a fault may wipe. Which layers a fault wipes:
     kernel crash              all of memory (the page cache too); the device keeps its cache
     power cut                 all of memory, and the device's write cache if it is volatile
 
-Each way of writing (a `Policy`) holds an acknowledged write in each volatile layer for a
-time between a shortest and a longest hold, set by Linux's and ext4's defaults:
+Each way of writing (a `Policy`) can leave an acknowledged write in each volatile layer for
+at most a time set by Linux's and ext4's defaults:
 
-    page cache    written back once older than dirty_expire_centisecs (30 s) by the flusher,
-                  which wakes every dirty_writeback_centisecs (5 s): 30 to 35 s
+    page cache    the flusher wakes every dirty_writeback_centisecs (5 s) and writes back a
+                  file whose oldest dirty page is older than dirty_expire_centisecs (30 s),
+                  with all its dirty pages: at most 35 s (the age is kept per file)
     device cache  until the next FLUSH: after an fsync at once; otherwise ext4's next
-                  journal commit (commit=5 s by default) sends one: 0 to 5 s
+                  journal commit (commit=5 s by default) sends one: at most 5 s
     a background  the application's own flusher (PostgreSQL's WAL writer, InnoDB's
-    flush every T once-a-second log flush): 0 to T
+    flush every T once-a-second log flush): at most T
 
-By Little's law the writes a cut finds in the volatile layers are, on average, the write
-rate times the mean hold; at most the rate times the longest hold (the *window*). The
-numbers are the kernel's documented defaults (Documentation/admin-guide/sysctl/vm.rst;
-Documentation/admin-guide/ext4.rst), not measurements.
+The most one fault can take is the write rate times the sum of those holds (the *window*).
+On average it takes less (Little's law: the rate times the mean hold), but how soon a
+device empties its cache by itself is the device's own business, so the model gives the
+bound. The numbers are the kernel's documented defaults (Documentation/admin-guide/sysctl/
+vm.rst; Documentation/admin-guide/ext4.rst), not measurements.
 """
 
 from __future__ import annotations
@@ -41,28 +43,22 @@ JOURNAL_COMMIT_S = 5.0
 
 @dataclass(frozen=True)
 class Hold:
-    """How long an acknowledged write stays in one volatile layer (seconds).
-
-    `per_interval` counts the application's background flush interval T: a hold of
-    0 to T is Hold(0, 0, per_interval=1)."""
+    """The longest an acknowledged write can stay in one volatile layer: longest_s, plus
+    per_interval times the application's background flush interval T."""
 
     layer: str
-    shortest_s: float
     longest_s: float
     per_interval: float = 0.0
-
-    def mean_s(self, interval_s: float) -> float:
-        return (self.shortest_s + self.longest_s + self.per_interval * interval_s) / 2
 
     def longest(self, interval_s: float) -> float:
         return self.longest_s + self.per_interval * interval_s
 
 
-PAGE_CACHE = Hold("page cache", DIRTY_EXPIRE_S, DIRTY_EXPIRE_S + WRITEBACK_PERIOD_S)
-DEVICE_CACHE = Hold("device cache", 0.0, JOURNAL_COMMIT_S)
-APP_BUFFER = Hold("application buffer", 0.0, 0.0, per_interval=1.0)
+PAGE_CACHE = Hold("page cache", DIRTY_EXPIRE_S + WRITEBACK_PERIOD_S)
+DEVICE_CACHE = Hold("device cache", JOURNAL_COMMIT_S)
+APP_BUFFER = Hold("application buffer", 0.0, per_interval=1.0)
 # A write the application hands to the kernel at once but flushes only every T.
-PAGE_CACHE_UNTIL_FLUSH = Hold("page cache", 0.0, 0.0, per_interval=1.0)
+PAGE_CACHE_UNTIL_FLUSH = Hold("page cache", 0.0, per_interval=1.0)
 
 
 @dataclass(frozen=True)
@@ -82,9 +78,11 @@ class Policy:
 POLICIES = (
     Policy("write() only", "a log file written with no fsync", (PAGE_CACHE, DEVICE_CACHE)),
     Policy("write() + fsync()", "PostgreSQL, synchronous_commit = on", ()),
-    Policy("O_DIRECT, no flush", "an engine that skips the page cache, never flushing",
-           (DEVICE_CACHE,)),
-    Policy("O_DIRECT | O_DSYNC", "InnoDB's log with innodb_flush_method = O_DSYNC", ()),
+    # Overwrites of space the file already owns: a write that grows the file also changes
+    # metadata, which waits in the journal (in memory) for up to a journal commit.
+    Policy("O_DIRECT overwrite, no flush", "an engine that skips the page cache and never "
+           "flushes", (DEVICE_CACHE,)),
+    Policy("O_DIRECT | O_DSYNC", "a log opened with both flags", ()),
     Policy("acknowledge, flush every T", "PostgreSQL, synchronous_commit = off",
            (APP_BUFFER,)),
     Policy("write() each, fsync every T", "InnoDB, innodb_flush_log_at_trx_commit = 2",
@@ -117,20 +115,6 @@ def window_s(name: str, fault: str, device_cache: str, interval_s: float) -> flo
     """The longest an acknowledged write can stay where this fault wipes it (0: never)."""
     holds = policy(name).volatile_holds(fault, device_cache)
     return sum(hold.longest(interval_s) for hold in holds)
-
-
-def mean_exposure_s(name: str, fault: str, device_cache: str, interval_s: float) -> float:
-    """The mean time an acknowledged write stays where this fault wipes it."""
-    holds = policy(name).volatile_holds(fault, device_cache)
-    return sum(hold.mean_s(interval_s) for hold in holds)
-
-
-def expected_lost(writes_per_s: float, name: str, fault: str, device_cache: str,
-                  interval_s: float) -> float:
-    """Acknowledged writes a fault at a random moment takes, on average (Little's law)."""
-    if writes_per_s < 0 or interval_s < 0:
-        raise UsageError("the write rate and the flush interval must not be negative")
-    return writes_per_s * mean_exposure_s(name, fault, device_cache, interval_s)
 
 
 def most_lost(writes_per_s: float, name: str, fault: str, device_cache: str,
