@@ -4,7 +4,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: book site test serve clean system-book system-test lint
+.PHONY: book site test test-fast serve clean system-book system-fast system-test lint
 
 # `make book CLASS=NAME` builds the book with a class's runs (data/classes/NAME/).
 CLASS ?= $(LABS_CLASS)
@@ -17,6 +17,9 @@ system-book:
 
 system-test:
 	@bash scripts/system-packages.sh test
+
+system-fast:
+	@bash scripts/system-packages.sh fast
 
 # Reinstall only when the package list changes.
 $(STAMP): pyproject.toml
@@ -35,6 +38,11 @@ site: system-book $(STAMP)
 
 test: system-test $(STAMP)
 	$(VPY) -m pytest --durations=40
+
+# Models, parsers, recorded runs, the book and its browser checks: no lab VM, no container,
+# no lab run as root. For contributors between changes; `make test` (CI) runs everything.
+test-fast: system-fast $(STAMP)
+	$(VPY) -m pytest -m "not lab_host" --durations=15
 
 lint: $(STAMP)
 	$(VPY) -m ruff check labs tests benchmarks

@@ -3,6 +3,7 @@
 # Shared by `make book` and `make test`; idempotent: packages already present are skipped.
 #
 #   scripts/system-packages.sh book   what building the book needs
+#   scripts/system-packages.sh fast   what `make test-fast` needs: the book and a browser
 #   scripts/system-packages.sh test   what the full test suite needs (a superset)
 set -euo pipefail
 
@@ -14,9 +15,11 @@ book_packages=(
   "git:run.json records the project's commit"
   "make:the book and tests are driven by the Makefile"
 )
-test_packages=(
+browser_packages=(
   "chromium:the browser test opens the built site with the network cut off"
   "chromium-driver:Selenium drives chromium through chromedriver"
+)
+test_packages=(
   "e2fsprogs:labs make ext4 file systems on loop devices (mkfs.ext4)"
   "util-linux:losetup, mount and findmnt for loop devices the labs create"
   "procps:the leak checks count processes (pgrep)"
@@ -32,8 +35,9 @@ test_packages=(
 
 case "$profile" in
   book) wanted=("${book_packages[@]}") ;;
-  test) wanted=("${book_packages[@]}" "${test_packages[@]}") ;;
-  *) echo "system-packages.sh: unknown profile '$profile' (use book or test)" >&2; exit 2 ;;
+  fast) wanted=("${book_packages[@]}" "${browser_packages[@]}") ;;
+  test) wanted=("${book_packages[@]}" "${browser_packages[@]}" "${test_packages[@]}") ;;
+  *) echo "system-packages.sh: unknown profile '$profile' (use book, fast or test)" >&2; exit 2 ;;
 esac
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

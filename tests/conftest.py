@@ -416,6 +416,8 @@ def docker_engine():
 def pytest_configure(config):
     config.addinivalue_line("markers", "last: runs after every other test (it stops what the "
                                        "session shares, such as the lab VMs)")
+    config.addinivalue_line("markers", "lab_host: drives a real lab host (a VM, containers, "
+                                       "loop devices as root); `make test-fast` leaves it out")
     # Started in the background by a script (`make test &`), this process inherits SIGINT
     # ignored, and so would every lab it starts: the Ctrl-C tests would send a signal nobody
     # hears. A handler (unlike "ignored") is not inherited: the labs start with the default.
@@ -423,5 +425,36 @@ def pytest_configure(config):
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+# Fixtures that bring up a lab host: a test that uses one (directly or through another
+# fixture) is left out of `make test-fast`, as are modules marked `pytestmark = LAB_HOST`.
+LAB_HOST_FIXTURES = {"lab_vms", "background_ci", "docker_engine"}
+LAB_HOST = pytest.mark.lab_host
+
+
 def pytest_collection_modifyitems(session, config, items):
+    for item in items:
+        if LAB_HOST_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(LAB_HOST)
     items.sort(key=lambda item: item.get_closest_marker("last") is not None)
+
+
+# --- time per area ---------------------------------------------------------------------------
+# CI's time is spent in a few files (the live labs); their sum per file, printed at the end,
+# shows where a regression came from without reading 2,000 durations.
+
+_SECONDS_BY_FILE: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    path = report.nodeid.split("::", 1)[0]
+    _SECONDS_BY_FILE[path] = _SECONDS_BY_FILE.get(path, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _SECONDS_BY_FILE:
+        return
+    total = sum(_SECONDS_BY_FILE.values())
+    terminalreporter.section("time per test file (setup, call and teardown)")
+    for path, seconds in sorted(_SECONDS_BY_FILE.items(), key=lambda item: -item[1])[:25]:
+        terminalreporter.write_line(f"{seconds:8.1f} s  {100 * seconds / total:5.1f} %  {path}")
+    terminalreporter.write_line(f"{total:8.1f} s  in all")

@@ -206,6 +206,21 @@ def test_every_page_renders_offline_from_http_and_from_file(browser, site_url, b
         figures(f"{page} from {mode}: {state['rendered']}/{expected} charts rendered")
 
 
+WIDE_TABLES = """
+    const column = document.querySelector('article.bd-article');
+    const width = column.getBoundingClientRect().width;
+    return [...column.querySelectorAll('table')]
+        .filter(t => t.getBoundingClientRect().width > width + 1)
+        .map(t => t.innerText.slice(0, 80));"""
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_no_table_is_wider_than_the_text_column(browser, site_url, page):
+    """At a 1280 px window (the browser fixture's), every table fits the text column."""
+    browser.get(f"{site_url}/{page}")
+    assert browser.execute_script(WIDE_TABLES) == [], page
+
+
 def chart_svg(browser, index):
     return browser.execute_script(
         "return document.querySelectorAll('.labs-chart')[arguments[0]]"

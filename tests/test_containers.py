@@ -26,7 +26,7 @@ from labs.progress import Progress
 
 LOCAL_POSTGRES = images.RECIPES["postgres"].tag
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.lab_host]  # lab_host: the local container engine
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from labs.devices import page
 from labs.infra.journal import Journal
 from labs.records import list_runs
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.lab_host]  # lab_host: a lab run as root on a loop device
 
 
 def leftovers(base: Path) -> list[str]:

@@ -379,6 +379,7 @@ def test_fault_injection_kill_during_setup_then_clean_leaks_nothing(lab_env, tmp
     assert kills_mid_setup >= 7 and leaks_found == 0
 
 
+@pytest.mark.lab_host  # runs debootstrap as root
 def test_a_killed_image_build_is_cleaned_up(tmp_path):
     """Kill `vm build` while debootstrap runs, once it has mounted /proc in the new tree;
     clean must stop what it left running, unmount, and delete the half-built tree."""

@@ -126,6 +126,7 @@ def test_command_line_echoes_its_parameters_first(disks):
     assert "data check one-block-moved: FAILED (expected: this is the control)" in disks["stderr"]
 
 
+@pytest.mark.lab_host  # its run comes through request.getfixturevalue(legs)
 @pytest.mark.parametrize("legs", ["disks", "loop"])
 def test_reads_avoid_the_write_mostly_leg(legs, request):
     results = request.getfixturevalue(legs)["run"].results
@@ -136,6 +137,7 @@ def test_reads_avoid_the_write_mostly_leg(legs, request):
     assert tables.read_share(results, "fast-only") < 0.01
 
 
+@pytest.mark.lab_host  # its run comes through request.getfixturevalue(legs)
 @pytest.mark.parametrize("legs", ["disks", "loop"])
 def test_the_cap_caps_and_writes_wait_for_the_slow_leg(legs, request):
     recorded = request.getfixturevalue(legs)["run"]
@@ -171,6 +173,7 @@ def test_the_cap_caps_and_writes_wait_for_the_slow_leg(legs, request):
         assert pair["create"] == pair["sysfs"], wb
 
 
+@pytest.mark.lab_host  # its run comes through request.getfixturevalue(legs)
 @pytest.mark.parametrize("legs", ["disks", "loop"])
 def test_every_drill_keeps_the_data_and_the_check_catches_a_moved_block(legs, request):
     recorded = request.getfixturevalue(legs)["run"]
@@ -230,6 +233,7 @@ def test_reads_move_to_the_new_fast_leg_once_in_sync(disks):
     assert after["slow"] < 0.01 * (after["slow"] + after["fast"])
 
 
+@pytest.mark.lab_host  # its run comes through request.getfixturevalue(legs)
 @pytest.mark.parametrize("legs", ["disks", "loop"])
 def test_md_times_every_resync_of_a_new_fast_leg_in_its_kernel_log(legs, request):
     # The VM's own kernel wrote the lines that begin and end each copy; the lab's polls over
@@ -252,6 +256,7 @@ def test_md_times_every_resync_of_a_new_fast_leg_in_its_kernel_log(legs, request
         assert md.parse_sync_log(log, array)[-1].outcome == "done", log
 
 
+@pytest.mark.lab_host  # its run comes through request.getfixturevalue(legs)
 @pytest.mark.parametrize("legs", ["disks", "loop"])
 def test_the_run_feeds_every_figure_and_chart_of_the_page(legs, request):
     recorded = request.getfixturevalue(legs)["run"]
@@ -288,6 +293,7 @@ def test_raw_outputs_parse_with_the_project_parsers(disks):
     assert list(recorded.raw_dir.glob("fio/wb-*/randwrite.clat.log"))
 
 
+@pytest.mark.lab_host  # its run comes through request.getfixturevalue(legs)
 @pytest.mark.parametrize("legs", ["disks", "loop"])
 def test_nothing_is_left_behind_in_the_vm(legs, request):
     outcome = request.getfixturevalue(legs)

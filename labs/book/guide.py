@@ -132,3 +132,12 @@ def start_here_table(labs: Iterable[Any]) -> pd.DataFrame:
             "What the labs need": "; ".join(f"{lab.name}: {lab.needs}" for lab in chapter_labs),
         })
     return pd.DataFrame(rows)
+
+
+def quick_figures() -> dict[str, str]:
+    """Each lab's measured quick time in whole minutes (at least 1), keyed `quick_<lab>_min`;
+    a lab measured on several hosts gets the longest, the one a schedule must allow for."""
+    quick = quick_run_times()
+    longest = quick.groupby("lab")["seconds"].max()
+    return {f"quick_{lab.replace('-', '_')}_min": f"{max(1, round(seconds / 60))}"
+            for lab, seconds in longest.items()}

@@ -8,4 +8,4 @@ import pandas as pd
 def wrapping_table(table: pd.DataFrame):
     """A table without its index whose long values wrap instead of running off the page."""
     return table.style.hide(axis="index").set_properties(
-        **{"white-space": "normal", "overflow-wrap": "break-word", "text-align": "left"})
+        **{"white-space": "normal", "overflow-wrap": "anywhere", "text-align": "left"})
