@@ -26,7 +26,8 @@ from labs.progress import Progress
 
 LOCAL_POSTGRES = images.RECIPES["postgres"].tag
 
-pytestmark = [pytest.mark.slow, pytest.mark.lab_host]  # lab_host: the local container engine
+# lab_host: the local container engine
+pytestmark = [pytest.mark.slow, pytest.mark.lab_host]
 
 
 @pytest.fixture(scope="module")

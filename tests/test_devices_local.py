@@ -22,7 +22,8 @@ from labs.devices import page
 from labs.infra.journal import Journal
 from labs.records import list_runs
 
-pytestmark = [pytest.mark.slow, pytest.mark.lab_host]  # lab_host: a lab run as root on a loop device
+# lab_host: a lab run as root on a loop device
+pytestmark = [pytest.mark.slow, pytest.mark.lab_host]
 
 
 def leftovers(base: Path) -> list[str]:
