@@ -72,6 +72,19 @@ def test_static_panel_shows_the_command_not_a_dead_widget(built_site):
     assert "application/vnd.jupyter.widget-view+json" not in html
 
 
+def test_exercises_are_numbered_within_their_chapter(built_site):
+    """Exercise 3.2 is the second exercise of chapter 3, on its explanation or lab page."""
+    from labs.book.guide import toc_chapters
+
+    numbered = 0
+    for number, pages in enumerate(toc_chapters(), start=1):
+        for page in pages:
+            found = re.findall(r"Exercise (\d+)\.(\d+)", (built_site / f"{page}.html").read_text())
+            assert {int(chapter) for chapter, _ in found} <= {number}, (page, found[:3])
+            numbered += len(found)
+    assert numbered >= 20
+
+
 def test_exercise_solutions_are_hidden_in_dropdowns(built_site):
     html = (built_site / "book/quorum/lab.html").read_text()
     assert html.count('class="solution dropdown') >= 4

@@ -42,13 +42,15 @@ page.loss_chart()
 
 
 def small_book(folder: Path) -> Path:
-    (folder / "book" / "quorum").mkdir(parents=True)
-    shutil.copy(PROJECT_ROOT / "book" / "quorum" / "lab.md", folder / "book" / "quorum")
+    for page in ("quorum/lab.md", "appendix/glossary.md"):  # the terms it links to
+        (folder / "book" / page).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(PROJECT_ROOT / "book" / page, folder / "book" / page)
     (folder / "book" / "model.md").write_text(MODEL_PAGE)
     shutil.copy(PROJECT_ROOT / "_config.yml", folder)
     shutil.copytree(PROJECT_ROOT / "book" / "_static", folder / "book" / "_static")
     (folder / "_toc.yml").write_text(
-        "format: jb-book\nroot: book/quorum/lab\nchapters:\n  - file: book/model\n")
+        "format: jb-book\nroot: book/quorum/lab\nchapters:\n  - file: book/model\n"
+        "  - file: book/appendix/glossary\n")
     return folder
 
 

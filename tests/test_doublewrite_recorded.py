@@ -6,6 +6,8 @@ what beats what, what MariaDB did. A new shipped run that breaks one of them mea
 must change, not the test.
 """
 
+import json
+
 import pytest
 from conftest import PROJECT_ROOT
 
@@ -277,3 +279,51 @@ def test_the_no_limit_pair_passes_the_byte_models_ceiling_as_the_page_says(run, 
                                                  "at" if shown == 2 else "below")
     assert nolimit["pages_per_row_on"].mean() > nolimit["pages_per_row_off"].mean()
     assert (nolimit["model_ratio"] < 2).all()
+
+
+def test_no_pair_went_past_a_throughput_ratio_of_2(run):
+    # "Beside the article": "No pair of this run went above 2 either: the largest throughput
+    # ratio, OFF over ON, was X. So the run cannot explain the article's Y."
+    pairs = tables.pair_table(run.results)
+    largest = pairs["tps_off_over_on"].max()
+    f = page.figures(run)
+    assert largest < 2, f"Beside the article: a pair's throughput ratio {largest:.2f} passed 2"
+    assert (pairs["elapsed_on_over_off"] < 2).all(), "Beside the article: a time ratio passed 2"
+    assert f["max_tps_ratio"] == f"{largest:,.2f}", "Beside the article: the largest ratio"
+    assert float(f["max_tps_ratio"]) < 2 < float(f["article_ratio"]), (
+        "Beside the article: the run's largest ratio and the article's sit on either side of 2")
+
+
+def test_every_leg_flushed_neighbouring_pages(run):
+    # The lab, step 2: "innodb_flush_neighbors 1: InnoDB flushes neighbouring dirty pages
+    # together" (the value the page explains is 1).
+    assert page.server_variable(run, "innodb_flush_neighbors") == "1", (
+        "The lab, step 2: the list explains innodb_flush_neighbors=1")
+    assert page.figures(run)["innodb_flush_neighbors"] == "1"
+
+
+def test_the_torn_table_is_a_single_page(run):
+    # "A torn 16 KiB page": "The torn table is a single page: all 48 rows sit in one leaf page
+    # (page 3 of torn_t.ibd), which is also the root of the table's index."
+    expected = tables.torn_table(run.results).loc["rows_expected"]
+    for mode in ("ON", "OFF"):
+        info = json.loads((run.raw_dir / "torn" / f"dblwr-{mode.lower()}" / "pages.json"
+                           ).read_text())
+        for version in ("v0_clean_shutdown", "v1_written_home"):
+            torn_page = info[version]
+            assert torn_page["page_no"] == 3 and torn_page["level"] == 0, (
+                f"A torn 16 KiB page: page 3 is not a leaf in {mode}, {version}")
+            assert torn_page["n_recs"] == expected[mode], (
+                f"A torn 16 KiB page: page 3 does not hold every row in {mode}, {version}")
+
+
+def test_the_off_server_already_started_at_force_recovery_1(run):
+    # "When turning it off is safe": "The lab's server already started at level 1, and the
+    # other table kept its committed update there. At level 6, on a copy of the same crashed
+    # data, the server showed that update's old value." Also "A torn 16 KiB page": "The
+    # server had already come up at level 1."
+    off = tables.torn_table(run.results)["OFF"]
+    assert off["restart_completed"] == 0, "When turning it off is safe: a plain start refused"
+    assert off["force1_started"] == 1, "When turning it off is safe: level 1 started"
+    assert off["force1_other_rows_updated"] == 1, "When turning it off is safe: update kept"
+    assert off["force6_other_rows_updated"] == 0, "When turning it off is safe: old value at 6"

@@ -141,8 +141,8 @@ def test_the_model_figures_match_their_numbers(run, table, figures):
     assert figures["dw_model_total"] == f"{expected:.0f}"
     assert figures["dw_torn_total"] == f"{found:.0f}"
     assert figures["dw_model_error"] == f"{(found - expected) / expected * 100:+.0f} %"
-    # "the clients acknowledged N updates in the last second before the cuts, against M torn
-    # pages": counted again, and fewer than the pages (the text says it fits less well)
+    # "the clients made N updates in the last second before the cuts, and the torn pages
+    # were 5 % fewer than that count": counted again
     in_hold, apart = 0, 0
     for row in table.itertuples():
         leg = row.setting.split("=")[1].lower()
@@ -159,8 +159,9 @@ def test_the_model_figures_match_their_numbers(run, table, figures):
     assert figures["dw_hold_error"] == (
         "as many as" if round(error_pct) == 0 else
         f"{abs(error_pct):.0f} % {'fewer' if error_pct < 0 else 'more'} than")
-    assert figures["dw_hold_verdict"].startswith("the ten-second rate fits") == (
-        abs(in_hold - found) > abs(expected - found))
+    # "In total, both counts are close to the torn pages; neither rate fits clearly
+    # better": the torn pages are within 10 % of each count
+    assert abs(found - expected) <= 0.1 * expected and abs(found - in_hold) <= 0.1 * in_hold
 
 
 def test_the_rate_verdict_claims_a_difference_only_if_every_cut_shows_it(table, figures):

@@ -38,7 +38,7 @@ def ci_run(lab_vms, background_ci, request):
     run = ran.run
     report(request.config, f"power-loss ci run on {VM}: {ran.wall_s:.0f} s; "
             + "; ".join(f"{row.database}: acked {row.acknowledged:.0f}, lost "
-                        f"{row.acknowledged_lost:.0f} (model at most {row.model_max_lost:.1f})"
+                        f"{row.acknowledged_lost:.0f} (model estimate {row.model_max_lost:.1f})"
                         for row in page.outcomes(run).itertuples())
             + "; " + "; ".join(f"{row.label}: recovered alone {row.recovered_alone:.0f}, "
                                f"damaged pages {row.damaged_pages:.0f} "

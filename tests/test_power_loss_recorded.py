@@ -56,8 +56,8 @@ def test_the_unsafe_losses_are_what_the_page_says(run, table):
     assert figures["unsafe_time_sentence"].startswith("Every" if within_time else "Some")
     within_count = (unsafe["acknowledged_lost"] <= unsafe["model_max_lost"]).all()
     assert figures["unsafe_within_count"] == (
-        "every cut's loss stayed within" if within_count else
-        "not every cut's loss stayed within")
+        "No cut took more than that estimate." if within_count else
+        "Not every cut stayed under that estimate.")
     if not within_count:
         # the note explains the worst cut with the commits of its last window, counted here
         # again from the raw acknowledgements

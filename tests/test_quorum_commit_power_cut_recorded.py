@@ -127,3 +127,18 @@ def test_the_standbys_agreed_except_under_local_where_one_lacked_the_last_commit
     assert figures["pc_local_fewest_zone"] == "3"
     # "taking the newest standby ... lost nothing"
     assert local["acknowledged rows it held"].max() == int(figures["pc_local_acked"])
+
+
+def test_the_table_calls_each_model_figure_a_ceiling_or_an_estimate(run):
+    # "For off that is a ceiling, built on the manual's worst case. For local and
+    # remote_write it is an estimate, built on the median flush, and not a bound."
+    shown = power_cut_page.table(run).set_index("setting")
+    assert "at most" not in " ".join(shown.columns), "the model column claims no bound"
+    for setting in ("local", "remote_write"):
+        assert shown.loc[setting, "model is"] == "estimate", (
+            f"The window times the commit rate: {setting} is an estimate")
+    assert shown.loc["off", "model is"] == "ceiling", (
+        "The window times the commit rate: off is a ceiling")
+    # "a slower flush widens the window": the model's window grows with the flush.
+    for setting in ("local", "remote_write"):
+        assert model.window_ms(setting, 0.1, 1.0, 5.0) > model.window_ms(setting, 0.1, 1.0, 1.0)

@@ -4,6 +4,7 @@ import pytest
 from conftest import PROJECT_ROOT, glued_names
 
 from labs.quorum_commit import page
+from labs.quorum_commit.params import STANDBYS, Parameters
 from labs.records import shipped_run
 
 PAGE = PROJECT_ROOT / "book" / "quorum" / "quorum-commit.md"
@@ -127,3 +128,52 @@ def test_exercise_one_sum(figures):
 def test_exercise_two_two_standbys_were_left(run):
     phases = page.drill(run).set_index("phase")
     assert phases.loc["zone + 1 lost", "standbys up"] == 2
+
+
+def test_the_drill_phases_leave_out_only_what_came_before_and_after_them(run, figures):
+    # "Losing a zone, then one more copy": "The phases count X of the drill's Y
+    # acknowledgements: A came before the lab marked the first phase's start, and B after it
+    # marked the drill's end."
+    acks = page.acks(run)
+    marks = page.events(run)
+    phases = int(figures["drill_phases_acked"])
+    before, after = int(figures["drill_acked_before_phases"]), int(figures["drill_acked_after_end"])
+    assert phases == page.drill(run)["commits acknowledged"].sum()
+    assert phases + before + after == int(figures["end_acked"]) == len(acks), (
+        "Losing a zone: the phases, the commits before them and after them make the total")
+    assert before == (acks["seconds"] < marks["all up starts"]).sum() and before > 0, (
+        "Losing a zone: some commits came before the first phase's start")
+    assert after == (acks["seconds"] >= marks["end"]).sum() and after > 0, (
+        "Losing a zone: some commits came after the drill's end mark")
+
+
+def test_each_p99_rests_on_the_commits_of_its_point(run, figures):
+    # "The tails are another matter": "Each p99 also rests on few commits: X to Y per point
+    # with a model, so only about A to B commits lie above it."
+    table = page.sweep(run)
+    commits = table[table["model_p50_ms"].notna()]["commits"]
+    assert figures["p99_commits_min"] == str(commits.min()), "The tails: fewest commits"
+    assert figures["p99_commits_max"] == str(commits.max()), "The tails: most commits"
+    assert int(figures["p99_tail_min"]) >= 1 and int(figures["p99_tail_max"]) < 10, (
+        "The tails: 'only about A to B commits lie above' each p99")
+    # "The table's commits column gives that n for each point."
+    shown = page.sweep_table(run)
+    assert list(shown["commits"]) == list(table["commits"]), "The tails: the commits column"
+
+
+def test_losing_the_primarys_zone_leaves_standbys_enough_but_no_writer(run):
+    # The opening and the exercise quorum-commit-ex-zone-one: the primary is in zone 1 with
+    # s1; the drill lost another zone; losing zone 1 would leave four standbys, more than
+    # ANY k needs, but no primary.
+    params = Parameters(zones=run.meta["parameters"]["zones"])
+    k = page.drill_k(run)
+    assert params.zone_of(0) == 1, "quorum-commit-ex-zone-one: the primary is in zone 1"
+    zone_one = [s for s in range(1, STANDBYS + 1) if params.zone_of(s) == 1]
+    assert zone_one == [1], "quorum-commit-ex-zone-one: s1 shares the primary's zone"
+    assert all(params.zone_of(s) != 1 for s in params.lost_zone()), (
+        "Losing a zone: the drill loses a zone without the primary")
+    assert STANDBYS - len(zone_one) == 4 > k, (
+        "quorum-commit-ex-zone-one: four standbys would be left, more than ANY k needs")
+    rtts = page.rtts(run)
+    assert set(rtts[rtts["zone"] == 1]["standby"]) == {"s1"}, (
+        "quorum-commit-ex-zone-one: the run's own layout puts s1 alone beside the primary")

@@ -80,12 +80,17 @@ def class_site(tmp_path_factory, figures_module):
 
 
 def one_page_book(folder: Path) -> Path:
-    """The book's configuration and the quorum lab page, alone in a table of contents."""
+    """The book's configuration and the quorum lab page, alone in a table of contents with
+    the glossary its terms link to."""
     (folder / "book" / "quorum").mkdir(parents=True)
+    (folder / "book" / "appendix").mkdir(parents=True)
     shutil.copy(PROJECT_ROOT / "_config.yml", folder)
     shutil.copytree(PROJECT_ROOT / "book" / "_static", folder / "book" / "_static")
     shutil.copy(PROJECT_ROOT / "book" / "quorum" / "lab.md", folder / "book" / "quorum")
-    (folder / "_toc.yml").write_text("format: jb-book\nroot: book/quorum/lab\n")
+    shutil.copy(PROJECT_ROOT / "book" / "appendix" / "glossary.md",
+                folder / "book" / "appendix")
+    (folder / "_toc.yml").write_text("format: jb-book\nroot: book/quorum/lab\n"
+                                     "chapters:\n  - file: book/appendix/glossary\n")
     return folder
 
 

@@ -209,21 +209,24 @@ def stale_chart(run: RecordedRun) -> alt.TopLevelMixin:
 
 # --- figures for the text --------------------------------------------------------------------
 
-def possible_by_holder(table: pd.DataFrame) -> dict[str, tuple[int, int]]:
-    """Over the reads where a stale answer is possible (R <= replicas that missed the write):
-    (stale reads, reads) through a coordinator that holds the new value ("holder") and
-    through one that missed it ("missed")."""
+def possible_by_holder(table: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The reads where a stale answer is possible (R <= replicas that missed the write), split
+    into those through a coordinator that holds the new value ("holder") and those through
+    one that missed it ("missed")."""
     possible = table[table["model_fresh_guaranteed"] == 0]
     missed = possible.apply(lambda r: r["coordinator"] in MISSED[r["case"]], axis=1)
-    return {name: (int(part["stale_reads"].sum()), int(part["reads"].sum()))
-            for name, part in (("holder", possible[~missed]), ("missed", possible[missed]))}
+    return {"holder": possible[~missed], "missed": possible[missed]}
 
 
-def possible_model_pct(table: pd.DataFrame) -> float:
-    """The uniform model's stale share over those same reads (the same for every node)."""
-    possible = table[table["model_fresh_guaranteed"] == 0]
-    weights = possible["reads"]
-    return float((possible["model_uniform_pct"] * weights).sum() / weights.sum())
+def stale_of(part: pd.DataFrame) -> tuple[int, int]:
+    """(stale reads, reads) over some rows of the stale() table."""
+    return int(part["stale_reads"].sum()), int(part["reads"].sum())
+
+
+def model_pct(part: pd.DataFrame) -> float:
+    """The uniform model's stale share over some rows of the stale() table, weighted by
+    their reads."""
+    return float((part["model_uniform_pct"] * part["reads"]).sum() / part["reads"].sum())
 
 
 def coordinators_that_changed_replicas(run: RecordedRun, level: str = "ONE") -> list[int]:
@@ -267,12 +270,30 @@ def figures(run: RecordedRun) -> dict[str, str]:
         "one_reads": str(len(one)),
         "one_local": str(one_local),
         "one_local_pct": f"{100 * one_local / len(one):.0f}",
-        "possible_model_pct": f"{possible_model_pct(table):.0f}",
     }
-    for name, (stale_count, total) in possible_by_holder(table).items():
-        figures[f"possible_{name}_stale"] = str(stale_count)
-        figures[f"possible_{name}_reads"] = str(total)
-        figures[f"possible_{name}_pct"] = f"{100 * stale_count / total:.0f}"
+    # The reads the rules allow to be stale, through a coordinator that holds the new value
+    # and through one that missed it; then the same at ONE only.
+    possible = possible_by_holder(table)
+    holder_stale, holder_reads = stale_of(possible["holder"])
+    missed_stale, missed_reads = stale_of(possible["missed"])
+    one_holder_stale, one_holder_reads = stale_of(
+        possible["holder"][possible["holder"]["read_level"] == "ONE"])
+    one_missed_stale, one_missed_reads = stale_of(
+        possible["missed"][possible["missed"]["read_level"] == "ONE"])
+    figures.update({
+        "possible_holder_stale": str(holder_stale),
+        "possible_holder_reads": str(holder_reads),
+        "possible_holder_pct": f"{100 * holder_stale / holder_reads:.0f}",
+        "possible_holder_model_pct": f"{model_pct(possible['holder']):.0f}",
+        "possible_missed_stale": str(missed_stale),
+        "possible_missed_reads": str(missed_reads),
+        "possible_missed_pct": f"{100 * missed_stale / missed_reads:.0f}",
+        "possible_missed_model_pct": f"{model_pct(possible['missed']):.0f}",
+        "one_holder_stale": str(one_holder_stale),
+        "one_holder_reads": str(one_holder_reads),
+        "one_missed_stale": str(one_missed_stale),
+        "one_missed_reads": str(one_missed_reads),
+    })
     for coordinator in (2, 3):  # row C at QUORUM: how often each asked nodes 2 and 3
         row_c = [r for r in every if (r["case"], r["level"], r["coordinator"])
                  == ("C", "QUORUM", coordinator)]
@@ -292,8 +313,15 @@ def figures(run: RecordedRun) -> dict[str, str]:
 
 # --- provenance, panel, headline -------------------------------------------------------------
 
+# Not in the run's record: labs/consistency/cluster.py sets it on every node it starts.
+NODE_SETTINGS = "hinted_handoff_enabled: false in every node's cassandra.yaml"
+
+
 def provenance(run: RecordedRun) -> pd.DataFrame:
-    return run_summary(run)
+    summary = run_summary(run)
+    settings = pd.DataFrame([("node settings (lab code)", NODE_SETTINGS)],
+                            columns=summary.columns)
+    return pd.concat([summary, settings], ignore_index=True)
 
 
 def panel() -> LabPanel:

@@ -48,8 +48,9 @@ def summary(run: RecordedRun) -> pd.DataFrame:
             "Database, setting (what the book calls it)": f"{database} ({worst['safety']})",
             "Acknowledged": f"{cuts['acknowledged'].sum():,.0f}",
             "Lost": f"{cuts['acknowledged_lost'].sum():,.0f}",
-            "Most lost in one cut (model: at most)":
-                f"{worst['acknowledged_lost']:.0f} (≤ {worst['model_max_lost']:.0f})"
+            # The model's count is an estimate (rate times window), not a bound: no "≤".
+            "Most lost in one cut (model: rate × window)":
+                f"{worst['acknowledged_lost']:.0f} ({worst['model_max_lost']:.0f})"
                 + (f", cut {worst['cut']:.0f}" if worst["acknowledged_lost"] else ""),
             "Oldest lost commit, ms before the cut (model)":
                 f"{longest['lost_ms']:,.0f} (≤ {longest['bound_ms']:,.0f})"})
@@ -84,8 +85,8 @@ def run_figures(run: RecordedRun) -> dict[str, str]:
             "Every lost commit had been acknowledged within the model's window before the cut."
             if within_time else "Some lost commits had been acknowledged earlier before the "
                                 "cut than the model's window allows: the bound did not hold."),
-        "unsafe_within_count": ("every cut's loss stayed within" if within_count else
-                                "not every cut's loss stayed within"),
+        "unsafe_within_count": ("No cut took more than that estimate." if within_count else
+                                "Not every cut stayed under that estimate."),
         "unsafe_count_note": "" if within_count else over_count_note(run, unsafe),
         "boot_s": boot_span(table["boot_s"]),
         # "in at most N s": rounded up to a tenth, so that N is never below the longest.
@@ -216,10 +217,10 @@ def over_count_note(run: RecordedRun, unsafe: pd.DataFrame) -> str:
     worst = unsafe.assign(over=unsafe["acknowledged_lost"] - unsafe["model_max_lost"]) \
         .sort_values(["over", "cut"]).iloc[-1]
     in_window = acks_before_cut(run, worst, worst["bound_ms"])
-    return (f" The model's rate is the client's average over its last ten seconds, "
+    return (f" The model's rate is the client's average over its last ten seconds: "
             f"{worst['acks_per_second']:.0f} a second for {worst['database']} in cut "
-            f"{worst['cut']:.0f}; in the {worst['bound_ms']:,.0f} ms before that cut its client "
-            f"had acknowledged {in_window} commits, and the cut took "
+            f"{worst['cut']:.0f}. In the {worst['bound_ms']:,.0f} ms before that cut, its "
+            f"client had acknowledged {in_window} commits, and the cut took "
             f"{worst['acknowledged_lost']:.0f} of them.")
 
 

@@ -217,13 +217,13 @@ def rate_figures(table: pd.DataFrame) -> dict[str, str]:
     rates = table.pivot_table(index="cut", columns="safety", values="acks_per_second")
     on, off = rates["safe"].median(), rates["unsafe"].median()
     if (rates["safe"] < rates["unsafe"]).all():
-        verdict = (f"; on was the slower in every cut, by {(1 - on / off) * 100:.0f} % at the "
-                   "median: the price of the full-page images")
+        verdict = (f"In every cut, on was the slower, by {(1 - on / off) * 100:.0f} % at the "
+                   "median: the price of the full-page images.")
     elif (rates["safe"] > rates["unsafe"]).all():
-        verdict = ("; on was the faster in every cut, so the run sees no price for the "
-                   "full-page images")
+        verdict = ("In every cut, on was the faster, so the run sees no price for the "
+                   "full-page images.")
     else:
-        verdict = (", and neither was the faster in every cut: at this pace the run cannot "
-                   "see what the full-page images cost")
+        verdict = ("Neither was the faster in every cut: at this pace the run cannot see what "
+                   "the full-page images cost.")
     return {"torn_safe_rate": f"{on:.0f}", "torn_unsafe_rate": f"{off:.0f}",
             "torn_rate_verdict": verdict}

@@ -310,7 +310,30 @@ def sweep_and_drill_figures(run: RecordedRun) -> dict[str, str]:
     end = results[(results["config"] == "drill") & (results["workload"] == "end")]
     out["end_acked"] = str(int(end["acknowledged"].iloc[0]))
     out["end_copies_holding_all"] = str(int((end["value"] == end["acknowledged"]).sum()))
+    out.update(drill_outside_phases(run))
+    out.update(p99_sample_sizes(table))
     return out
+
+
+def drill_outside_phases(run: RecordedRun) -> dict[str, str]:
+    """The drill's phases count the acknowledgements from the first phase's start to the
+    drill's end mark; the rest came before that start or after that end."""
+    times = acks(run)["seconds"]
+    marks = events(run)
+    first = min(t for name, t in marks.items() if name.endswith("starts"))
+    return {"drill_phases_acked": str(int(drill(run)["commits acknowledged"].sum())),
+            "drill_acked_before_phases": str(int((times < first).sum())),
+            "drill_acked_after_end": str(int((times >= marks["end"]).sum()))}
+
+
+def p99_sample_sizes(table: pd.DataFrame) -> dict[str, str]:
+    """How many commits each 99th percentile with a model rests on: the fewest and the most,
+    and how many commits lie above the p99 at each (1 % of them)."""
+    commits = table[table["model_p50_ms"].notna()]["commits"]
+    return {"p99_commits_min": str(int(commits.min())),
+            "p99_commits_max": str(int(commits.max())),
+            "p99_tail_min": f"{commits.min() / 100:.0f}",
+            "p99_tail_max": f"{commits.max() / 100:.0f}"}
 
 
 def comparisons(run: RecordedRun, table: pd.DataFrame, ping: pd.DataFrame) -> dict[str, str]:
