@@ -117,11 +117,11 @@ def burst_figures(run: RecordedRun) -> dict[str, str]:
     fell_2 = "fell" if values["end"] < values["after"] else "rose"
     out["burst_shape_sentence"] = (
         f"the leg carried {out['burst_start_fpi']} images per transaction in its first "
-        f"{width:.1f} s; that {fell_1} to "
-        f"{out['burst_before_fpi']} in the last {width:.1f} s before the forced CHECKPOINT, "
-        f"{jump} to {out['burst_after_fpi']} in the {width:.1f} s after it began, and {fell_2} "
-        f"to {out['burst_end_fpi']} by the end of the leg (each figure counts the sampled "
-        f"intervals that began in that stretch)")
+        f"{width:.1f} s. That {fell_1} to "
+        f"{out['burst_before_fpi']} in the last {width:.1f} s before the forced CHECKPOINT. "
+        f"It {jump} to {out['burst_after_fpi']} in the {width:.1f} s after the CHECKPOINT "
+        f"began, and {fell_2} to {out['burst_end_fpi']} by the end of the leg. Each figure "
+        f"counts the sampled intervals that began in that stretch")
     total_measured = float(fresh["inspected_fpi"].sum())
     total_model = float((fresh["model_fpi_per_tx"] * fresh["inspected_commits"]).sum())
     out["burst_total_measured"] = f"{total_measured:,.0f}"
@@ -201,17 +201,17 @@ def settings_figures(run: RecordedRun) -> dict[str, str]:
     out["hot_sentence"] = hot_sentence(tables.legs(run.results))
     slow = table[table["disk"] != tables.NO_LIMIT]
     if slow.empty:
-        out["slow_sentence"] = "This run has no write-limited legs."
+        out["slow_sentence"] = "This run has no write-limited legs"
         for key in ("slow_limit_mibps", "slow_legs_sentence", "slow_errors_sentence",
                     "slow_ratio_sentence", "slow_recycled_ratio"):
             out[key] = "n/a"
         return out
     parts = []
     for row in slow.itertuples():
-        parts.append(f"{row.setting}: {row.tps_off_over_on:.2f} times as many transactions "
-                     f"per second with full-page writes off (model "
+        parts.append(f"With {row.setting} there were {row.tps_off_over_on:.2f} times as many "
+                     f"transactions per second with full-page writes off (model "
                      f"{row.model_tps_off_over_on:.2f})")
-    out["slow_sentence"] = "; ".join(parts)
+    out["slow_sentence"] = ". ".join(parts)
     out["slow_recycled_ratio"] = (
         f"{slow['model_tps_off_over_on_recycled'].min():.2f}"
         if len(slow) == 1 else f"{slow['model_tps_off_over_on_recycled'].min():.2f} to "
@@ -264,15 +264,15 @@ def hot_sentence(legs: pd.DataFrame) -> str:
         return ""  # no leg stands apart
     same_fpw = others[others["full_page_writes"] == low["full_page_writes"]]
     wal = same_fpw["wal_bytes_per_tx"]
-    return (f" One leg stands apart, though: {low['setting']} with full-page writes "
+    return (f"One leg stands apart, though. The leg with {low['setting']} and full-page writes "
             f"{low['full_page_writes']} on the "
             f"{'unlimited' if low['disk'] == tables.NO_LIMIT else 'write-limited'} disk had only "
             f"{share_text(low['hot_update_share'])} of its updates HOT, against "
             f"{share_text(others['hot_update_share'].min())} or more in every other leg. An "
             f"update that is not HOT puts the new row version in another page and adds an index "
-            f"entry, so that leg did more work per transaction ({low['wal_bytes_per_tx']:,.0f} "
+            f"entry. So that leg did more work per transaction ({low['wal_bytes_per_tx']:,.0f} "
             f"bytes of WAL, against {wal.min():,.0f} to {wal.max():,.0f} in the other legs "
-            f"with full-page writes {low['full_page_writes']}); pgbench loads its table into "
+            f"with full-page writes {low['full_page_writes']}). pgbench loads its table into "
             f"full pages, so the first updates after loading are the ones that cannot stay in "
             f"their page.")
 

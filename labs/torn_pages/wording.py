@@ -56,7 +56,7 @@ def replay_texts(out: dict[str, str], width: float, effect: bool) -> dict[str, s
             f"clients drift apart.")
     else:
         verdict = (
-            f"So this run does not show the replay effect: with {out['replay_hot_share']} of "
+            f"So this run does not show the replay effect. With {out['replay_hot_share']} of "
             f"the updates HOT (the new row version stays in the page of the old one), no rows "
             f"were moved together for the replay to find. Whether moved rows explain the "
             f"earlier run's shape, this run cannot tell: it replays one leg, where the earlier "
@@ -81,12 +81,12 @@ def _replay_sentence(out: dict[str, str], width: float, effect: bool) -> str:
     if effect:
         return (f"replaying the previous leg's transactions, the first {width:.1f} s carried "
                 f"{out['replay_start_fpi']} images per transaction instead of "
-                f"{out['burst_start_fpi']}: each transaction changed "
+                f"{out['burst_start_fpi']}. Each transaction changed "
                 f"{out['replay_pages_per_tx']} distinct accounts pages of the interval, "
                 f"against {out['fresh_pages_per_tx']} with new transactions")
     return (f"in this run the replayed leg carried about as many images in its first "
             f"{width:.1f} s as new transactions ({out['replay_start_fpi']} against "
-            f"{out['burst_start_fpi']} per transaction): its rows were still spread over the "
+            f"{out['burst_start_fpi']} per transaction). Its rows were still spread over the "
             f"table ({out['replay_pages_per_tx']} distinct accounts pages of the interval "
             f"changed per transaction, against {out['fresh_pages_per_tx']})")
 
@@ -112,12 +112,12 @@ def device_sentence(table: pd.DataFrame, close: float = 0.15) -> str:
         for side in ("on", "off"):
             legs.append((row["disk"], row["setting"], side, row[f"device_error_{side}"]))
     near = [abs(e) for *_, e in legs if abs(e) <= close]
-    text = (f"the model's were within {max(near) * 100:.0f} % of the measured in "
+    text = (f"The model's bytes were within {max(near) * 100:.0f} % of the measured in "
             f"{len(near)} of the {len(legs)} legs" if near else
-            f"the model's were more than {close * 100:.0f} % off in every leg")
+            f"the model's bytes were more than {close * 100:.0f} % off in every leg")
     far = [(d, s, side, e) for d, s, side, e in legs if abs(e) > close]
     for disk, setting, side, error in far:
-        text += (f"; in the leg with {setting}, {disk}, full-page writes {side}, the disk took "
+        text += (f". In the leg with {setting}, {disk}, full-page writes {side}, the disk took "
                  f"{abs(1 / (1 + error) - 1) * 100:.0f} % {'less' if error > 0 else 'more'} "
                  f"than the model counts")
     return text
@@ -132,9 +132,9 @@ def _leg_name(row) -> str:
 def slow_legs_sentence(legs: pd.DataFrame) -> str:
     """Each write-limited leg: the disk's rate against its limit, the model's TPS against the
     measured."""
-    return "; ".join(
-        f"with {_leg_name(row)}, the disk took {row['device_mibps']:.2f} MiB/s "
-        f"({row['limit_share'] * 100:.0f} % of the limit), and the model's "
+    return ". ".join(
+        f"In the leg with {_leg_name(row)}, the disk took {row['device_mibps']:.2f} MiB/s "
+        f"({row['limit_share'] * 100:.0f} % of the limit). There the model's "
         f"{row['model_tps']:.0f} TPS is {pct(row['tps_error'])} the measured {row['tps']:.0f}"
         for row in legs.to_dict("records"))
 
@@ -155,25 +155,25 @@ def slow_errors_sentence(legs: pd.DataFrame, clients: int) -> str:
         if r["limit_share"] < SATURATED:
             parts.append(
                 f"In the leg with {_leg_name(r)}, the disk was not at its limit (it took "
-                f"{share} of it), while the model assumes it writes at its limit all the time: "
-                f"something other than the bytes held the transactions back. With {clients} "
+                f"{share} of it). The model assumes it writes at its limit all the time. "
+                f"Something other than the bytes held the transactions back. With {clients} "
                 f"clients, the TPS is the clients divided by the time each transaction takes, "
-                f"{r['latency_avg_ms']:.1f} ms on average in that leg; the run does not "
+                f"{r['latency_avg_ms']:.1f} ms on average in that leg. The run does not "
                 f"record what that time was spent waiting for")
         elif abs(r["device_error"]) > CLOSE:
             more = abs(1 / (1 + r["device_error"]) - 1) * 100
             parts.append(
                 f"In the leg with {_leg_name(r)}, the disk was near its limit ({share}), but it "
                 f"took {more:.0f} % {'more' if r['device_error'] < 0 else 'less'} bytes per "
-                f"transaction than the model counts, so the model, dividing the limit by too "
-                f"{'few' if r['device_error'] < 0 else 'many'} bytes, puts the TPS "
-                f"{pct(r['tps_error'])} the measured; the run does not record what those "
+                f"transaction than the model counts. Dividing the limit by too "
+                f"{'few' if r['device_error'] < 0 else 'many'} bytes, the model puts the TPS "
+                f"{pct(r['tps_error'])} the measured. The run does not record what those "
                 f"bytes were")
         else:
             parts.append(
                 f"In the leg with {_leg_name(r)}, the disk was near its limit ({share}) and "
-                f"took about the bytes the model counts, yet the model's TPS is "
-                f"{pct(r['tps_error'])} the measured: the run does not show why")
+                f"took about the bytes the model counts. Yet the model's TPS is "
+                f"{pct(r['tps_error'])} the measured, and the run does not show why")
     return ". ".join(parts)
 
 
@@ -189,10 +189,11 @@ def slow_ratio_sentence(legs: pd.DataFrame) -> str:
         if abs(ratio_error) <= CLOSE and errors["on"] * errors["off"] > 0:
             parts.append(
                 f"With {setting}, the model's ratio of TPS off to on is within "
-                f"{abs(ratio_error) * 100:.0f} % of the measured only because its TPS is "
+                f"{abs(ratio_error) * 100:.0f} % of the measured. But its TPS is "
                 f"{1 + errors['on']:.1f} times the measured with full-page writes on and "
-                f"{1 + errors['off']:.1f} times with them off: the two errors cancel, so that "
-                f"ratio says nothing about how well the model fits")
+                f"{1 + errors['off']:.1f} times with them off, and the ratio agrees only because "
+                f"the two errors cancel. So that ratio says nothing about how well the model "
+                f"fits")
     if not parts:
         return ("Where the model's ratio of TPS off to on agrees with the measured, its TPS "
                 "agrees in both legs as well")

@@ -147,13 +147,13 @@ def _slow_leg(results: pd.DataFrame, meta: dict[str, Any], cap: float | None,
               and (d := part("slow-delay-only", op, "measured_ms")) is not None and b < d]
     f["parts_combine"] = (
         f"Together they were even faster than the delay alone for {_and_list(faster)}s, which "
-        "no way of combining the two parts explains: each part was measured once, at another "
-        "moment, and the timer ticks of a loaded emulated machine move single medians by "
+        "no way of combining the two parts explains. Each part was measured once, at another "
+        "moment. The timer ticks of a loaded emulated machine move single medians by "
         "milliseconds, so this run cannot say how the two combine." if faster else
         "Where they do not add up, a likely reason is that the cap counts time from the last "
-        "operation it let through, so an operation that has already waited out the delay may "
-        "pass it at once; the timer ticks of a loaded emulated machine add enough noise that "
-        "this run cannot settle it.")
+        "operation it let through. An operation that has already waited out the delay may "
+        "then pass it at once. The timer ticks of a loaded emulated machine add enough noise "
+        "that this run cannot settle it.")
     delay_alone = part("slow-delay-only", "write", "measured_ms")
     f["delay_vs_asked"] = (NOT_MEASURED if delay_alone is None or not delay else
                            "about what was asked" if delay_alone < 1.5 * delay else
@@ -309,10 +309,10 @@ def _first_cell_waits(first: pd.Series | None) -> str:
     if longest >= 0.5 * whole:
         return (f"The first cell's log shows it: its longest completion latency was "
                 f"{longest:,.0f} ms, against {whole:,.0f} ms for the whole backlog.")
-    return (f"The first cell's log does not show it that way: its longest completion latency "
+    return (f"The first cell's log does not show it that way. Its longest completion latency "
             f"in the logged seconds was {longest:,.0f} ms, not the {whole:,.0f} ms of a whole "
-            "backlog (completion latency does not count the time md held a write inside the "
-            "submission call).")
+            "backlog. Completion latency does not count the time md held a write inside the "
+            "submission call.")
 
 
 def behind_verdict(table: pd.DataFrame) -> str:
@@ -430,9 +430,9 @@ def resync_shape(series: pd.DataFrame, replace: pd.DataFrame, by_kernel: bool) -
                     f"resyncs of the same {size:.0f} MiB, in the size series and in the drill, "
                     f"took {a:.1f} s and {b:.1f} s.")
         if not by_kernel:
-            return (f"The smaller arrays were seen done later than size / rate says; two "
+            return (f"The smaller arrays were seen done later than size / rate says. Two "
                     f"resyncs of the same {size:.0f} MiB, in the size series and in the drill, "
-                    f"were seen done {a:.1f} s and {b:.1f} s after their adds, but a copy is "
+                    f"were seen done {a:.1f} s and {b:.1f} s after their adds. But a copy is "
                     "seen done only at the lab's next look, as the next paragraph shows.")
         return (f"The smaller arrays took longer than size / rate, and two resyncs of the same "
                 f"{size:.0f} MiB took {a:.1f} s and {b:.1f} s: the time beyond the model "
