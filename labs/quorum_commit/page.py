@@ -330,6 +330,8 @@ def p99_sample_sizes(table: pd.DataFrame) -> dict[str, str]:
     """How many commits each 99th percentile with a model rests on: the fewest and the most,
     and how many commits lie above the p99 at each (1 % of them)."""
     commits = table[table["model_p50_ms"].notna()]["commits"]
+    if commits.empty:  # a run whose sweep has no modelled point (none of the profiles)
+        commits = pd.Series([0])
     return {"p99_commits_min": str(int(commits.min())),
             "p99_commits_max": str(int(commits.max())),
             "p99_tail_min": f"{commits.min() / 100:.0f}",
