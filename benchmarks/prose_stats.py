@@ -17,7 +17,7 @@ import sys
 from html import unescape
 from pathlib import Path
 
-import yaml
+from labs.book.guide import toc_chapters
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "_build" / "html"
@@ -29,12 +29,8 @@ FOLDED = re.compile(r'<(div|details)[^>]*class="[^"]*(dropdown|toggle|exercise|s
 
 
 def toc_pages() -> list[str]:
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    pages = [toc["root"]]
-    for part in toc["parts"]:
-        for chapter in part["chapters"]:
-            pages += [chapter["file"]] + [s["file"] for s in chapter.get("sections", [])]
-    return pages
+    """The intro, then every chapter's pages in reading order (the appendix left out)."""
+    return ["book/intro"] + [page for pages in toc_chapters() for page in pages]
 
 
 def running_text(html: str) -> str:
@@ -71,8 +67,7 @@ def main() -> int:
     if not (SITE / "index.html").exists():
         print("prose_stats: no built site; run `make book` first", file=sys.stderr)
         return 2
-    rows = [page_stats(page) for page in toc_pages() if page.startswith("book/")
-            and "/appendix/" not in page]
+    rows = [page_stats(page) for page in toc_pages()]
     print(f"{'page':38} {'words':>6} {'min':>4} {'sent':>5} {'>35w %':>7} {'max':>4} "
           f"{'cav':>4} {'terms':>5}")
     for r in rows:

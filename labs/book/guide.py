@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from labs import classes, records
+from labs import PROJECT_ROOT, classes, records
 from labs.errors import UsageError
 
 
@@ -62,7 +62,6 @@ def figures(labs: Iterable[Any]) -> dict[str, str]:
 # to run. Chapters come from _toc.yml; a chapter's labs are those whose page it holds.
 # ------------------------------------------------------------------------------------------
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 QUICK_RUNS_CSV = PROJECT_ROOT / "data" / "timings" / "quick-runs.csv"
 QUICK_RUN_COLUMNS = ("lab", "host", "seconds", "boot_included", "measured_on", "commit", "how")
 # A reader of technical prose, with charts to look at: a common planning figure.

@@ -27,14 +27,11 @@ import shutil
 from pathlib import Path
 
 from labs import PROJECT_ROOT
+from labs.records import runs_root
 
 WATCHED_ENV = ("LABS_RUNS_DIR", "LABS_CLASS", "LABS_CLASSES_DIR")
 CODE_AREA = "code"
 CODE_CELL = re.compile(r"```\{code-cell\}.*?```", flags=re.S)
-
-
-def runs_root(root: Path = PROJECT_ROOT) -> Path:
-    return Path(os.environ.get("LABS_RUNS_DIR") or root / "data" / "runs")
 
 
 def _files_digest(paths, digest=None):
@@ -59,7 +56,7 @@ def _code_fingerprint(root: Path, runs: Path) -> str:
 
 def fingerprints(root: Path = PROJECT_ROOT) -> dict[str, str]:
     """One fingerprint per area: `code`, and `runs:<lab>` for each lab with runs."""
-    runs = runs_root(root)
+    runs = runs_root()
     areas = {CODE_AREA: _code_fingerprint(root, runs)}
     if runs.is_dir():
         for lab in sorted(p for p in runs.iterdir() if p.is_dir()):
