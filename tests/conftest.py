@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -216,6 +217,26 @@ def runs_dir(tmp_path, monkeypatch):
     root.mkdir()
     monkeypatch.setenv("LABS_RUNS_DIR", str(root))
     return root
+
+
+def small_book(folder: Path, pages: list[str], written: dict[str, str] | None = None) -> Path:
+    """A book of a few pages (paths under book/, the first one its root) and the glossary
+    their terms link to, with the project's configuration and static files; `written`
+    adds pages from text. For tests that build a book of their own."""
+    written = written or {}
+    for page in [*pages, "appendix/glossary.md"]:
+        (folder / "book" / page).parent.mkdir(parents=True, exist_ok=True)
+        if page not in written:
+            shutil.copy(PROJECT_ROOT / "book" / page, folder / "book" / page)
+    for page, text in written.items():
+        (folder / "book" / page).write_text(text)
+    shutil.copy(PROJECT_ROOT / "_config.yml", folder)
+    shutil.copytree(PROJECT_ROOT / "book" / "_static", folder / "book" / "_static")
+    names = [f"book/{page.removesuffix('.md')}" for page in [*pages, "appendix/glossary.md"]]
+    (folder / "_toc.yml").write_text(
+        f"format: jb-book\nroot: {names[0]}\nchapters:\n"
+        + "".join(f"  - file: {name}\n" for name in names[1:]))
+    return folder
 
 
 def toc_files() -> list[str]:

@@ -15,10 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import PROJECT_ROOT, run_labs
+from conftest import PROJECT_ROOT, run_labs, small_book
 
 from labs import records
 from labs.book import sphinx_freshness
+from labs.book.build import build_command
 
 PAGES = ("book/quorum/lab.md", "book/model.md")
 MODEL_PAGE = """---
@@ -41,25 +42,12 @@ page.loss_chart()
 """
 
 
-def small_book(folder: Path) -> Path:
-    for page in ("quorum/lab.md", "appendix/glossary.md"):  # the terms it links to
-        (folder / "book" / page).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(PROJECT_ROOT / "book" / page, folder / "book" / page)
-    (folder / "book" / "model.md").write_text(MODEL_PAGE)
-    shutil.copy(PROJECT_ROOT / "_config.yml", folder)
-    shutil.copytree(PROJECT_ROOT / "book" / "_static", folder / "book" / "_static")
-    (folder / "_toc.yml").write_text(
-        "format: jb-book\nroot: book/quorum/lab\nchapters:\n  - file: book/model\n"
-        "  - file: book/appendix/glossary\n")
-    return folder
-
-
 def build(book: Path, env: dict) -> set[str]:
     """Build the small book; return the pages it executed."""
-    result = subprocess.run(
-        [str(Path(sys.executable).with_name("jupyter-book")), "build", str(book), "--builder",
-         "html", "-W", "-n", "--keep-going"], cwd=book, capture_output=True, text=True,
-        timeout=900, env={**os.environ, **env})
+    command = build_command(book)
+    command[0] = str(Path(sys.executable).with_name("jupyter-book"))
+    result = subprocess.run(command, cwd=book, capture_output=True, text=True, timeout=900,
+                            env={**os.environ, **env})
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-4000:]
     return {Path(m).relative_to(book).as_posix()
@@ -75,7 +63,8 @@ def reader(tmp_path_factory):
     shutil.copy(shipped.path.parent / records.SHIPPED_FILE, runs / "quorum")
     env = {"LABS_RUNS_DIR": str(runs), "LABS_INVENTORY": str(base / "hosts.toml")}
     (base / "hosts.toml").write_text("")
-    return {"book": small_book(base / "book"), "env": env}
+    book = small_book(base / "book", ["quorum/lab.md", "model.md"], {"model.md": MODEL_PAGE})
+    return {"book": book, "env": env}
 
 
 def test_a_new_run_re_executes_only_the_pages_that_read_its_lab(reader):

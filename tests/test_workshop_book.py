@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import PROJECT_ROOT, run_labs
+from conftest import PROJECT_ROOT, run_labs, small_book
 from test_book import (  # noqa: F401  (browser is a fixture)
     browser,
     open_page,
@@ -63,7 +63,7 @@ def class_site(tmp_path_factory, figures_module):
         shutil.copy(shipped.path.parent / records.SHIPPED_FILE, reader / lab)
     mine = run_labs("import", str(exports[1]), env={**env, "LABS_RUNS_DIR": str(reader)})
     assert mine.returncode == 0, mine.stderr
-    book = one_page_book(base / "book")
+    book = small_book(base / "book", ["quorum/lab.md"])
     started = time.monotonic()
     built = subprocess.run(
         [str(Path(sys.executable).with_name("jupyter-book")), "build", str(book), "--builder",
@@ -77,21 +77,6 @@ def class_site(tmp_path_factory, figures_module):
                    f"{time.monotonic() - started:.0f} s")
     published = site.assemble(book / "_build" / "html", base / "www" / SUB_PATH)
     return {"base": base, "site": published, "www": base / "www"}
-
-
-def one_page_book(folder: Path) -> Path:
-    """The book's configuration and the quorum lab page, alone in a table of contents with
-    the glossary its terms link to."""
-    (folder / "book" / "quorum").mkdir(parents=True)
-    (folder / "book" / "appendix").mkdir(parents=True)
-    shutil.copy(PROJECT_ROOT / "_config.yml", folder)
-    shutil.copytree(PROJECT_ROOT / "book" / "_static", folder / "book" / "_static")
-    shutil.copy(PROJECT_ROOT / "book" / "quorum" / "lab.md", folder / "book" / "quorum")
-    shutil.copy(PROJECT_ROOT / "book" / "appendix" / "glossary.md",
-                folder / "book" / "appendix")
-    (folder / "_toc.yml").write_text("format: jb-book\nroot: book/quorum/lab\n"
-                                     "chapters:\n  - file: book/appendix/glossary\n")
-    return folder
 
 
 @pytest.fixture(scope="module")
