@@ -36,8 +36,10 @@ book: system-book $(STAMP)
 site: system-book $(STAMP)
 	LABS_CLASS=$(CLASS) $(VPY) -m labs.book.site
 
+# Two workers: the tests that use the lab VMs in one, every other test in the other
+# (tests/session_report.py says why that is safe), each group in its usual order.
 test: system-test $(STAMP)
-	$(VPY) -m pytest --durations=40
+	$(VPY) -m pytest -n 2 --durations=40
 
 # Models, parsers, recorded runs, the book and its browser checks: no lab VM, no container,
 # no lab run as root. For contributors between changes; `make test` (CI) runs everything.

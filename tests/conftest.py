@@ -24,6 +24,15 @@ from pathlib import Path
 
 import pytest
 import yaml
+from session_report import (
+    TIMES,
+    TwoGroupScheduling,
+    relay_figures,
+    report,
+    start_shared_files,
+    write_groups,
+    write_time_report,
+)
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 VM_PAIR_ARGS = ("--pair", "--memory", "1536", "--cpus", "2", "--slow-iops", "200")
@@ -250,17 +259,6 @@ def toc_files() -> list[str]:
     return files
 
 
-def report(config: pytest.Config | None, message: str) -> None:
-    """A figure for the closing note: straight to the terminal, past pytest's capture."""
-    capture = config.pluginmanager.getplugin("capturemanager") if config else None
-    if capture is None:
-        print(f"[figures] {message}")
-        return
-    with capture.global_and_fixture_disabled():
-        sys.stdout.write(f"\n[figures] {message}\n")
-        sys.stdout.flush()
-
-
 @pytest.fixture
 def figures(request):
     """report(message) for the closing note's figures."""
@@ -444,6 +442,11 @@ def pytest_configure(config):
     # hears. A handler (unlike "ignored") is not inherited: the labs start with the default.
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    start_shared_files(config)
+    report_config[:] = [config]
+
+
+report_config: list[pytest.Config] = []  # the session's config, for the report hooks
 
 
 # Fixtures that bring up a lab host: a test that uses one (directly or through another
@@ -457,25 +460,24 @@ def pytest_collection_modifyitems(session, config, items):
         if LAB_HOST_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(LAB_HOST)
     items.sort(key=lambda item: item.get_closest_marker("last") is not None)
+    write_groups(config, items)
 
 
-# --- time per area ---------------------------------------------------------------------------
-# CI's time is spent in a few files (the live labs); their sum per file, printed at the end,
-# shows where a regression came from without reading 2,000 durations.
-
-_SECONDS_BY_FILE: dict[str, float] = {}
+# --- time per area and the figures --------------------------------------------------------
+# CI's time is spent in a few files (the live labs); their sum per area and per file, printed
+# at the end, shows where a regression came from without reading 2,000 durations.
 
 
 def pytest_runtest_logreport(report):
-    path = report.nodeid.split("::", 1)[0]
-    _SECONDS_BY_FILE[path] = _SECONDS_BY_FILE.get(path, 0.0) + report.duration
+    TIMES.add(report)
+    if report_config:
+        relay_figures(report_config[0])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    return TwoGroupScheduling(config, log)
 
 
 def pytest_terminal_summary(terminalreporter):
-    if not _SECONDS_BY_FILE:
-        return
-    total = sum(_SECONDS_BY_FILE.values())
-    terminalreporter.section("time per test file (setup, call and teardown)")
-    for path, seconds in sorted(_SECONDS_BY_FILE.items(), key=lambda item: -item[1])[:25]:
-        terminalreporter.write_line(f"{seconds:8.1f} s  {100 * seconds / total:5.1f} %  {path}")
-    terminalreporter.write_line(f"{total:8.1f} s  in all")
+    write_time_report(terminalreporter)

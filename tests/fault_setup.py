@@ -1,7 +1,6 @@
 """A lab's set-up phase, for the fault-injection test to kill at random points.
 
     python tests/fault_setup.py local   # loop devices, ext4, a mount on this machine
-    python tests/fault_setup.py vm1     # loop devices, md RAID1, ext4, a mount, a container
 
 It prints "setup complete" when everything exists and then waits to be killed. It never
 cleans up by itself on SIGKILL: that is `python -m labs clean`'s job.
@@ -15,12 +14,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from labs.infra.containers import ContainerSpec  # noqa: E402
 from labs.infra.inventory import get_host  # noqa: E402
 from labs.infra.workspace import LabWorkspace  # noqa: E402
-from labs.tools.mdadm import Member  # noqa: E402
-
-CONTAINER_IMAGE = "labs-busybox"
 
 
 def main(host_name: str) -> None:
@@ -28,17 +23,9 @@ def main(host_name: str) -> None:
     ws = LabWorkspace(host, lab="faults")
     print("setup starting", flush=True)  # the fault test's kill clock starts here
     first = ws.make_loop_device("leg1", size_mib=64)
-    second = ws.make_loop_device("leg2", size_mib=64)
-    if host_name == "local":
-        ws.make_filesystem(first)
-        ws.mount(first, "data")
-    else:
-        array = ws.make_md_raid1("faults", [Member(first), Member(second, write_mostly=True)])
-        ws.make_filesystem(array)
-        ws.mount(array, "data")
-        ws.run_container(ContainerSpec(name="faults-box", image=CONTAINER_IMAGE,
-                                       command=["/bin/busybox", "sleep", "3600"],
-                                       network="none"))
+    ws.make_loop_device("leg2", size_mib=64)
+    ws.make_filesystem(first)
+    ws.mount(first, "data")
     print("setup complete", flush=True)
     time.sleep(3600)
 

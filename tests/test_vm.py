@@ -33,7 +33,6 @@ from labs.infra.workspace import LabWorkspace
 from labs.tools.mdadm import Member
 
 ROOT = Path(__file__).resolve().parents[1]
-GUEST_FAULT_DIR = f"{machine.GUEST_WORK_DIR}/faults"
 SLOW_IOPS = 200  # as conftest.VM_PAIR_ARGS boots the pair
 FAULT_SEED = 20261120
 
@@ -264,17 +263,6 @@ def test_clean_in_a_vm_after_a_crash(lab_env):
 
 # --- fault injection ----------------------------------------------------------------------
 
-def _guest_leaks(host) -> dict[str, int]:
-    out = host.sudo("losetup -a; echo ==; cat /proc/mounts; echo ==; cat /proc/mdstat; "
-                    "echo ==; docker ps -aq --filter label=storage-labs.owner",
-                    timeout_s=300).stdout
-    loops, mounts, mdstat, containers = out.split("==\n")
-    return {"loop": sum(GUEST_FAULT_DIR in line for line in loops.splitlines()),
-            "mount": sum(GUEST_FAULT_DIR in line for line in mounts.splitlines()),
-            "md": sum(line.startswith("md") for line in mdstat.splitlines()),
-            "container": len(containers.split())}
-
-
 def _local_leaks(work_dir: Path) -> dict[str, int]:
     loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
     mounts = Path("/proc/mounts").read_text()
@@ -317,25 +305,17 @@ def _run_and_kill(command: list[str], env: dict, kill_after_s: float | None, sig
 def test_fault_injection_kill_during_setup_then_clean_leaks_nothing(lab_env, tmp_path):
     rng = random.Random(FAULT_SEED)
     kills, kills_mid_setup, leaks_found = 0, 0, 0
-    guest = get_host("vm1")
-    guest.sudo("mkdir -p /tmp/bb/bin && cp /bin/busybox /tmp/bb/bin/ && "
-               "tar -C /tmp/bb -c . | docker import - labs-busybox >/dev/null", timeout_s=600)
-    guest.close()
-
     local_env = {**os.environ, "LABS_STATE_DIR": str(tmp_path / "local-state"),
                  "LABS_WORK_DIR": str(tmp_path / "local-work")}
     up_state = tmp_path / "up-state"
     up_state.mkdir()
     shutil.copy(Path(lab_env.env["LABS_STATE_DIR"]) / "kvm-probe.json", up_state)
     up_env = {**os.environ, "LABS_STATE_DIR": str(up_state)}
-    guest_env = {**os.environ, **lab_env.env}
 
     scenarios = [
         # name, command, env, line that starts the kill clock, clean args, leaks, kills wanted
         ("local", [sys.executable, "tests/fault_setup.py", "local"], local_env,
          "setup starting", ["clean"], lambda: _local_leaks(tmp_path / "local-work"), 4),
-        ("vm1", [sys.executable, "tests/fault_setup.py", "vm1"], guest_env, "setup starting",
-         ["clean", "--host", "vm1"], lambda: _guest_leaks(get_host("vm1")), 1),
         ("vm-up", [sys.executable, "-m", "labs", "vm", "up", "--cpus", "1"], up_env, "vm up:",
          ["clean"], lambda: {"qemu": len(qemu_processes_under(up_state))}, 2),
     ]
@@ -374,9 +354,10 @@ def test_fault_injection_kill_during_setup_then_clean_leaks_nothing(lab_env, tmp
                             f"in {time.monotonic() - scenario_started:.0f} s")
     report(f"fault injection (seed {FAULT_SEED}): {kills} kills, {kills_mid_setup} during "
            f"set-up, {leaks_found} leaks found; " + "; ".join(per_scenario))
-    # CI-sized: the labs' own kills are in test_fault_injection.py, and the full count
-    # (200 kills and more over every lab) is benchmarks/fault_injection.py.
-    assert kills_mid_setup >= 7 and leaks_found == 0
+    # CI-sized, and apart from the labs' kills: test_fault_injection.py kills real labs (a VM
+    # lab's set-up among them), and the full count (200 kills and more over every lab) is
+    # benchmarks/fault_injection.py.
+    assert kills_mid_setup >= 6 and leaks_found == 0
 
 
 @pytest.mark.lab_host  # runs debootstrap as root

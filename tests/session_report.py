@@ -1,0 +1,192 @@
+"""What a test session reports: the figures tests print for the closing note, the two groups
+the suite runs in side by side, and the time per area at the end (CI's budget).
+
+`make test` runs two pytest-xdist workers (`-n 2`). Every test that uses the lab VMs is in the
+group `vm`, every other test in the group `host`, and each worker runs one whole group in
+collection order, as a single process would (TwoGroupScheduling): the VM labs (mostly
+waiting on emulated machines) run beside the models, the book, the browser and the
+container labs. Within a group nothing changes, so tests that share a machine never overlap.
+The workers find the groups (they know each test's fixtures) and write them to a file the
+controller's scheduler reads.
+
+The figures a worker reports go to a file the controller reads after every test (a worker's
+own standard output reaches no terminal). The time report is printed at the end and
+written to `_build/test-times.json` (benchmarks/ci_times.py keeps a record of it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from xdist.scheduler import LoadScopeScheduling
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+FIGURES_ENV = "LABS_TEST_FIGURES"
+GROUPS_ENV = "LABS_TEST_GROUPS"
+TIMES_FILE = PROJECT_ROOT / "_build" / "test-times.json"
+
+# A test in this group uses the lab VMs (booted once per session, in the worker that runs
+# the group); every other test is in HOST_GROUP.
+VM_GROUP, HOST_GROUP = "vm", "host"
+VM_FIXTURES = {"lab_vms", "background_ci"}
+
+
+def is_worker(config: pytest.Config | None) -> bool:
+    return config is not None and hasattr(config, "workerinput")
+
+
+def report(config: pytest.Config | None, message: str) -> None:
+    """A figure for the closing note: straight to the terminal, past pytest's capture (from
+    a worker, through the figures file the controller prints)."""
+    shared = os.environ.get(FIGURES_ENV)
+    if shared and is_worker(config):
+        with open(shared, "a", encoding="utf-8") as out:
+            out.write(f"{message}\n")
+        return
+    capture = config.pluginmanager.getplugin("capturemanager") if config else None
+    if capture is None:
+        print(f"[figures] {message}")
+        return
+    with capture.global_and_fixture_disabled():
+        sys.stdout.write(f"\n[figures] {message}\n")
+        sys.stdout.flush()
+
+
+def group_of(item: pytest.Item) -> str:
+    return VM_GROUP if VM_FIXTURES & set(getattr(item, "fixturenames", ())) else HOST_GROUP
+
+
+def write_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In a worker: each test's group, for the controller's scheduler (written whole, then
+    renamed: both workers write the same groups)."""
+    path = os.environ.get(GROUPS_ENV)
+    if not is_worker(config) or not path:
+        return
+    partial = Path(f"{path}.{config.workerinput['workerid']}")
+    partial.write_text(json.dumps({item.nodeid: group_of(item) for item in items}))
+    partial.replace(path)
+
+
+class TwoGroupScheduling(LoadScopeScheduling):
+    """pytest-xdist's scope scheduling with two scopes, the groups: each goes whole to one
+    worker, its tests in collection order."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        if not hasattr(self, "groups"):
+            self.groups = json.loads(Path(os.environ[GROUPS_ENV]).read_text())
+        return self.groups.get(nodeid, HOST_GROUP)
+
+
+# --- the areas of the time report -------------------------------------------------------------
+
+BOOK_FILES = {"test_book.py", "test_book_incremental.py", "test_workshop_book.py",
+              "test_pages_are_notebooks.py"}
+VM_AREA_FILES = {"test_vm.py", "test_hosts.py", "test_run_on_many_hosts.py",
+                 "test_throttle_qmp.py"}
+LAB_FILE = re.compile(r"test_(?P<lab>[a-z_]+?)_(?:lab|local|power_cut)\.py$")
+
+
+def area_of(path: str) -> str:
+    """The area a test file's time counts to: set-up and unit work apart from each live lab."""
+    name = Path(path).name
+    if name in BOOK_FILES:
+        return "book and browser"
+    if name == "test_fault_injection.py":
+        return "faults"
+    if name in VM_AREA_FILES:
+        return "lab VMs and hosts"
+    if name.endswith("_recorded.py"):
+        return "recorded runs"
+    lab = LAB_FILE.search(name)
+    if lab:
+        return f"{lab.group('lab').replace('_', '-')} lab (live)"
+    return "unit (models, parsers, tools, commands)"
+
+
+class SessionTimes:
+    """Seconds per test file and per area, and each worker's span, from the test reports."""
+
+    def __init__(self) -> None:
+        self.started = time.time()
+        self.seconds_by_file: dict[str, float] = {}
+        self.span_by_worker: dict[str, list[float]] = {}
+        self.figures_read = 0
+
+    def add(self, report: pytest.TestReport) -> None:
+        path = report.nodeid.split("::", 1)[0]
+        self.seconds_by_file[path] = self.seconds_by_file.get(path, 0.0) + report.duration
+        worker = getattr(getattr(report, "node", None), "gateway", None)
+        name = worker.id if worker is not None else "main"
+        span = self.span_by_worker.setdefault(name, [report.start, report.stop])
+        span[0], span[1] = min(span[0], report.start), max(span[1], report.stop)
+
+    def seconds_by_area(self) -> dict[str, float]:
+        areas: dict[str, float] = {}
+        for path, seconds in self.seconds_by_file.items():
+            areas[area_of(path)] = areas.get(area_of(path), 0.0) + seconds
+        return dict(sorted(areas.items(), key=lambda item: -item[1]))
+
+    def summary(self) -> dict:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT_ROOT,
+                                capture_output=True, text=True).stdout.strip()
+        return {"commit": commit, "wall_s": round(time.time() - self.started, 1),
+                "workers_s": {name: round(stop - start, 1)
+                              for name, (start, stop) in sorted(self.span_by_worker.items())},
+                "areas_s": {area: round(s, 1) for area, s in self.seconds_by_area().items()},
+                "files_s": {path: round(s, 1) for path, s in sorted(
+                    self.seconds_by_file.items(), key=lambda item: -item[1])}}
+
+
+TIMES = SessionTimes()
+
+
+def start_shared_files(config: pytest.Config) -> None:
+    """In the controller, before the workers start: the files they write their figures and
+    the tests' groups to (the workers inherit the environment)."""
+    if is_worker(config):
+        return
+    folder = Path(tempfile.mkdtemp(prefix="labs-test-session-"))
+    os.environ[FIGURES_ENV] = str(folder / "figures.txt")
+    os.environ[GROUPS_ENV] = str(folder / "groups.json")
+
+
+def relay_figures(config: pytest.Config) -> None:
+    """Print the figures the workers wrote since the last call (controller only)."""
+    path = os.environ.get(FIGURES_ENV)
+    if is_worker(config) or not path or not Path(path).exists():
+        return
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    reporter = config.pluginmanager.getplugin("terminalreporter")
+    for line in lines[TIMES.figures_read:]:
+        if reporter is not None:
+            reporter.write_line(f"[figures] {line}")
+    TIMES.figures_read = len(lines)
+
+
+def write_time_report(terminalreporter) -> None:
+    if not TIMES.seconds_by_file or is_worker(terminalreporter.config):
+        return
+    relay_figures(terminalreporter.config)
+    summary = TIMES.summary()
+    write = terminalreporter.write_line
+    terminalreporter.section("time per area (setup, call and teardown, summed per area)")
+    for area, seconds in summary["areas_s"].items():
+        write(f"{seconds:8.1f} s  {area}")
+    for worker, seconds in summary["workers_s"].items():
+        write(f"{seconds:8.1f} s  wall time of worker {worker}")
+    write(f"{summary['wall_s']:8.1f} s  wall time of the session")
+    terminalreporter.section("time per test file")
+    total = sum(summary["files_s"].values())
+    for path, seconds in list(summary["files_s"].items())[:25]:
+        write(f"{seconds:8.1f} s  {100 * seconds / total:5.1f} %  {path}")
+    TIMES_FILE.parent.mkdir(exist_ok=True)
+    TIMES_FILE.write_text(json.dumps(summary, indent=1) + "\n")
+    write(f"written to {TIMES_FILE.relative_to(PROJECT_ROOT)}")
