@@ -239,72 +239,95 @@ class Harness:
         command = [sys.executable, "-m", "labs", *params.command_line().split()[3:]]
         logs = self.base / "logs"
         logs.mkdir(exist_ok=True)
-        uncut_s, last_step_s, last_step = window_s, None, None
-        if uncut_s is None:
+        timing = self._time_uncut(name, command, params.host, logs, window_s)
+        ways = self._ways(name, on_vm)
+        done, attempts = 0, 0
+        while done < kills and attempts < 3 * kills and not self.out_of_time():
+            attempts += 1
+            done += self._kill_once(name, command, on_vm, ways, timing,
+                                    logs / f"{name}-{attempts}.log")
+        if final_run:
+            self._final_run(name, command, on_vm, logs)
+
+    def _time_uncut(self, name: str, command: list[str], host: str, logs: Path,
+                    window_s: float | None) -> UncutTiming:
+        """How long a whole run takes (and its last step), from one uncut run, unless the
+        caller gave the window to kill in."""
+        if window_s is not None:
+            timing = UncutTiming(window_s, None, None)
+        else:
             uncut = self.run_lab(command, None, "", logs / f"{name}-uncut.log")
-            uncut_s, last_step_s, last_step = uncut.stopped_at_s, uncut.last_step_s, \
-                uncut.last_step
+            timing = UncutTiming(uncut.stopped_at_s, uncut.last_step_s, uncut.last_step)
             if uncut.code != 0:
                 raise SystemExit(f"{name}: the uncut run failed; see "
                                  f"{logs / f'{name}-uncut.log'}")
-            self.log(f"{name}: uncut quick run {uncut_s:.0f} s on {params.host}"
-                     + (f", its last step ({last_step}) {last_step_s:.1f} s"
-                        if last_step_s else ""))
-        if self.teardown and not last_step_s:
+            self.log(f"{name}: uncut quick run {timing.run_s:.0f} s on {host}"
+                     + (f", its last step ({timing.last_step}) {timing.last_step_s:.1f} s"
+                        if timing.last_step_s else ""))
+        if self.teardown and not timing.last_step_s:
             raise SystemExit(f"{name}: --teardown needs the lab's last step timed in an "
                              "uncut run, and none was")
+        return timing
+
+    def _ways(self, name: str, on_vm: bool) -> list[str]:
+        """The ways a run may be stopped: mostly SIGKILL, as a crash or an OOM kill would."""
         ways = ["SIGKILL"] * 6 + ["SIGINT", "SIGTERM"] + (list(self.ways_on_vm) if on_vm else [])
         if self.only_ways:
             ways = [w for w in self.only_ways if on_vm or w not in self.ways_on_vm]
             if not ways:
                 raise SystemExit(f"{name}: none of --how {','.join(self.only_ways)} applies "
                                  "to a lab that runs on this machine")
-        done, attempts = 0, 0
-        while done < kills and attempts < 3 * kills and not self.out_of_time():
-            attempts += 1
-            number = attempts
-            how = self.rng.choice(ways)
-            if how == "qemu" and not self.only_ways and self.rng.random() < 0.6:
-                how = "SIGKILL"  # a VM reboot costs minutes: keep QEMU kills rare
-            after_s = (self.rng.uniform(0, last_step_s) if self.teardown else
-                       self.rng.uniform(0.5, uncut_s))
-            if on_vm:
-                self.ensure_vm()
-            run = self.run_lab(command, after_s, how, logs / f"{name}-{number}.log",
-                               from_step=last_step if self.teardown else None)
-            phase, step, code, after_s = run.phase, run.step, run.code, run.stopped_at_s
-            if phase == "after the end":
-                cleaned = self.cli("clean", "--keep-vms", timeout_s=900)
-                if code == 0:
-                    self.log(f"{name}: the run ended at {after_s:.1f} s, before its kill: "
-                             "not counted")
-                    continue
-                # A run after a clean failed by itself: something the last kill left behind
-                # (or the lab) is broken. That is a failure, whatever the leftovers say.
-                self.add(Kill(name, "run failed", after_s, "after the end",
-                              f"exit {code} before the kill", {"failed": 1},
-                              cleaned.returncode == 0))
-                self.log(f"{name}: the run FAILED (exit {code}) at {after_s:.1f} s, before "
-                         f"its kill; see {logs / f'{name}-{number}.log'}")
-                continue
-            done += 1
-            # --keep-vms: the VM is the harness's, not the lab's; clean what is inside it.
-            cleaned = self.cli("clean", "--keep-vms", timeout_s=900)
-            left = self.leftovers(on_vm)
-            unfinished = list((self.base / "runs").glob("*/.staging-*"))
-            if unfinished:
-                left["unfinished runs"] = len(unfinished)
-            if how in ("SIGINT", "SIGTERM", "SIGKILL") and code == 0:
-                # The lab ignored the signal and ran to the end (it may have recorded a run).
-                left["ran on after the signal"] = 1
-            kill = Kill(name, how, after_s, phase, step, left, cleaned.returncode == 0)
-            self.add(kill)
-            kills_so_far = sum(1 for k in self.kills if k.how not in NOT_KILLS)
-            self.log(f"kill {kills_so_far}: {name} {how} at {after_s:.1f} s ({phase}; "
-                     f"{step or 'no step yet'}); clean {'ok' if kill.clean_ok else 'FAILED'}"
-                     f"; left: {left or 'nothing'}")
-        if not final_run:
+        return ways
+
+    def _kill_once(self, name: str, command: list[str], on_vm: bool, ways: list[str],
+                   timing: UncutTiming, log_path: Path) -> int:
+        """One run stopped at a random point, then `clean` and a count of what is left;
+        1 when the kill landed, 0 when the run ended before it."""
+        how = self.rng.choice(ways)
+        if how == "qemu" and not self.only_ways and self.rng.random() < 0.6:
+            how = "SIGKILL"  # a VM reboot costs minutes: keep QEMU kills rare
+        after_s = (self.rng.uniform(0, timing.last_step_s) if self.teardown else
+                   self.rng.uniform(0.5, timing.run_s))
+        if on_vm:
+            self.ensure_vm()
+        run = self.run_lab(command, after_s, how, log_path,
+                           from_step=timing.last_step if self.teardown else None)
+        if run.phase == "after the end":
+            self._ended_before_the_kill(name, run, log_path)
+            return 0
+        # --keep-vms: the VM is the harness's, not the lab's; clean what is inside it.
+        cleaned = self.cli("clean", "--keep-vms", timeout_s=900)
+        left = self.leftovers(on_vm)
+        unfinished = list((self.base / "runs").glob("*/.staging-*"))
+        if unfinished:
+            left["unfinished runs"] = len(unfinished)
+        if how in ("SIGINT", "SIGTERM", "SIGKILL") and run.code == 0:
+            # The lab ignored the signal and ran to the end (it may have recorded a run).
+            left["ran on after the signal"] = 1
+        kill = Kill(name, how, run.stopped_at_s, run.phase, run.step, left,
+                    cleaned.returncode == 0)
+        self.add(kill)
+        kills_so_far = sum(1 for k in self.kills if k.how not in NOT_KILLS)
+        self.log(f"kill {kills_so_far}: {name} {how} at {run.stopped_at_s:.1f} s "
+                 f"({run.phase}; {run.step or 'no step yet'}); clean "
+                 f"{'ok' if kill.clean_ok else 'FAILED'}; left: {left or 'nothing'}")
+        return 1
+
+    def _ended_before_the_kill(self, name: str, run: LabRun, log_path: Path) -> None:
+        cleaned = self.cli("clean", "--keep-vms", timeout_s=900)
+        if run.code == 0:
+            self.log(f"{name}: the run ended at {run.stopped_at_s:.1f} s, before its kill: "
+                     "not counted")
             return
+        # A run after a clean failed by itself: something the last kill left behind (or the
+        # lab) is broken. That is a failure, whatever the leftovers say.
+        self.add(Kill(name, "run failed", run.stopped_at_s, "after the end",
+                      f"exit {run.code} before the kill", {"failed": 1},
+                      cleaned.returncode == 0))
+        self.log(f"{name}: the run FAILED (exit {run.code}) at {run.stopped_at_s:.1f} s, "
+                 f"before its kill; see {log_path}")
+
+    def _final_run(self, name: str, command: list[str], on_vm: bool, logs: Path) -> None:
         if on_vm:
             self.ensure_vm()
         code = self.run_lab(command, None, "", logs / f"{name}-after.log").code
@@ -319,6 +342,14 @@ class Harness:
 
 
 NOT_KILLS = ("final run", "run failed")
+
+
+@dataclass
+class UncutTiming:
+    """What one uncut run showed, or the window the caller gave instead."""
+    run_s: float  # kills land within this many seconds of the start
+    last_step_s: float | None  # how long the last step took (a teardown kill lands in it)
+    last_step: str | None
 
 
 @dataclass

@@ -270,6 +270,27 @@ def read_export(path: Path, scratch: Path) -> RunExport:
         raise ExportRefused(path, "not a file")
     _check_stream(path)
     unpacked = scratch / RUN_DIR
+    found, manifest_bytes = _unpack(path, scratch)
+    manifest = _check_manifest(path, manifest_bytes)
+    listed = manifest["files"]
+    _check_files_match_manifest(path, listed, found)
+    if run_digest(listed) != manifest["run_sha256"]:
+        raise ExportRefused(path, "MANIFEST.json: 'run_sha256' does not match its files")
+    folder = scratch / manifest["lab"] / manifest["run_id"]
+    folder.parent.mkdir(parents=True)
+    unpacked.rename(folder)
+    try:
+        run = load_run(folder)
+    except RecordError as error:
+        reason = str(error).replace(str(folder) + "/", f"{RUN_DIR}/").replace(str(folder),
+                                                                           RUN_DIR)
+        raise ExportRefused(path, reason) from None
+    return RunExport(path, manifest, run)
+
+
+def _unpack(path: Path, scratch: Path) -> tuple[dict[str, dict[str, Any]], bytes | None]:
+    """Every file of the archive written under `scratch`, with its checksum and size; and
+    the manifest's bytes (None if it has none)."""
     found: dict[str, dict[str, Any]] = {}
     manifest_bytes = None
     try:
@@ -292,8 +313,11 @@ def read_export(path: Path, scratch: Path) -> RunExport:
                 found[name] = {"sha256": _sha256(data), "bytes": len(data)}
     except (tarfile.TarError, EOFError, zlib.error, OSError) as error:
         raise ExportRefused(path, f"not a readable run export ({_first_line(error)})") from None
-    manifest = _check_manifest(path, manifest_bytes)
-    listed = manifest["files"]
+    return found, manifest_bytes
+
+
+def _check_files_match_manifest(path: Path, listed: dict[str, dict[str, Any]],
+                                found: dict[str, dict[str, Any]]) -> None:
     for name in sorted(set(listed) - set(found)):
         raise ExportRefused(path, f"{name} is listed in the manifest but missing (truncated?)")
     for name in sorted(set(found) - set(listed)):
@@ -302,18 +326,6 @@ def read_export(path: Path, scratch: Path) -> RunExport:
         if found[name] != {"sha256": listed[name]["sha256"], "bytes": listed[name]["bytes"]}:
             raise ExportRefused(path, f"{name}: its checksum does not match the manifest "
                                       "(changed after export)")
-    if run_digest(listed) != manifest["run_sha256"]:
-        raise ExportRefused(path, "MANIFEST.json: 'run_sha256' does not match its files")
-    folder = scratch / manifest["lab"] / manifest["run_id"]
-    folder.parent.mkdir(parents=True)
-    unpacked.rename(folder)
-    try:
-        run = load_run(folder)
-    except RecordError as error:
-        reason = str(error).replace(str(folder) + "/", f"{RUN_DIR}/").replace(str(folder),
-                                                                           RUN_DIR)
-        raise ExportRefused(path, reason) from None
-    return RunExport(path, manifest, run)
 
 
 def _check_stream(path: Path) -> None:

@@ -21,11 +21,8 @@ import json
 import math
 import numbers
 import os
-import platform
 import re
 import shutil
-import socket
-import subprocess
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +32,7 @@ import pandas as pd
 
 from labs import PROJECT_ROOT
 from labs.errors import LabError
+from labs.local_facts import local_host_facts, project_git_commit
 
 FORMAT_VERSION = 1
 RESULT_COLUMNS = ["lab", "run_id", "config", "workload", "metric", "value", "unit"]
@@ -87,43 +85,6 @@ def new_run_id(host_name: str = "local", when: dt.datetime | None = None) -> str
     when = when or utc_now()
     host = re.sub(r"[^a-z0-9._-]+", "-", host_name.lower()).strip("-") or "host"
     return f"{when:%Y%m%dT%H%M%SZ}-{host}"
-
-
-def project_git_commit() -> str:
-    """The project's commit, with `-dirty` when the work tree has changes."""
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True,
-            text=True, timeout=10, check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=PROJECT_ROOT,
-            capture_output=True, text=True, timeout=10,
-        ).stdout.strip()
-        return commit + ("-dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
-def local_host_facts() -> dict[str, Any]:
-    """Facts about the machine this Python runs on (labs on other hosts add their own)."""
-    memory_bytes = None
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemTotal:"):
-                    memory_bytes = int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return {
-        "name": socket.gethostname(),
-        "kernel": platform.release(),
-        "machine": platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "memory_bytes": memory_bytes,
-        "python": platform.python_version(),
-        "lab_vm": False,
-    }
 
 
 @dataclass
@@ -283,12 +244,7 @@ def _load_meta(run_path: Path) -> dict[str, Any]:
         raise RecordError(f"{where}: not valid JSON ({error})") from None
     if not isinstance(meta, dict):
         raise RecordError(f"{where}: must hold a JSON object")
-    for name, (types, description) in RUN_FIELDS.items():
-        if name not in meta:
-            raise RecordError(f"{where}: field '{name}' missing")
-        value = meta[name]
-        if isinstance(value, bool) or not isinstance(value, types):
-            raise RecordError(f"{where}: field '{name}' must be {description}")
+    _check_field_types(meta, where)
     if meta["format_version"] != FORMAT_VERSION:
         raise RecordError(
             f"{where}: field 'format_version' is {meta['format_version']}, "
@@ -310,6 +266,16 @@ def _load_meta(run_path: Path) -> dict[str, Any]:
     if not all(isinstance(c, str) for c in meta["commands"]):
         raise RecordError(f"{where}: field 'commands' must be a list of strings")
     return meta
+
+
+def _check_field_types(meta: dict[str, Any], where: str) -> None:
+    """Every field of RUN_FIELDS is there, with its type (a bool is no integer here)."""
+    for name, (types, description) in RUN_FIELDS.items():
+        if name not in meta:
+            raise RecordError(f"{where}: field '{name}' missing")
+        value = meta[name]
+        if isinstance(value, bool) or not isinstance(value, types):
+            raise RecordError(f"{where}: field '{name}' must be {description}")
 
 
 def validate_results(results: pd.DataFrame, meta: dict[str, Any], csv_path: Path) -> None:

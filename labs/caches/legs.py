@@ -21,6 +21,7 @@ from labs.caches.params import Parameters, sweep_warmup_reads
 from labs.caches.rocks import RocksNode
 from labs.progress import Progress
 from labs.records import RunRecorder
+from labs.tools.mdadm import DiskStat
 
 KEY_BYTES = 16  # RocksDB keys: b"key%013d"
 # The CQL engine's own memory may grow this much in the sweep (its JIT compiler, its
@@ -345,6 +346,34 @@ def cql_sweep(p: Parameters, node: CqlNode, disk: LabDisk, out: Recorder,
     # Readahead 0 for the sweep: a miss reads its row and nothing more (section 2 of the
     # chapter measures readahead on its own); the device's own setting comes back after.
     disk.set_readahead_sectors(0)
+    limit_mib = _set_cql_sweep_memory_limit_mib(p, node, disk, out, folder, statement,
+                                                everything)
+    capacity = _cql_page_cache_capacity_bytes(node, statement, everything)
+    _record_cql_bytes_per_miss(p, node, disk, out, folder, statement, rows)
+    for fraction in p.sweep_fractions:
+        hot = model.hot_keys_for_working_set(fraction * capacity / model.PAGE_BYTES, rows,
+                                             pages)
+        for pattern in ("uniform", "zipf"):
+            progress.detail(f"{node.flavor.engine} sweep: {pattern}, {hot:,} hot rows, memory "
+                            f"limit {limit_mib} MiB, page cache {capacity / 2**20:.0f} MiB")
+            latencies_ms, memory, delta = _cql_sweep_point_reads(
+                p, node, disk, folder, statement, rows, hot, pattern, fraction)
+            dims = {"engine": node.flavor.engine, "setting": node.setting, "cache": "page",
+                    "pattern": pattern, "fraction": fraction, "row_bytes": p.sweep_row_kib * 1024}
+            _record_cql_sweep_measured(p, out, dims, delta, latencies_ms, memory)
+            out.add("sweep", "setup", "hot_rows", hot, "count", **dims)
+            out.add("sweep", "setup", "rows", rows, "count", **dims)
+            out.add("sweep", "setup", "data_file_bytes", data_bytes, "bytes", **dims)
+            out.add("sweep", "setup", "cache_bytes", capacity, "bytes", **dims)
+            out.add("sweep", "setup", "memory_limit_bytes", limit_mib * 2**20, "bytes", **dims)
+            out.add("sweep", "setup", "reads", p.cql_sweep_reads, "count", **dims)
+    disk.set_readahead_sectors(disk.default_readahead_sectors)
+
+
+def _set_cql_sweep_memory_limit_mib(p: Parameters, node: CqlNode, disk: LabDisk,
+                                    out: Recorder, folder: str, statement: Any,
+                                    everything: list[int]) -> int:
+    """Limit the container to what the engine holds, plus headroom and the cache budget."""
     # A burst of concurrent reads first, so that the engine's own buffers have grown to
     # what the sweep's reads need before its memory is measured.
     node.concurrent_reads(statement, everything)
@@ -354,13 +383,23 @@ def cql_sweep(p: Parameters, node: CqlNode, disk: LabDisk, out: Recorder,
     limit_mib = node.set_memory_limit_mib(
         int((own + p.cql_cache_budget_mib * 2**20) / 2**20) + HEADROOM_MIB)
     out.rec.add_command(f"docker update --memory {limit_mib}m {node.spec.name}")
+    return limit_mib
+
+
+def _cql_page_cache_capacity_bytes(node: CqlNode, statement: Any,
+                                   everything: list[int]) -> int:
+    """The page cache the limited container keeps after reading the whole table."""
     try:
         node.concurrent_reads(statement, everything)
         filled = node.memory()
     except Exception as error:
         node.explain_death(error)
         raise
-    capacity = max(model.PAGE_BYTES, filled["page_cache_bytes"] - filled["mapped_file_bytes"])
+    return max(model.PAGE_BYTES, filled["page_cache_bytes"] - filled["mapped_file_bytes"])
+
+
+def _record_cql_bytes_per_miss(p: Parameters, node: CqlNode, disk: LabDisk, out: Recorder,
+                               folder: str, statement: Any, rows: int) -> None:
     # What one miss costs on this table: a cold pass of its own.
     misses = min(p.cql_sweep_reads, rows // 2)
     disk.evict(folder)
@@ -369,39 +408,40 @@ def cql_sweep(p: Parameters, node: CqlNode, disk: LabDisk, out: Recorder,
     miss = disk.counters() - before
     out.add("sweep", "setup", "bytes_per_miss", miss.read_sectors * 512 / misses, "bytes",
             engine=node.flavor.engine, setting=node.setting, cache="page")
-    for fraction in p.sweep_fractions:
-        hot = model.hot_keys_for_working_set(fraction * capacity / model.PAGE_BYTES, rows,
-                                             pages)
-        for pattern in ("uniform", "zipf"):
-            progress.detail(f"{node.flavor.engine} sweep: {pattern}, {hot:,} hot rows, memory "
-                            f"limit {limit_mib} MiB, page cache {capacity / 2**20:.0f} MiB")
-            disk.evict(folder)
-            warm = sweep_warmup_reads(node.flavor.engine, hot, p.cql_sweep_reads)
-            keys = sweep_keys(rows, hot, warm + p.cql_sweep_reads, pattern, p.zipf_exponent,
-                              p.seed + int(fraction * 1000))
-            try:
-                node.concurrent_reads(statement, keys[:warm])
-                before = disk.counters()
-                _, latencies_ms = node.timed_reads(statement, keys[warm:])
-                memory = node.memory()
-            except Exception as error:
-                node.explain_death(error)
-                raise
-            delta = disk.counters() - before
-            dims = {"engine": node.flavor.engine, "setting": node.setting, "cache": "page",
-                    "pattern": pattern, "fraction": fraction, "row_bytes": p.sweep_row_kib * 1024}
-            out.add("sweep", "measured", "device_bytes_per_read",
-                    delta.read_sectors * 512 / p.cql_sweep_reads, "bytes", **dims)
-            out.add("sweep", "measured", "device_reads_per_read",
-                    delta.reads / p.cql_sweep_reads, "ratio", **dims)
-            out.latencies("sweep", "measured", latencies_ms, "ms", **dims)
-            for name in ("page_cache", "anon", "mapped_file"):
-                out.add("sweep", "measured", f"container_{name}_bytes", memory[f"{name}_bytes"],
-                        "bytes", **dims)
-            out.add("sweep", "setup", "hot_rows", hot, "count", **dims)
-            out.add("sweep", "setup", "rows", rows, "count", **dims)
-            out.add("sweep", "setup", "data_file_bytes", data_bytes, "bytes", **dims)
-            out.add("sweep", "setup", "cache_bytes", capacity, "bytes", **dims)
-            out.add("sweep", "setup", "memory_limit_bytes", limit_mib * 2**20, "bytes", **dims)
-            out.add("sweep", "setup", "reads", p.cql_sweep_reads, "count", **dims)
-    disk.set_readahead_sectors(disk.default_readahead_sectors)
+
+
+def _cql_sweep_point_reads(p: Parameters, node: CqlNode, disk: LabDisk, folder: str,
+                           statement: Any, rows: int, hot: int, pattern: str,
+                           fraction: float) -> tuple[list[float], dict[str, int], DiskStat]:
+    """From a cold page cache: a warm-up over the hot rows, then the timed reads.
+
+    Returns their latencies, the container's memory after them and the device's counters
+    around the timed reads.
+    """
+    disk.evict(folder)
+    warm = sweep_warmup_reads(node.flavor.engine, hot, p.cql_sweep_reads)
+    keys = sweep_keys(rows, hot, warm + p.cql_sweep_reads, pattern, p.zipf_exponent,
+                      p.seed + int(fraction * 1000))
+    try:
+        node.concurrent_reads(statement, keys[:warm])
+        before = disk.counters()
+        _, latencies_ms = node.timed_reads(statement, keys[warm:])
+        memory = node.memory()
+    except Exception as error:
+        node.explain_death(error)
+        raise
+    delta = disk.counters() - before
+    return latencies_ms, memory, delta
+
+
+def _record_cql_sweep_measured(p: Parameters, out: Recorder, dims: dict[str, Any],
+                               delta: DiskStat, latencies_ms: list[float],
+                               memory: dict[str, int]) -> None:
+    out.add("sweep", "measured", "device_bytes_per_read",
+            delta.read_sectors * 512 / p.cql_sweep_reads, "bytes", **dims)
+    out.add("sweep", "measured", "device_reads_per_read",
+            delta.reads / p.cql_sweep_reads, "ratio", **dims)
+    out.latencies("sweep", "measured", latencies_ms, "ms", **dims)
+    for name in ("page_cache", "anon", "mapped_file"):
+        out.add("sweep", "measured", f"container_{name}_bytes", memory[f"{name}_bytes"],
+                "bytes", **dims)

@@ -118,11 +118,14 @@ def _ms_of(value: float, unit: str) -> float:
     return value / 1000 if unit == "us" else value
 
 
+# The sweep's cache labels as the page's sentences name them.
+_POSSESSIVE_CACHE_LABELS = {"Cassandra, page cache": "Cassandra's page cache",
+                            "RocksDB block cache": "RocksDB's block cache",
+                            "RocksDB row cache": "RocksDB's row cache"}
+
+
 def figures(run: RecordedRun) -> dict[str, str]:
     """Every number the lab page quotes, computed from the run."""
-    from labs.caches import model
-
-    f: dict[str, str] = {}
     params = run.meta["parameters"]
     results = run.results
     block = tables.block_table(run)
@@ -131,6 +134,34 @@ def figures(run: RecordedRun) -> dict[str, str]:
     sweep = tables.sweep_table(run)
     slow = tables.throttled_table(run)
     ra = tables.readahead_bytes(run) // 1024
+    cass_setting = _cassandra_cold_setting(engine)
+    cass_slow = _throttled_cassandra_lz4(slow)
+    f: dict[str, str] = {}
+    f.update(_run_figures(run, ra))
+    f.update(_block_figures(params, block, ra))
+    f.update(_engine_figures(params, engine, ra, cass_setting))
+    f.update(_memory_figures(params, results, memory, ra, cass_setting))
+    f.update(_sweep_figures(params, results, sweep))
+    f.update(_throttled_figures(params, results, engine, slow, cass_slow, ra))
+    f.update(_exercise_figures(sweep, cass_slow))
+    return f
+
+
+def _cassandra_cold_setting(engine: pd.DataFrame) -> str | None:
+    """The Cassandra setting whose cold reads the page quotes, None if the run has none."""
+    cold = engine[engine.phase == "cold"]
+    return "mmap_index_only" if "mmap_index_only" in set(cold.setting) else None
+
+
+def _throttled_cassandra_lz4(slow: pd.DataFrame) -> pd.DataFrame:
+    """The CQL engine's cold lz4 passes on the throttled device (empty if none ran)."""
+    return slow[(slow.engine != "rocksdb") & (slow.compression == "lz4")
+                & (slow.phase == "cold")]
+
+
+def _run_figures(run: RecordedRun, ra: int) -> dict[str, str]:
+    f: dict[str, str] = {}
+    results = run.results
     lab = results[results.leg == "lab"].set_index(["phase", "metric"])["value"]
     f["wall_min"] = f"{lab[('all', 'wall_time')] / 60:.0f}"
     f["load_text"] = (f"{lab[('start', 'load_average')]:.1f} at the start and "
@@ -138,7 +169,12 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f["cpu_count"] = str(run.meta["host"].get("cpu_count", "?"))
     f["cassandra_version"] = run.meta["tool_versions"].get("cassandra", "?")
     f["readahead_kib"] = f"{ra:,}"
-    # 1. Block level.
+    return f
+
+
+def _block_figures(params: dict, block: pd.DataFrame, ra: int) -> dict[str, str]:
+    """Section 1, the block level."""
+    f: dict[str, str] = {}
     sizes = params["block_record_sizes"]
     small = min(sizes)
     f["block_file_mib"] = str(params["block_file_mib"])
@@ -165,38 +201,58 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f["block_warm_device"] = _device_text(warm.measured.max(), "read")
     f["block_direct_warm"] = _kib(_one(block, method="direct", readahead_kib=ra,
                                        record_bytes=small, phase="warm").measured)
-    # 2. Engines.
+    return f
+
+
+def _cold_row(cold: pd.DataFrame, setting: str, compression: str, row_bytes: int,
+              readahead: int) -> pd.Series:
+    return _one(cold, setting=setting, compression=compression, row_bytes=row_bytes,
+                readahead_kib=readahead)
+
+
+def _engine_figures(params: dict, engine: pd.DataFrame, ra: int,
+                    cass_setting: str | None) -> dict[str, str]:
+    """Section 2, the engines' cold and warm passes."""
+    f: dict[str, str] = {}
     rows = params["row_sizes"]
     f["row_sizes"] = ", ".join(f"{s:,}" for s in rows[:-1]) + f" and {rows[-1]:,}"
     f["cold_reads"] = f"{params['cold_reads']:,}"
     f["rocks_cache_mib"] = str(params["rocks_cold_cache_mib"])
     cold = engine[engine.phase == "cold"]
     at_ra = cold[cold.readahead_kib == ra]
-
-    def cold_row(setting: str, compression: str, row_bytes: int, readahead: int = ra):
-        return _one(cold, setting=setting, compression=compression, row_bytes=row_bytes,
-                    readahead_kib=readahead)
-
     smallest, largest = min(rows), max(rows)
-    f["rocks_direct_100"] = _kib(cold_row("direct", "-", smallest).measured)
-    f["rocks_buffered_100"] = _kib(cold_row("buffered", "-", smallest).measured)
+    f["rocks_direct_100"] = _kib(_cold_row(cold, "direct", "-", smallest, ra).measured)
+    f["rocks_buffered_100"] = _kib(_cold_row(cold, "buffered", "-", smallest, ra).measured)
     f["rocks_error"] = f"{at_ra[at_ra.engine == 'rocksdb'].error.abs().max():.0%}"
-    cass_setting = "mmap_index_only" if "mmap_index_only" in set(cold.setting) else None
     if cass_setting:
-        for compression in ("lz4", "none"):
-            for row_bytes, name in ((smallest, "100"), (largest, "4096")):
-                row = cold_row(cass_setting, compression, row_bytes)
-                f[f"cass_{compression}_{name}"] = _kib(row.measured)
-                f[f"cass_{compression}_{name}_model"] = _kib(row.model)
-        big, big0 = cold_row(cass_setting, "none", largest), cold_row(cass_setting, "none",
-                                                                       largest, 0)
-        f["cass_none_4096_ra0"] = _kib(big0.measured)
-        f["ra0_verdict"] = ("so the extra was readahead" if big0.measured < 0.8 * big.measured
-                            else "so readahead was not the cause")
+        f.update(_cassandra_cold_figures(cold, cass_setting, smallest, largest, ra))
     f["warm_device"] = _device_text(engine[engine.phase == "warm"].measured.max(), "row")
     f["engine_median_error"] = f"{at_ra.error.abs().median():.0%}"
     f["engine_worst_error"] = f"{at_ra.error.abs().max():.0%}"
-    # 3. Memory.
+    return f
+
+
+def _cassandra_cold_figures(cold: pd.DataFrame, cass_setting: str, smallest: int,
+                            largest: int, ra: int) -> dict[str, str]:
+    f: dict[str, str] = {}
+    for compression in ("lz4", "none"):
+        for row_bytes, name in ((smallest, "100"), (largest, "4096")):
+            row = _cold_row(cold, cass_setting, compression, row_bytes, ra)
+            f[f"cass_{compression}_{name}"] = _kib(row.measured)
+            f[f"cass_{compression}_{name}_model"] = _kib(row.model)
+    big = _cold_row(cold, cass_setting, "none", largest, ra)
+    big0 = _cold_row(cold, cass_setting, "none", largest, 0)
+    f["cass_none_4096_ra0"] = _kib(big0.measured)
+    f["ra0_verdict"] = ("so the extra was readahead" if big0.measured < 0.8 * big.measured
+                        else "so readahead was not the cause")
+    return f
+
+
+def _memory_figures(params: dict, results: pd.DataFrame, memory: pd.DataFrame, ra: int,
+                    cass_setting: str | None) -> dict[str, str]:
+    """Section 3, memory: what the page cache and the engines' caches held."""
+    f: dict[str, str] = {}
+    smallest = min(params["row_sizes"])
     mem = memory[(memory.row_bytes == smallest) & (memory.readahead_kib == ra)]
     rocks = mem[mem.engine == "rocksdb"].set_index("setting")
     before = results[(results.leg == "engine") & (results.phase == "before")
@@ -208,22 +264,35 @@ def figures(run: RecordedRun) -> dict[str, str]:
         f[f"rocks_{setting}_cache_growth"] = _mib(
             max(0.0, rocks.loc[setting, "container_page_cache_bytes"] - start))
     if cass_setting:
-        reads = params["cold_reads"]
-        standard = mem[(mem.engine == "cassandra") & (mem.setting == "standard")]
-        for row in standard.itertuples():
-            held = row.data_resident_bytes + row.index_resident_bytes
-            f[f"cass_{row.compression}_resident"] = _mib(held)
-            f[f"cass_{row.compression}_resident_per_read"] = _kib(held / reads)
-        big_row = memory[(memory.engine == "cassandra") & (memory.setting == cass_setting)
-                         & (memory.compression == "none") & (memory.row_bytes == largest)
-                         & (memory.readahead_kib == ra)].iloc[0]
-        f["cass_data_pages_4096"] = f"{big_row.data_resident_bytes / reads / 4096:.1f}"
-        # The standard container's own counters: the sentence is about Cassandra with it.
-        both = results[(results.leg == "engine") & (results.phase == "both")
-                       & (results.engine == "cassandra") & (results.setting == "standard")]
-        f["key_cache_hits"] = f"{both[both.metric == 'keys_cache_hits'].value.sum():,.0f}"
-        f["key_cache_requests"] = f"{both[both.metric == 'keys_cache_requests'].value.sum():,.0f}"
-    # 4. Sweep.
+        f.update(_cassandra_memory_figures(params, results, memory, mem, ra, cass_setting))
+    return f
+
+
+def _cassandra_memory_figures(params: dict, results: pd.DataFrame, memory: pd.DataFrame,
+                              mem: pd.DataFrame, ra: int, cass_setting: str) -> dict[str, str]:
+    f: dict[str, str] = {}
+    largest = max(params["row_sizes"])
+    reads = params["cold_reads"]
+    standard = mem[(mem.engine == "cassandra") & (mem.setting == "standard")]
+    for row in standard.itertuples():
+        held = row.data_resident_bytes + row.index_resident_bytes
+        f[f"cass_{row.compression}_resident"] = _mib(held)
+        f[f"cass_{row.compression}_resident_per_read"] = _kib(held / reads)
+    big_row = memory[(memory.engine == "cassandra") & (memory.setting == cass_setting)
+                     & (memory.compression == "none") & (memory.row_bytes == largest)
+                     & (memory.readahead_kib == ra)].iloc[0]
+    f["cass_data_pages_4096"] = f"{big_row.data_resident_bytes / reads / 4096:.1f}"
+    # The standard container's own counters: the sentence is about Cassandra with it.
+    both = results[(results.leg == "engine") & (results.phase == "both")
+                   & (results.engine == "cassandra") & (results.setting == "standard")]
+    f["key_cache_hits"] = f"{both[both.metric == 'keys_cache_hits'].value.sum():,.0f}"
+    f["key_cache_requests"] = f"{both[both.metric == 'keys_cache_requests'].value.sum():,.0f}"
+    return f
+
+
+def _sweep_figures(params: dict, results: pd.DataFrame, sweep: pd.DataFrame) -> dict[str, str]:
+    """Section 4, hit ratio against working set."""
+    f: dict[str, str] = {}
     f["rocks_sweep_cache_mib"] = str(params["rocks_sweep_cache_mib"])
     f["zipf_exponent"] = f"{params['zipf_exponent']:g}"
     # The row cache reads the block cache's hot rows: against its capacity in rows, its
@@ -235,19 +304,12 @@ def figures(run: RecordedRun) -> dict[str, str]:
     setup = results[(results.leg == "sweep") & (results.phase == "setup")]
     page_rows = setup[setup.cache == "page"]
     if not page_rows.empty:
-        f["cass_sweep_limit"] = _mib(page_rows[page_rows.metric == "memory_limit_bytes"]
-                                     .value.iloc[0])
-        f["cass_sweep_cache"] = _mib(page_rows[page_rows.metric == "cache_bytes"].value.iloc[0])
-        per_miss = page_rows[page_rows.metric == "bytes_per_miss"].value.iloc[0]
-        f["cass_bytes_per_miss"] = _kib(per_miss)
-        f["miss_vs_row"] = f"{per_miss / (params['sweep_row_kib'] * 1024):.1f}"
+        f.update(_cassandra_sweep_setup_figures(params, page_rows))
     f["cass_sweep_row_kib"] = str(params["sweep_row_kib"])
     f["sweep_worst_error"] = f"{sweep.error.abs().max():.2f}"
     top = sweep[sweep.fraction == sweep.fraction.max()]
     best = top[top.pattern == "zipf"].sort_values("measured").iloc[0]
-    f["zipf_label"] = {"Cassandra, page cache": "Cassandra's page cache",
-                       "RocksDB block cache": "RocksDB's block cache",
-                       "RocksDB row cache": "RocksDB's row cache"}.get(best.label, best.label)
+    f["zipf_label"] = _POSSESSIVE_CACHE_LABELS.get(best.label, best.label)
     f["zipf_largest"] = _ratio(best.measured)
     f["uniform_largest"] = _ratio(_one(top, pattern="uniform", label=best.label).measured)
     rocks = sweep[sweep.engine == "rocksdb"]
@@ -255,17 +317,44 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f["rocks_block_error"] = f"{block_cache.error.abs().max():.2f}"
     cassandra_sweep = sweep[sweep.engine == "cassandra"]
     if not cassandra_sweep.empty:
-        f["cass_sweep_error"] = f"{cassandra_sweep.error.abs().max():.2f}"
-        uniform = cassandra_sweep[cassandra_sweep.pattern == "uniform"].sort_values("fraction")
-        f["cass_sweep_small_fraction"] = f"{uniform.fraction.iloc[0]:g}"
-        f["cass_sweep_small_error"] = f"{uniform.error.abs().iloc[0]:.3f}"
-        below = uniform.measured < uniform.model - 0.02
-        # The smallest fraction from which every larger one is below the model.
-        from_fraction = next((fraction for fraction, rest in
-                              ((x, below[uniform.fraction >= x]) for x in uniform.fraction)
-                              if rest.all()), None)
-        f["cass_sweep_below_from"] = "nowhere" if from_fraction is None else \
-            f"from {from_fraction:g} times the cache on"
+        f.update(_cassandra_sweep_figures(cassandra_sweep))
+    f.update(_row_cache_figures(row_cache))
+    f["block_uniform_largest"] = _ratio(_one(top, engine="rocksdb", cache="block",
+                                             pattern="uniform").measured)
+    return f
+
+
+def _cassandra_sweep_setup_figures(params: dict, page_rows: pd.DataFrame) -> dict[str, str]:
+    """The page-cache sweep's memory limit, cache and cost of a miss."""
+    f: dict[str, str] = {}
+    f["cass_sweep_limit"] = _mib(page_rows[page_rows.metric == "memory_limit_bytes"]
+                                 .value.iloc[0])
+    f["cass_sweep_cache"] = _mib(page_rows[page_rows.metric == "cache_bytes"].value.iloc[0])
+    per_miss = page_rows[page_rows.metric == "bytes_per_miss"].value.iloc[0]
+    f["cass_bytes_per_miss"] = _kib(per_miss)
+    f["miss_vs_row"] = f"{per_miss / (params['sweep_row_kib'] * 1024):.1f}"
+    return f
+
+
+def _cassandra_sweep_figures(cassandra_sweep: pd.DataFrame) -> dict[str, str]:
+    f: dict[str, str] = {}
+    f["cass_sweep_error"] = f"{cassandra_sweep.error.abs().max():.2f}"
+    uniform = cassandra_sweep[cassandra_sweep.pattern == "uniform"].sort_values("fraction")
+    f["cass_sweep_small_fraction"] = f"{uniform.fraction.iloc[0]:g}"
+    f["cass_sweep_small_error"] = f"{uniform.error.abs().iloc[0]:.3f}"
+    below = uniform.measured < uniform.model - 0.02
+    # The smallest fraction from which every larger one is below the model.
+    from_fraction = next((fraction for fraction, rest in
+                          ((x, below[uniform.fraction >= x]) for x in uniform.fraction)
+                          if rest.all()), None)
+    f["cass_sweep_below_from"] = "nowhere" if from_fraction is None else \
+        f"from {from_fraction:g} times the cache on"
+    return f
+
+
+def _row_cache_figures(row_cache: pd.DataFrame) -> dict[str, str]:
+    """RocksDB's row cache in the sweep."""
+    f: dict[str, str] = {}
     f["row_held_all"] = "held every hot row" if (
         row_cache.capacity_units >= row_cache.working_set_units).all() else \
         "did not hold every hot row"
@@ -276,9 +365,13 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f["row_zipf_vs_uniform"] = (f"{zipf_row:.1%}, less than the {uniform_row:.1%}"
                                 if zipf_row < uniform_row else
                                 f"{zipf_row:.1%}, no less than the {uniform_row:.1%}")
-    f["block_uniform_largest"] = _ratio(_one(top, engine="rocksdb", cache="block",
-                                             pattern="uniform").measured)
-    # 5. Throttled device.
+    return f
+
+
+def _throttled_figures(params: dict, results: pd.DataFrame, engine: pd.DataFrame,
+                       slow: pd.DataFrame, cass_slow: pd.DataFrame, ra: int) -> dict[str, str]:
+    """Section 5, the throttled device."""
+    f: dict[str, str] = {}
     f["throttle_iops"] = f"{params['throttle_read_iops']:,}"
     f["throttle_kibps"] = f"{params['throttle_read_kibps']:,}"
     direct = _one(slow, engine="rocksdb", setting="direct", phase="cold")
@@ -288,31 +381,8 @@ def figures(run: RecordedRun) -> dict[str, str]:
     warm_direct = _one(slow, engine="rocksdb", setting="direct", phase="warm")
     f["slow_rocks_warm"] = _ms(warm_direct.measured)
     f["fast_rocks_warm"] = _ms(warm_direct.unthrottled_ms)
-    cass_slow = slow[(slow.engine != "rocksdb") & (slow.compression == "lz4")
-                     & (slow.phase == "cold")]
     if not cass_slow.empty:
-        f["slow_cass_lz4"] = _ms(cass_slow.measured.iloc[0])
-        f["fast_cass_lz4"] = _ms(cass_slow.unthrottled_ms.iloc[0])
-        f["slow_cass_lz4_model"] = _ms(cass_slow.model.iloc[0])
-        f["ex_cass_ios"] = f"{cass_slow.device_reads_per_read.iloc[0]:.1f}"
-        f["cass_lz4_slow_bytes"] = _kib(cass_slow.device_bytes_per_read.iloc[0])
-        # The same kind of read in section 2 (longer passes): the throttled passes read the
-        # smallest rows with the device's own readahead.
-        same = engine[(engine.engine == cass_slow.engine.iloc[0])
-                      & (engine.setting == cass_slow.setting.iloc[0])
-                      & (engine.compression == "lz4") & (engine.phase == "cold")
-                      & (engine.row_bytes == min(params["row_sizes"]))
-                      & (engine.readahead_kib == ra)]
-        f["cass_lz4_engine_bytes"] = (_kib(same.measured.iloc[0]) if len(same)
-                                      else "not measured")
-        # The unthrottled pass just before, same engine and setting: did the limits cause it?
-        before = run.results[(run.results.leg == "unthrottled")
-                             & (run.results.engine == cass_slow.engine.iloc[0])
-                             & (run.results.setting == cass_slow.setting.iloc[0])
-                             & (run.results.compression == "lz4")
-                             & (run.results.phase == "cold")
-                             & (run.results.metric == "device_bytes_per_read")].value
-        f["cass_lz4_fast_bytes"] = _kib(before.iloc[0]) if len(before) else "not measured"
+        f.update(_cassandra_throttled_figures(params, results, engine, cass_slow, ra))
     f["throttled_reads"] = f"{params['throttled_reads']:,}"
     f["rocks_direct_slow_bytes"] = _kib(direct.device_bytes_per_read)
     cold_slow = slow[slow.phase == "cold"]
@@ -325,7 +395,41 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f["model_vs_slow"] = ("faster than" if (cold_slow.model < cold_slow.measured).all()
                           else "slower than" if (cold_slow.model > cold_slow.measured).all()
                           else "sometimes faster and sometimes slower than")
-    # Exercises.
+    return f
+
+
+def _cassandra_throttled_figures(params: dict, results: pd.DataFrame, engine: pd.DataFrame,
+                                 cass_slow: pd.DataFrame, ra: int) -> dict[str, str]:
+    f: dict[str, str] = {}
+    f["slow_cass_lz4"] = _ms(cass_slow.measured.iloc[0])
+    f["fast_cass_lz4"] = _ms(cass_slow.unthrottled_ms.iloc[0])
+    f["slow_cass_lz4_model"] = _ms(cass_slow.model.iloc[0])
+    f["ex_cass_ios"] = f"{cass_slow.device_reads_per_read.iloc[0]:.1f}"
+    f["cass_lz4_slow_bytes"] = _kib(cass_slow.device_bytes_per_read.iloc[0])
+    # The same kind of read in section 2 (longer passes): the throttled passes read the
+    # smallest rows with the device's own readahead.
+    same = engine[(engine.engine == cass_slow.engine.iloc[0])
+                  & (engine.setting == cass_slow.setting.iloc[0])
+                  & (engine.compression == "lz4") & (engine.phase == "cold")
+                  & (engine.row_bytes == min(params["row_sizes"]))
+                  & (engine.readahead_kib == ra)]
+    f["cass_lz4_engine_bytes"] = (_kib(same.measured.iloc[0]) if len(same)
+                                  else "not measured")
+    # The unthrottled pass just before, same engine and setting: did the limits cause it?
+    before = results[(results.leg == "unthrottled")
+                     & (results.engine == cass_slow.engine.iloc[0])
+                     & (results.setting == cass_slow.setting.iloc[0])
+                     & (results.compression == "lz4")
+                     & (results.phase == "cold")
+                     & (results.metric == "device_bytes_per_read")].value
+    f["cass_lz4_fast_bytes"] = _kib(before.iloc[0]) if len(before) else "not measured"
+    return f
+
+
+def _exercise_figures(sweep: pd.DataFrame, cass_slow: pd.DataFrame) -> dict[str, str]:
+    from labs.caches import model
+
+    f: dict[str, str] = {}
     f["ex_page_100"] = _kib(model.cassandra_data_unit_bytes(100, False))
     f["ex_chunk_100"] = _kib(model.cassandra_data_unit_bytes(100, True))
     f["ex_direct_100"] = _kib(model.direct_read_bytes(100))

@@ -239,17 +239,27 @@ def coordinators_that_changed_replicas(run: RecordedRun, level: str = "ONE") -> 
 
 
 def figures(run: RecordedRun) -> dict[str, str]:
+    table = stale(run)
+    every = reads(run)
+    figures = _overview_figures(run, table, every)
+    figures.update(_possible_stale_figures(table))
+    figures.update(_row_c_quorum_figures(every))
+    figures.update(_per_read_figures(table))
+    return figures
+
+
+def _overview_figures(run: RecordedRun, table: pd.DataFrame,
+                      every: list[dict]) -> dict[str, str]:
+    """The cluster's times, the availability grid's counts and the reads' totals."""
     results = run.results
     seconds = results.set_index(["config", "workload", "metric"])["value"]
     grid = availability(run)
-    table = stale(run)
-    every = reads(run)
     stale_reads = [r for r in every if r["value"] == OLD]
     guaranteed = table[table["model_fresh_guaranteed"] == 1]
     overlap = table[table["model_overlap_guaranteed"] == 1]
     one = [r for r in every if r["level"] == "ONE"]
     one_local = sum(r["replicas"] == [r["coordinator"]] for r in one)
-    figures = {
+    return {
         "start_s": f"{seconds[('cluster', 'start', 'seconds')]:.0f}",
         "restart_s": f"{seconds[('cluster', 'restart', 'seconds')]:.1f}",
         "wall_time_min": f"{seconds[('lab', 'all', 'wall_time')] / 60:.1f}",
@@ -271,6 +281,9 @@ def figures(run: RecordedRun) -> dict[str, str]:
         "one_local": str(one_local),
         "one_local_pct": f"{100 * one_local / len(one):.0f}",
     }
+
+
+def _possible_stale_figures(table: pd.DataFrame) -> dict[str, str]:
     # The reads the rules allow to be stale, through a coordinator that holds the new value
     # and through one that missed it; then the same at ONE only.
     possible = possible_by_holder(table)
@@ -280,7 +293,7 @@ def figures(run: RecordedRun) -> dict[str, str]:
         possible["holder"][possible["holder"]["read_level"] == "ONE"])
     one_missed_stale, one_missed_reads = stale_of(
         possible["missed"][possible["missed"]["read_level"] == "ONE"])
-    figures.update({
+    return {
         "possible_holder_stale": str(holder_stale),
         "possible_holder_reads": str(holder_reads),
         "possible_holder_pct": f"{100 * holder_stale / holder_reads:.0f}",
@@ -293,7 +306,11 @@ def figures(run: RecordedRun) -> dict[str, str]:
         "one_holder_reads": str(one_holder_reads),
         "one_missed_stale": str(one_missed_stale),
         "one_missed_reads": str(one_missed_reads),
-    })
+    }
+
+
+def _row_c_quorum_figures(every: list[dict]) -> dict[str, str]:
+    figures = {}
     for coordinator in (2, 3):  # row C at QUORUM: how often each asked nodes 2 and 3
         row_c = [r for r in every if (r["case"], r["level"], r["coordinator"])
                  == ("C", "QUORUM", coordinator)]
@@ -301,6 +318,12 @@ def figures(run: RecordedRun) -> dict[str, str]:
         figures[f"c_quorum_n{coordinator}_asked_23"] = str(len(both_missed))
         figures[f"c_quorum_n{coordinator}_asked_23_stale"] = str(
             sum(r["value"] == OLD for r in both_missed))
+    return figures
+
+
+def _per_read_figures(table: pd.DataFrame) -> dict[str, str]:
+    """Stale reads per row, read level and coordinator, and the model per row and level."""
+    figures = {}
     for item in table.to_dict("records"):
         key = f"{item['case'].lower()}_{item['read_level'].lower()}_n{item['coordinator']}"
         figures[f"{key}_stale"] = str(item["stale_reads"])

@@ -8,6 +8,7 @@ through a loop device over a file of the lab's (fio and sysbench, nothing emulat
 params.py  the parameters and profiles
 run.py     the throttles, fio's sweeps, the sc1 burst, sysbench fileio, the MariaDB inserts
            (touches the VM, or the local loop device)
+results.py the recorded run's tables (fio, the burst, sysbench, MariaDB) and the models beside them
 page.py    what the book pages show: the models' tables and the recorded run
 charts.py  the Altair charts
 """

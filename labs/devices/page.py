@@ -1,14 +1,5 @@
-"""What the devices lab page shows: emulated volumes measured beside the model.
-
-The model for an emulated volume: the lower of what its QEMU throttle allows (by QEMU's own
-accounting: every I/O up to iops-size is one operation, and bytes count as they are) and
-what the VM's unthrottled disk delivered in the same measurement (the throttle can only
-slow a disk down).
-
-The measured operations a second are fio's bytes moved divided by the block size, over the
-whole job. fio's own IOPS figure counts only the requests issued within the runtime but
-divides by the runtime plus the wait for the last queued requests (on sc1 at depth 64, 8 s
-plus 2.8 s), which reads as a slower volume where the volume was not slower.
+"""What the devices lab page shows: emulated volumes measured beside the model (the
+recorded run's tables and the model behind them: labs/devices/results.py).
 Pure page code: records and models, never the VM.
 """
 
@@ -27,133 +18,24 @@ from labs.devices.explain import (
     latency_for_ratio,
 )
 from labs.devices.params import Parameters
+from labs.devices.results import (  # noqa: F401  (the page's tables, for its code cells and tests)
+    LOCAL,
+    VOLUMES,
+    burst_results,
+    fio_results,
+    mariadb_results,
+    sysbench_results,
+    throttle_of,
+    volume_busy_s,
+)
 from labs.models import cloud_volume
 from labs.records import RecordedRun, run_summary
 
-VOLUMES = ("unthrottled", "gp3", "sc1")
-LOCAL = "local"  # a run on --host local: the reader's own disk, nothing emulated
 COLOURS = alt.Scale(domain=list(VOLUMES), range=["#999999", "#0072B2", "#E69F00"])
-FIO_WORKLOADS = ("depth-sweep", "block-sweep", "sequential", "write")
 ARTICLE_INSERT_RATIO = "1.6"  # the stored procedure in 10 sessions, sc1 against gp3
 ARTICLE_ROWS = 10_000_000  # each session's inserts in the article
 HEADLINE_DEPTH = 16
 LINUX_DIRTY_EXPIRE_S = 30  # vm.dirty_expire_centisecs' default: older dirty files go to disk
-THROTTLE_FIELDS = {"iops-total": "iops_total", "bps-total": "bps_total",
-                   "iops-size": "iops_size", "iops-total-max": "iops_total_max",
-                   "iops-total-max-length": "iops_total_max_length",
-                   "bps-total-max": "bps_total_max"}
-
-
-def throttle_of(run: RecordedRun, volume: str) -> cloud_volume.QemuThrottle | None:
-    """The QEMU throttle the run applied to `volume` (None: no limits)."""
-    rows = run.results[(run.results["volume"] == volume)
-                       & run.results["workload"].isin(["throttle", "burst-throttle"])]
-    values = {THROTTLE_FIELDS[m]: int(v) for m, v in zip(rows["metric"], rows["value"],
-                                                         strict=True)}
-    if not any(values.values()):
-        return None
-    values["bps_total_max_length"] = values.get("iops_total_max_length", 0)
-    return cloud_volume.QemuThrottle(**values)
-
-
-def fio_results(run: RecordedRun) -> pd.DataFrame:
-    """One row per volume and fio measurement, measured beside the model."""
-    rows = run.results[run.results["workload"].isin(FIO_WORKLOADS)]
-    table = rows.pivot_table(index=["volume", "workload", "op", "pattern", "block_kib", "depth"],
-                             columns="metric", values="value").reset_index()
-    table.columns.name = None
-    table["fio_iops"] = table["iops"]
-    table["iops"] = table["mib_s"] * 1024 / table["block_kib"]  # from the bytes moved
-    key = ["workload", "op", "pattern", "block_kib", "depth"]
-    reference = table[table["volume"] == "unthrottled"].set_index(key)["iops"]
-    limits = {volume: throttle_of(run, volume) for volume in table["volume"].unique()}
-    models = []
-    for row in table.itertuples():
-        limit = limits[row.volume]
-        if limit is None:
-            models.append(float("nan"))  # the reference itself: nothing to predict it from
-            continue
-        allowed = limit.predicted_iops(int(row.block_kib) * 1024)
-        models.append(min(allowed, reference.get(tuple(getattr(row, k) for k in key),
-                                                 float("inf"))))
-    table["model_iops"] = models
-    table["error_pct"] = 100 * (table["iops"] / table["model_iops"] - 1)
-    table["model_mib_s"] = table["model_iops"] * table["block_kib"] / 1024
-    return table
-
-
-def burst_results(run: RecordedRun) -> pd.DataFrame:
-    """The time-scaled sc1's MiB/s second by second, beside the model's burst-then-baseline."""
-    rows = run.results[(run.results["workload"] == "burst") & (run.results["metric"] == "mib_s")]
-    limit = throttle_of(run, "sc1-burst")
-    table = rows[["second", "value"]].rename(columns={"value": "mib_s"}).reset_index(drop=True)
-    burst_mib_s = limit.bps_total_max / cloud_volume.MIB
-    base_mib_s = limit.bps_total / cloud_volume.MIB
-    # fio's log gives the average over each second that ends at `second`.
-    starts = table["second"] - 1
-    bursting = (limit.burst_seconds - starts).clip(0, 1)
-    table["model_mib_s"] = bursting * burst_mib_s + (1 - bursting) * base_mib_s
-    return table
-
-
-def sysbench_results(run: RecordedRun) -> pd.DataFrame:
-    """sysbench fileio rndrw per volume: reads + writes per second, beside the model."""
-    rows = run.results[run.results["workload"] == "sysbench-rndrw"]
-    table = rows.pivot_table(index="volume", columns="metric", values="value")
-    table = table.reindex([v for v in (*VOLUMES, LOCAL) if v in table.index]).reset_index()
-    table.columns.name = None
-    table["ops_per_s"] = table["reads_per_s"] + table["writes_per_s"]
-    # The unthrottled disk ran before and after gp3 (the same disk): the model's reference
-    # is the mean of the two, and the table keeps both.
-    again = run.results[(run.results["workload"] == "sysbench-rndrw-repeat")
-                        & run.results["metric"].isin(["reads_per_s", "writes_per_s"])]
-    table["again_ops_per_s"] = float("nan")
-    if len(again):
-        table.loc[table["volume"] == "unthrottled", "again_ops_per_s"] = again["value"].sum()
-    unthrottled = table[table["volume"] == "unthrottled"]
-    reference = (float(unthrottled[["ops_per_s", "again_ops_per_s"]].mean(axis=1).iloc[0])
-                 if len(unthrottled) else float("nan"))
-    table["reference_ops_per_s"] = reference
-    models = []
-    for volume in table["volume"]:
-        limit = throttle_of(run, volume)
-        models.append(float("nan") if limit is None else
-                      min(limit.predicted_iops(16 * 1024), reference))
-    table["model_ops_per_s"] = models
-    table["error_pct"] = 100 * (table["ops_per_s"] / table["model_ops_per_s"] - 1)
-    return table
-
-
-def volume_busy_s(limit: cloud_volume.QemuThrottle | None, requests: float,
-                  written_bytes: float) -> float:
-    """Seconds a volume needs, at its limits, for `requests` writes moving `written_bytes`
-    (QEMU's accounting: a request counts once up to iops-size, a larger one as several)."""
-    if limit is None:
-        return 0.0
-    units = max(requests, written_bytes / limit.iops_size) if limit.iops_size else requests
-    return max(units / limit.iops_total, written_bytes / limit.bps_total)
-
-
-def mariadb_results(run: RecordedRun) -> pd.DataFrame:
-    """One row per volume and session count: the time until every session finished, what
-    reached the volume, and the model: the unthrottled disk's time (what the CPUs need), or
-    the time the volume needs for the writes that reached it, whichever is longer."""
-    rows = run.results[(run.results["workload"] == "mariadb-inserts")
-                       & (run.results["metric"] != "session_s")]
-    table = rows.pivot_table(index=["volume", "sessions"], columns="metric",
-                             values="value").reset_index()
-    table.columns.name = None
-    table["sessions"] = table["sessions"].astype(int)
-    cpu_s = table[table["volume"] == "unthrottled"].set_index("sessions")["wall_s"]
-    # Seconds the writes that reached each volume cost it, by its limits.
-    table["busy_s"] = [volume_busy_s(throttle_of(run, row.volume), row.write_requests,
-                                     row.written_mib * 2**20) for row in table.itertuples()]
-    table["model_s"] = [max(cpu_s[row.sessions], row.busy_s) if row.volume != "unthrottled"
-                        else float("nan") for row in table.itertuples()]
-    table["error_pct"] = 100 * (table["wall_s"] / table["model_s"] - 1)
-    order = {v: i for i, v in enumerate(VOLUMES)}
-    return table.sort_values(["volume", "sessions"], key=lambda c: c.map(order)
-                             if c.name == "volume" else c).reset_index(drop=True)
 
 
 def _pct(value: float) -> str:
@@ -181,55 +63,83 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f: dict[str, str] = {"deep": str(deep), "shallow": str(shallow),
                          "fio_s": str(params["fio_s"]), "size_gib": str(params["size_gib"])}
     for volume in ("gp3", "sc1"):
-        limit = throttle_of(run, volume)
-        f[f"{volume}_limit_iops"] = f"{limit.iops_total:,}"
-        f[f"{volume}_limit_mib_s"] = f"{limit.bps_total / cloud_volume.MIB:.1f}"
-        f[f"{volume}_iops_size_kib"] = f"{limit.iops_size // 1024:,}"
-        d = _fio(fio, volume, "depth-sweep", depth=deep)
-        f[f"{volume}_deep_iops"] = f"{d['iops']:,.1f}"
-        f[f"{volume}_deep_error"] = _pct(d['error_pct'])
-        s = _fio(fio, volume, "depth-sweep", depth=shallow)
-        f[f"{volume}_qd1_iops"] = f"{s['iops']:,.1f}"
-        f[f"{volume}_qd1_model"] = f"{s['model_iops']:,.1f}"
-        f[f"{volume}_qd1_ms"] = f"{s['lat_mean_ms']:.2f}"
-        q = _fio(fio, volume, "sequential")
-        f[f"{volume}_seq_mib_s"] = f"{q['mib_s']:.1f}"
-        f[f"{volume}_seq_error"] = _pct(q['error_pct'])
-    u = _fio(fio, "unthrottled", "depth-sweep", depth=shallow)
-    f["unthrottled_qd1_iops"] = f"{u['iops']:,.0f}"
-    f["unthrottled_qd1_ms"] = f"{u['lat_mean_ms']:.2f}"
-    sweep = fio[(fio.volume == "unthrottled") & (fio.workload == "depth-sweep")]
-    f["unthrottled_top_iops"] = f"{sweep['iops'].max():,.0f}"
+        f.update(_volume_figures(run, fio, volume, deep, shallow))
+    f.update(_unthrottled_figures(fio, shallow))
     fio_deep = _fio(fio, "sc1", "depth-sweep", depth=deep)
     f["sc1_deep_fio_iops"] = f"{fio_deep['fio_iops']:.1f}"
     f["sc1_deep_wait_s"] = f"{deep / throttle_of(run, 'sc1').iops_total:.1f}"
     f["measurements"] = str(len(modelled))
     f["within_5pct"] = str(int((modelled["error_pct"].abs() <= 5).sum()))
     f["sc1_write_error"] = _pct(_fio(fio, 'sc1', 'write')['error_pct'])
+    f.update(_sc1_block_figures(fio))
+    f.update(_burst_figures(run))
+    f.update(_sysbench_figures(run))
+    f.update(_article_figures())
+    f.update(mariadb_figures(run))
+    f.update(_exercise_figures(run, fio, shallow))
+    return f
+
+
+def _volume_figures(run: RecordedRun, fio: pd.DataFrame, volume: str, deep: int,
+                    shallow: int) -> dict[str, str]:
+    """One emulated volume's throttle, and what fio measured on it."""
+    limit = throttle_of(run, volume)
+    d = _fio(fio, volume, "depth-sweep", depth=deep)
+    s = _fio(fio, volume, "depth-sweep", depth=shallow)
+    q = _fio(fio, volume, "sequential")
+    return {f"{volume}_limit_iops": f"{limit.iops_total:,}",
+            f"{volume}_limit_mib_s": f"{limit.bps_total / cloud_volume.MIB:.1f}",
+            f"{volume}_iops_size_kib": f"{limit.iops_size // 1024:,}",
+            f"{volume}_deep_iops": f"{d['iops']:,.1f}",
+            f"{volume}_deep_error": _pct(d['error_pct']),
+            f"{volume}_qd1_iops": f"{s['iops']:,.1f}",
+            f"{volume}_qd1_model": f"{s['model_iops']:,.1f}",
+            f"{volume}_qd1_ms": f"{s['lat_mean_ms']:.2f}",
+            f"{volume}_seq_mib_s": f"{q['mib_s']:.1f}",
+            f"{volume}_seq_error": _pct(q['error_pct'])}
+
+
+def _unthrottled_figures(fio: pd.DataFrame, shallow: int) -> dict[str, str]:
+    u = _fio(fio, "unthrottled", "depth-sweep", depth=shallow)
+    sweep = fio[(fio.volume == "unthrottled") & (fio.workload == "depth-sweep")]
+    return {"unthrottled_qd1_iops": f"{u['iops']:,.0f}",
+            "unthrottled_qd1_ms": f"{u['lat_mean_ms']:.2f}",
+            "unthrottled_top_iops": f"{sweep['iops'].max():,.0f}"}
+
+
+def _sc1_block_figures(fio: pd.DataFrame) -> dict[str, str]:
     sc1_16k = _fio(fio, "sc1", "block-sweep", block_kib=16)
     sc1_1m = _fio(fio, "sc1", "block-sweep", block_kib=1024)
-    f["sc1_16k_iops"] = f"{sc1_16k['iops']:.1f}"
-    f["sc1_1m_iops"] = f"{sc1_1m['iops']:.1f}"
-    f["sc1_16k_mib_s"] = f"{sc1_16k['mib_s']:.2f}"
-    f["sc1_1m_error"] = f"{abs(sc1_1m['error_pct']):.1f}"
-    f["sc1_1m_mib_s"] = f"{sc1_1m['mib_s']:.1f}"
+    return {"sc1_16k_iops": f"{sc1_16k['iops']:.1f}",
+            "sc1_1m_iops": f"{sc1_1m['iops']:.1f}",
+            "sc1_16k_mib_s": f"{sc1_16k['mib_s']:.2f}",
+            "sc1_1m_error": f"{abs(sc1_1m['error_pct']):.1f}",
+            "sc1_1m_mib_s": f"{sc1_1m['mib_s']:.1f}"}
+
+
+def _burst_figures(run: RecordedRun) -> dict[str, str]:
+    """The time-scaled sc1's burst and baseline, measured beside its throttle."""
     burst = burst_results(run)
     limit = throttle_of(run, "sc1-burst")
-    f["burst_model_s"] = f"{limit.burst_seconds:.0f}"
-    f["burst_mib_s"] = f"{limit.bps_total_max / cloud_volume.MIB:.0f}"
-    f["base_mib_s"] = f"{limit.bps_total / cloud_volume.MIB:.0f}"
     full = burst[burst["second"] <= limit.burst_seconds - 1]
     after = burst[burst["second"] >= limit.burst_seconds + 2]
     burst_measured = full["mib_s"].iloc[1:].median()
-    f["burst_measured_mib_s"] = f"{burst_measured:.1f}"
-    # A volume that delivers less than the burst rate fills QEMU's bucket more slowly.
-    f["burst_at_measured_s"] = f"{limit.burst_seconds_at(burst_measured * cloud_volume.MIB):.0f}"
-    f["base_measured_mib_s"] = f"{after['mib_s'].median():.1f}"
     fallen = burst[burst["mib_s"] < 0.5 * burst["mib_s"].max()]
-    f["burst_ended_s"] = f"{fallen['second'].min():.0f}"
+    return {"burst_model_s": f"{limit.burst_seconds:.0f}",
+            "burst_mib_s": f"{limit.bps_total_max / cloud_volume.MIB:.0f}",
+            "base_mib_s": f"{limit.bps_total / cloud_volume.MIB:.0f}",
+            "burst_measured_mib_s": f"{burst_measured:.1f}",
+            # A volume that delivers less than the burst rate fills QEMU's bucket more slowly.
+            "burst_at_measured_s":
+                f"{limit.burst_seconds_at(burst_measured * cloud_volume.MIB):.0f}",
+            "base_measured_mib_s": f"{after['mib_s'].median():.1f}",
+            "burst_ended_s": f"{fallen['second'].min():.0f}"}
+
+
+def _sysbench_figures(run: RecordedRun) -> dict[str, str]:
+    params = run.meta["parameters"]
     sysb = sysbench_results(run).set_index("volume")
-    f["sysbench_s"] = str(params["sysbench_s"])
-    f["sysbench_mib"] = str(params["sysbench_mib"])
+    f = {"sysbench_s": str(params["sysbench_s"]), "sysbench_mib": str(params["sysbench_mib"])}
     for volume in VOLUMES:
         f[f"sb_{volume}_ops"] = f"{sysb.loc[volume, 'ops_per_s']:,.1f}"
     for volume in ("gp3", "sc1"):
@@ -247,21 +157,30 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f["sb_unthrottled_apart_pct"] = f"{100 * abs(again - first) / min(again, first):.1f}"
     f["sb_unthrottled_ms_per_op"] = f"{1000 / reference:.2f}"
     f["sb_fsyncs_per_op"] = f"{sysb.loc['gp3', 'fsyncs_per_s'] / sysb.loc['gp3', 'ops_per_s']:.2f}"
-    f["article_ratio"] = str(ARTICLE_RATIO)
+    return f
+
+
+def _article_figures() -> dict[str, str]:
     # The explanation's reading of the article: one thread on a gp3 that answers in 1 ms,
     # and the answer time that would give the article's ratio exactly.
     at_1ms = cloud_volume.fileio_ratio(ARTICLE_SIZE_GIB, ARTICLE_BLOCK_KIB, queue_depth=1,
                                        gp3_latency_ms=1)["ratio"]
-    f["article_ratio_at_1ms"] = f"{at_1ms:.0f}"
-    f["article_ratio_latency_ms"] = f"{latency_for_ratio(ARTICLE_RATIO):.2f}"
-    f["qemu_min_iops"] = str(cloud_volume.QEMU_MIN_IOPS)
-    f.update(mariadb_figures(run))
+    return {"article_ratio": str(ARTICLE_RATIO),
+            "article_ratio_at_1ms": f"{at_1ms:.0f}",
+            "article_ratio_latency_ms": f"{latency_for_ratio(ARTICLE_RATIO):.2f}",
+            "qemu_min_iops": str(cloud_volume.QEMU_MIN_IOPS)}
+
+
+def _exercise_figures(run: RecordedRun, fio: pd.DataFrame, shallow: int) -> dict[str, str]:
+    """The exercises' answers: sc1's requests in flight, gp3 against sc1 at 16 KiB."""
+    u = _fio(fio, "unthrottled", "depth-sweep", depth=shallow)
     gp3_16 = _fio(fio, "gp3", "block-sweep", block_kib=16)
-    f["ex_gp3_16"] = f"{gp3_16['iops']:,.0f}"
-    f["ex_sc1_16"] = f"{sc1_16k['iops']:.1f}"
-    f["ex_ratio_16"] = f"{gp3_16['iops'] / sc1_16k['iops']:.0f}"
-    f["ex_sc1_in_flight"] = f"{throttle_of(run, 'sc1').iops_total * u['lat_mean_ms'] / 1000:.3f}"
-    return f
+    sc1_16k = _fio(fio, "sc1", "block-sweep", block_kib=16)
+    return {"ex_gp3_16": f"{gp3_16['iops']:,.0f}",
+            "ex_sc1_16": f"{sc1_16k['iops']:.1f}",
+            "ex_ratio_16": f"{gp3_16['iops'] / sc1_16k['iops']:.0f}",
+            "ex_sc1_in_flight":
+                f"{throttle_of(run, 'sc1').iops_total * u['lat_mean_ms'] / 1000:.3f}"}
 
 
 def mariadb_figures(run: RecordedRun) -> dict[str, str]:

@@ -169,6 +169,11 @@ def _n(value: float, digits: int = 0) -> str:
     return f"{value:,.{digits}f}"
 
 
+QUOTED_SERVER_VARIABLES = ("innodb_checksum_algorithm", "innodb_use_atomic_writes",
+                           "innodb_flush_method", "innodb_flush_log_at_trx_commit",
+                           "innodb_io_capacity", "innodb_flush_neighbors")
+
+
 def figures(run: RecordedRun) -> dict[str, str]:
     """Every number the page quotes, computed from the run (and the article's two times)."""
     params = run.meta["parameters"]
@@ -194,30 +199,7 @@ def figures(run: RecordedRun) -> dict[str, str]:
         for disk, limit_mibps in (("nolimit", 0), ("limited", limit)):
             if (pool, limit_mibps) not in by.index:
                 continue
-            row = by.loc[(pool, limit_mibps)]
-            key = f"{tag}_{disk}"
-            f[f"{key}_tps_on"] = _n(row["tps_on"])
-            f[f"{key}_tps_off"] = _n(row["tps_off"])
-            f[f"{key}_time_ratio"] = _n(row["elapsed_on_over_off"], 2)
-            f[f"{key}_bytes_on"] = _n(row["bytes_per_row_on"])
-            f[f"{key}_bytes_off"] = _n(row["bytes_per_row_off"])
-            f[f"{key}_bytes_ratio"] = _n(row["bytes_on_over_off"], 2)
-            f[f"{key}_model_ratio"] = _n(row["model_ratio"], 2)
-            f[f"{key}_pages_on"] = _n(row["pages_per_row_on"], 2)
-            f[f"{key}_pages_off"] = _n(row["pages_per_row_off"], 2)
-            f[f"{key}_share"] = f"{row['dblwr_share_on']:.0%}"
-            f[f"{key}_redo"] = _n(row["redo_bytes_per_row"])
-            f[f"{key}_p99_on"] = _n(row["latency_p99_on"], 1)
-            f[f"{key}_p99_off"] = _n(row["latency_p99_off"], 1)
-            f[f"{key}_p50_on"] = _n(row["latency_p50_on"], 2)
-            f[f"{key}_p50_off"] = _n(row["latency_p50_off"], 2)
-            f[f"{key}_writes_on"] = _n(row["writes_on"])
-            f[f"{key}_writes_off"] = _n(row["writes_off"])
-            f[f"{key}_batch_pages"] = (_n(row["dblwr_pages_on"] / row["dblwr_batches_on"])
-                                       if row["dblwr_batches_on"] else "no")
-            if limit_mibps and pd.notna(row.get("model_tps_on")):
-                f[f"{key}_model_tps_on"] = _n(row["model_tps_on"])
-                f[f"{key}_model_tps_off"] = _n(row["model_tps_off"])
+            f.update(_setting_figures(by.loc[(pool, limit_mibps)], f"{tag}_{disk}", limit_mibps))
     f.update(_shape_figures(settings, small, large, limit))
     f.update(_torn_figures(run))
     f.update(_comparison_figures(run, small, limit))
@@ -226,10 +208,41 @@ def figures(run: RecordedRun) -> dict[str, str]:
     # The largest throughput ratio (OFF over ON) of any pair: the page sets it beside the
     # article's figure, which the run cannot explain when it stays below 2.
     f["max_tps_ratio"] = _n(pairs["tps_off_over_on"].max(), 2)
-    for name in ("innodb_checksum_algorithm", "innodb_use_atomic_writes", "innodb_flush_method",
-                 "innodb_flush_log_at_trx_commit", "innodb_io_capacity",
-                 "innodb_flush_neighbors"):
-        f[name] = server_variable(run, name)
+    f.update(_server_and_host_figures(run))
+    return f
+
+
+def _setting_figures(row: pd.Series, key: str, limit_mibps: int) -> dict[str, str]:
+    """One setting (buffer pool and disk limit), doublewrite ON beside OFF, under `key`."""
+    f: dict[str, str] = {}
+    f[f"{key}_tps_on"] = _n(row["tps_on"])
+    f[f"{key}_tps_off"] = _n(row["tps_off"])
+    f[f"{key}_time_ratio"] = _n(row["elapsed_on_over_off"], 2)
+    f[f"{key}_bytes_on"] = _n(row["bytes_per_row_on"])
+    f[f"{key}_bytes_off"] = _n(row["bytes_per_row_off"])
+    f[f"{key}_bytes_ratio"] = _n(row["bytes_on_over_off"], 2)
+    f[f"{key}_model_ratio"] = _n(row["model_ratio"], 2)
+    f[f"{key}_pages_on"] = _n(row["pages_per_row_on"], 2)
+    f[f"{key}_pages_off"] = _n(row["pages_per_row_off"], 2)
+    f[f"{key}_share"] = f"{row['dblwr_share_on']:.0%}"
+    f[f"{key}_redo"] = _n(row["redo_bytes_per_row"])
+    f[f"{key}_p99_on"] = _n(row["latency_p99_on"], 1)
+    f[f"{key}_p99_off"] = _n(row["latency_p99_off"], 1)
+    f[f"{key}_p50_on"] = _n(row["latency_p50_on"], 2)
+    f[f"{key}_p50_off"] = _n(row["latency_p50_off"], 2)
+    f[f"{key}_writes_on"] = _n(row["writes_on"])
+    f[f"{key}_writes_off"] = _n(row["writes_off"])
+    f[f"{key}_batch_pages"] = (_n(row["dblwr_pages_on"] / row["dblwr_batches_on"])
+                               if row["dblwr_batches_on"] else "no")
+    if limit_mibps and pd.notna(row.get("model_tps_on")):
+        f[f"{key}_model_tps_on"] = _n(row["model_tps_on"])
+        f[f"{key}_model_tps_off"] = _n(row["model_tps_off"])
+    return f
+
+
+def _server_and_host_figures(run: RecordedRun) -> dict[str, str]:
+    """The server settings the page names, the run's wall time and the host's load."""
+    f = {name: server_variable(run, name) for name in QUOTED_SERVER_VARIABLES}
     wall = run.results[run.results["metric"] == "wall_time"]["value"]
     f["wall_min"] = _n(float(wall.iloc[0]) / 60, 0) if not wall.empty else "?"
     host = run.meta["host"]

@@ -98,17 +98,7 @@ class Tear:
         ibd = self.servers.inside(f"{self.servers.data_dir(self.data)}/lab/torn_t.ibd")
         ibdata = self.servers.inside(f"{self.servers.data_dir(self.data)}/ibdata1")
         # 1. V0 on disk after a clean shutdown.
-        sql(container, "CREATE DATABASE lab")
-        sql(container, TABLE_SQL.format(name="torn_t"))
-        sql(container, TABLE_SQL.format(name="other_t"))
-        values = ",".join(f"({i}, REPEAT(CHAR(65 + {i} % 26), 230))" for i in range(1, ROWS + 1))
-        sql(container, f"INSERT INTO lab.torn_t VALUES {values}")
-        sql(container, "INSERT INTO lab.other_t VALUES (1, REPEAT('o', 200)), "
-                       "(2, REPEAT('o', 200))")
-        space_id = int(sql(container, "SELECT SPACE FROM information_schema.INNODB_SYS_TABLES "
-                                      "WHERE NAME = 'lab/torn_t'"))
-        self.checksum_setting(container)
-        self.servers.stop(container, 120)
+        space_id = self._write_v0(container)
         offset = PAGE_NO * innodbpage.PAGE_BYTES
         v0 = self.servers.read_bytes(ibd, offset, innodbpage.PAGE_BYTES)
         # 2. V1: the new page written home, then a crash.
@@ -123,17 +113,9 @@ class Tear:
         container.wait(timeout=120)
         log_before = container.logs().decode(errors="replace")
         v1 = self.servers.read_bytes(ibd, offset, innodbpage.PAGE_BYTES)
-        area = self.servers.read_bytes(
-            ibdata, innodbpage.DOUBLEWRITE_FIRST_PAGE * innodbpage.PAGE_BYTES,
-            innodbpage.DOUBLEWRITE_PAGES * innodbpage.PAGE_BYTES)
-        copies = [(index + innodbpage.DOUBLEWRITE_FIRST_PAGE, page) for index, page in
-                  innodbpage.find_page_copies(area, space_id, PAGE_NO)]
+        copies = self._doublewrite_copies(ibdata, space_id)
         # 3. The tear.
-        torn = innodbpage.torn_page(v1, v0, TORN_AT_BYTES)
-        self.servers.write_bytes(ibd, offset, torn)
-        on_disk = self.servers.read_bytes(ibd, offset, innodbpage.PAGE_BYTES)
-        if on_disk != torn:
-            raise LabError(f"{self.name}: the torn page did not reach {ibd}")
+        torn = self._tear(ibd, offset, v1, v0)
         # 4. Restart on the torn page.
         log_offset = len(container.logs())
         ready_s = self.servers.restart(container, timeout_s=300)
@@ -149,15 +131,8 @@ class Tear:
         self.servers.remove(container)
         self.raw("before-restart.log", log_before)
         self.raw("restart.log", restart_log)
-        self.raw("pages.json", json.dumps({
-            "file": "lab/torn_t.ibd", "page_no": PAGE_NO, "space_id": space_id,
-            "torn_at_bytes": TORN_AT_BYTES, "v0_clean_shutdown": page_summary(v0),
-            "v1_written_home": page_summary(v1), "torn": page_summary(torn),
-            "doublewrite_copies": [{"ibdata1_page": i, "lsn": p.lsn, "checksum_ok":
-                                    p.checksum_ok} for i, p in copies],
-            "after_restart": page_summary(after_restart) if after_restart else None,
-            "status_before_flush": {k: before[k] for k in STATUS_KEYS},
-            "status_after_flush": {k: after[k] for k in STATUS_KEYS}}, indent=1))
+        self.raw("pages.json", _pages_json(space_id, v0, v1, torn, copies, after_restart,
+                                           before, after))
         if rows is not None:
             self.raw("rows.json", json.dumps(rows, indent=1))
         self.record(v0, v1, torn, copies, before, after, ready_s, exit_code, restart_log, rows,
@@ -165,6 +140,38 @@ class Tear:
         if ready_s is None and force_recovery:
             self.force_recovery()
         self.servers.remove_data(self.data)
+
+    def _write_v0(self, container: Container) -> int:
+        """Both tables written, then a clean shutdown; torn_t's tablespace id."""
+        sql(container, "CREATE DATABASE lab")
+        sql(container, TABLE_SQL.format(name="torn_t"))
+        sql(container, TABLE_SQL.format(name="other_t"))
+        values = ",".join(f"({i}, REPEAT(CHAR(65 + {i} % 26), 230))" for i in range(1, ROWS + 1))
+        sql(container, f"INSERT INTO lab.torn_t VALUES {values}")
+        sql(container, "INSERT INTO lab.other_t VALUES (1, REPEAT('o', 200)), "
+                       "(2, REPEAT('o', 200))")
+        space_id = int(sql(container, "SELECT SPACE FROM information_schema.INNODB_SYS_TABLES "
+                                      "WHERE NAME = 'lab/torn_t'"))
+        self.checksum_setting(container)
+        self.servers.stop(container, 120)
+        return space_id
+
+    def _doublewrite_copies(self, ibdata: str, space_id: int) -> list:
+        """(ibdata1 page number, page) of each copy of page 3 in the doublewrite area."""
+        area = self.servers.read_bytes(
+            ibdata, innodbpage.DOUBLEWRITE_FIRST_PAGE * innodbpage.PAGE_BYTES,
+            innodbpage.DOUBLEWRITE_PAGES * innodbpage.PAGE_BYTES)
+        return [(index + innodbpage.DOUBLEWRITE_FIRST_PAGE, page) for index, page in
+                innodbpage.find_page_copies(area, space_id, PAGE_NO)]
+
+    def _tear(self, ibd: str, offset: int, v1: bytes, v0: bytes) -> bytes:
+        """V1's first TORN_AT_BYTES and V0's rest, written over the page and read back."""
+        torn = innodbpage.torn_page(v1, v0, TORN_AT_BYTES)
+        self.servers.write_bytes(ibd, offset, torn)
+        on_disk = self.servers.read_bytes(ibd, offset, innodbpage.PAGE_BYTES)
+        if on_disk != torn:
+            raise LabError(f"{self.name}: the torn page did not reach {ibd}")
+        return torn
 
     def checksum_setting(self, container: Container) -> None:
         """Which page checksum this server writes, and whether it lets anyone turn it off."""
@@ -259,6 +266,20 @@ class Tear:
                 self.add_rows(f"force{level}_", rows)
                 self.add(f"force{level}_select_error_1877",
                          int("ERROR 1877" in rows["count"]["output"]))
+
+
+def _pages_json(space_id: int, v0: bytes, v1: bytes, torn: bytes, copies: list,
+                after_restart: bytes | None, before: dict, after: dict) -> str:
+    """pages.json: every version of the page on disk, and the status counters around the flush."""
+    return json.dumps({
+        "file": "lab/torn_t.ibd", "page_no": PAGE_NO, "space_id": space_id,
+        "torn_at_bytes": TORN_AT_BYTES, "v0_clean_shutdown": page_summary(v0),
+        "v1_written_home": page_summary(v1), "torn": page_summary(torn),
+        "doublewrite_copies": [{"ibdata1_page": i, "lsn": p.lsn, "checksum_ok":
+                                p.checksum_ok} for i, p in copies],
+        "after_restart": page_summary(after_restart) if after_restart else None,
+        "status_before_flush": {k: before[k] for k in STATUS_KEYS},
+        "status_after_flush": {k: after[k] for k in STATUS_KEYS}}, indent=1)
 
 
 STATUS_KEYS = ("Innodb_lsn_current", "Innodb_lsn_last_checkpoint", "Innodb_dblwr_pages_written",

@@ -10,8 +10,12 @@ promotes the peer and counts the acknowledged writes the peer does not hold.
 
 params.py   the parameters and profiles
 run.py      the pair's checks, the baselines, the resource, the sweep and pgbench
+ssh_link.py the checks of the link between two SSH hosts (its route, its queueing discipline)
 drill.py    the failover drill: numbered commits, the failure, the count, the resync
 pair.py     the two hosts' workspaces and the small steps run.py and drill.py share
+results.py  the recorded run's tables, beside the model
+figures.py  the numbers the lab page quotes, from those tables
+wording.py  how those numbers are written (milliseconds, MiB/s, a commit's wait)
 page.py     what the book pages show: the model's tables and the recorded run
 explain.py  the explanation page's model tables
 charts.py   the Altair charts

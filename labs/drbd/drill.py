@@ -82,23 +82,12 @@ def disk_digests(ws: LabWorkspace, device: str, size_bytes: int) -> list[str]:
 def failover(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progress, point: str,
              protocol: str, added_rtt_ms: float) -> None:
     primary, peer = pair.primary, pair.peer
-    name, device, config = pair.resource.name, pair.device, f"drill-{protocol}"
+    config = f"drill-{protocol}"
     data = f"{point}/pg"
     failure = "power is cut" if pair.vms else "server is frozen and its link cut"
     progress.step(f"drill under {protocol}, round trip +{added_rtt_ms:g} ms: commits, then "
                   f"{primary.host.name}'s {failure}")
-    set_added_rtt(pair, added_rtt_ms)
-    rtt = record_rtt(pair, rec, f"{config}-added-{added_rtt_ms:g}", added_rtt_ms)
-    drbdadm(primary, pair, drbd.net_options_command(name, protocol=protocol))
-    sql(primary, data, "DROP TABLE IF EXISTS acks; CREATE TABLE acks (id int PRIMARY KEY)")
-    primary.host.sudo("sync", timeout_s=300)
-    stream = AckStream(POSTGRES.insert_loop(data))
-    started = time.monotonic()
-    stream.start(primary.host, started)
-    why = stream.wait_for_first(FIRST_ACK_TIMEOUT_S)
-    if why:
-        raise LabError(f"{config}: the client committed nothing ({why})")
-    time.sleep(params.drill_s)
+    rtt, stream = _start_commits(params, pair, rec, data, config, protocol, added_rtt_ms)
     try:
         cut_at = fail(pair, data, added_rtt_ms)
         if not pair.vms:
@@ -127,6 +116,38 @@ def failover(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progres
         resync_s, resync_kib = rejoin(pair)
     else:
         resync_s, resync_kib = rejoin_after_link_cut(pair, point, added_rtt_ms)
+    differing_mib = _differing_mib(pair, rec, config)
+    progress.step(f"drill under {protocol}: roles back ({primary.host.name} primary)")
+    switch_back(pair, point, data)
+    dims = {"protocol": protocol, "added_rtt_ms": added_rtt_ms, "rtt_ms": rtt}
+    _record_drill(rec, progress, config, dims, acked=acked, found=found, newest=newest,
+                  rate=rate, notice_s=notice_s, resync_s=resync_s, resync_kib=resync_kib,
+                  differing_mib=differing_mib)
+
+
+def _start_commits(params: Parameters, pair: Pair, rec: RunRecorder, data: str, config: str,
+                   protocol: str, added_rtt_ms: float) -> tuple[float, AckStream]:
+    """Set the round trip and the protocol, then start the client's numbered commits and
+    let them run for the drill's time; (the round trip measured, the client's stream)."""
+    primary, name = pair.primary, pair.resource.name
+    set_added_rtt(pair, added_rtt_ms)
+    rtt = record_rtt(pair, rec, f"{config}-added-{added_rtt_ms:g}", added_rtt_ms)
+    drbdadm(primary, pair, drbd.net_options_command(name, protocol=protocol))
+    sql(primary, data, "DROP TABLE IF EXISTS acks; CREATE TABLE acks (id int PRIMARY KEY)")
+    primary.host.sudo("sync", timeout_s=300)
+    stream = AckStream(POSTGRES.insert_loop(data))
+    started = time.monotonic()
+    stream.start(primary.host, started)
+    why = stream.wait_for_first(FIRST_ACK_TIMEOUT_S)
+    if why:
+        raise LabError(f"{config}: the client committed nothing ({why})")
+    time.sleep(params.drill_s)
+    return rtt, stream
+
+
+def _differing_mib(pair: Pair, rec: RunRecorder, config: str) -> int:
+    """The MiB in which the two disks differ, from digests of both read whole."""
+    primary, peer, device = pair.primary, pair.peer, pair.device
     size = int(peer.host.sudo(["blockdev", "--getsize64", device], timeout_s=60).stdout)
     # Both disks at once, each VM reading its own: the digests take as long as one.
     with ThreadPoolExecutor(max_workers=2) as pool:
@@ -138,10 +159,12 @@ def failover(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progres
     ours, theirs = digests[peer.host.name], digests[primary.host.name]
     if len(ours) != len(theirs) or not ours:
         raise LabError(f"{config}: the disks' digests have {len(ours)} and {len(theirs)} parts")
-    differing_mib = sum(a != b for a, b in zip(ours, theirs, strict=True))
-    progress.step(f"drill under {protocol}: roles back ({primary.host.name} primary)")
-    switch_back(pair, point, data)
-    dims = {"protocol": protocol, "added_rtt_ms": added_rtt_ms, "rtt_ms": rtt}
+    return sum(a != b for a, b in zip(ours, theirs, strict=True))
+
+
+def _record_drill(rec: RunRecorder, progress: Progress, config: str, dims: dict, *, acked: int,
+                  found: int, newest: int, rate: float, notice_s: float, resync_s: float,
+                  resync_kib: int, differing_mib: int) -> None:
     for metric, value, unit in (
             ("acknowledged", acked, "count"), ("found", found, "count"),
             ("lost", acked - found, "count"), ("newest_found", newest, "count"),

@@ -46,6 +46,7 @@ from labs.drbd.pair import (
     wait_for,
 )
 from labs.drbd.params import Parameters, is_vm_name
+from labs.drbd.ssh_link import link_interface
 from labs.errors import LabError, UsageError
 from labs.infra import inventory
 from labs.infra.facts import available_disk_mib, host_facts
@@ -54,7 +55,7 @@ from labs.infra.vm import machine
 from labs.infra.workspace import LabWorkspace
 from labs.progress import Progress
 from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
-from labs.tools import drbd, fio, iproute, netem, pgbench
+from labs.tools import drbd, fio, iproute, pgbench
 from labs.tools.drbd_state import drbd_major_version
 
 # The activity log's smallest size (67 extents of 4 MiB): after a primary crashes, every
@@ -68,8 +69,9 @@ PGBENCH_SCALE = 10  # one branch row per client: the run measures the disk, not 
 NEEDED = ("drbdadm", "fio", "ping", "tc", "psql", "pgbench", "runuser", "md5sum")
 SSH_NEEDED = ("ip", "losetup", "modprobe", "python3", "pgrep")
 POSTGRES_CHECK = "ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1 || echo initdb"
+MODULES_CHECK = ("; for m in drbd sch_netem; do modprobe -n $m >/dev/null 2>&1 || "
+                 "echo kernel-module-$m; done")
 SSH_DISK_MIB = 1024  # the loop file on each SSH host: as large as a lab VM's data disk
-DEFAULT_ROOT_QDISCS = {"noqueue", "fq_codel", "pfifo_fast", "mq", "fq", "pfifo"}  # the kernel's
 VARIANTS = ("direct", "fdatasync")  # fio: O_DIRECT writes; the same, each followed by fdatasync
 # The article's fio job file (libaio, iodepth=1, direct=1, one job after another): name, rw,
 # block size in KiB. Its size=1g becomes FIO_REGION_MIB here, the first 256 MiB of a 1 GiB
@@ -124,57 +126,40 @@ def check_ssh_pair(params: Parameters, host: Host) -> tuple[Side, Side]:
         except UsageError:
             raise UsageError(f"inventory: hosts.{side.name}.link_address is {address!r}, not "
                              "an IPv4 address (where the other host reaches it)") from None
-    modules = ("; for m in drbd sch_netem; do modprobe -n $m >/dev/null 2>&1 || "
-               "echo kernel-module-$m; done")
     for side in (host, peer):
-        missing = side.missing_commands(NEEDED + SSH_NEEDED, POSTGRES_CHECK + modules)
-        if missing:
-            raise UsageError(f"host {side.name} lacks {', '.join(missing)}: install drbd-utils, "
-                             "fio, postgresql, iproute2, iputils-ping and python3 there "
-                             "(README, \"The DRBD lab on two machines\")")
-        proc = side.sudo("modprobe drbd && cat /proc/drbd", timeout_s=120).stdout
-        if drbd_major_version(proc, source=f"{side.name}: /proc/drbd") != 8:
-            raise UsageError(f"host {side.name} runs DRBD {proc.split()[1]}: the lab writes "
-                             "DRBD 8.4 resource files only")
-        taken = side.run(f"test -e /etc/drbd.d/{RESOURCE}.res && echo file; "
-                         "grep -q -E '^ *0: cs:' /proc/drbd && echo minor; true",
-                         timeout_s=60).stdout
-        if taken.split():
-            raise UsageError(f"host {side.name} already has DRBD's minor 0 or a resource "
-                             f"/etc/drbd.d/{RESOURCE}.res: the lab uses neither while it is "
-                             f"someone's (`python -m labs clean --host {side.name}` removes "
-                             "a run's leftovers)")
-        free_mib = available_disk_mib(side, side.work_dir)
-        if free_mib < SSH_DISK_MIB + 256:
-            raise UsageError(f"host {side.name} has {free_mib} MiB free under {side.work_dir}; "
-                             f"the lab's disk there is a {SSH_DISK_MIB} MiB file")
+        _check_ssh_host(side)
     interfaces = []
     for side, own, other in ((host, addresses[0], addresses[1]),
                              (peer, addresses[1], addresses[0])):
-        routes = [iproute.parse_route_get(side.run(iproute.route_get_command(address),
-                                                   timeout_s=60).stdout,
-                                          source=f"{side.name}: ip route get")
-                  for address in (own, other)]
-        if routes[0].dev != "lo":
-            raise UsageError(f"host {side.name}: its link_address {own} is not one of its own "
-                             "addresses (DRBD listens there): set link_address in the inventory")
-        if routes[1].dev == "lo":
-            raise UsageError(f"host {side.name} holds {other} itself: --host and --peer must "
-                             "be two machines (set each one's link_address in the inventory)")
-        interfaces.append(routes[1].dev)
-        # netem replaces the interface's root queueing discipline, and `clean` gives it the
-        # kernel's default back: one the reader set up would be lost.
-        # Through sudo, though reading needs no root: a user's PATH on Debian has no /sbin.
-        qdiscs = netem.parse_qdisc_show(side.sudo(netem.show_command(routes[1].dev),
-                                                  timeout_s=60).stdout,
-                                        source=f"{side.name}: tc qdisc show")
-        root = next((q.kind for q in qdiscs if q.root), "")
-        if root not in DEFAULT_ROOT_QDISCS:
-            raise UsageError(f"host {side.name}: {routes[1].dev} has a {root} queueing "
-                             "discipline, which the lab's netem would replace (if a killed run "
-                             f"left it: `python -m labs clean --host {side.name}`)")
+        interfaces.append(link_interface(side, own, other))
     return (Side(host, addresses[0], interfaces[0], None),
             Side(peer, addresses[1], interfaces[1], None))
+
+
+def _check_ssh_host(side: Host) -> None:
+    """The tools and kernel modules, DRBD 8.4 with no resource of ours yet, room for the
+    loop file."""
+    missing = side.missing_commands(NEEDED + SSH_NEEDED, POSTGRES_CHECK + MODULES_CHECK)
+    if missing:
+        raise UsageError(f"host {side.name} lacks {', '.join(missing)}: install drbd-utils, "
+                         "fio, postgresql, iproute2, iputils-ping and python3 there "
+                         "(README, \"The DRBD lab on two machines\")")
+    proc = side.sudo("modprobe drbd && cat /proc/drbd", timeout_s=120).stdout
+    if drbd_major_version(proc, source=f"{side.name}: /proc/drbd") != 8:
+        raise UsageError(f"host {side.name} runs DRBD {proc.split()[1]}: the lab writes "
+                         "DRBD 8.4 resource files only")
+    taken = side.run(f"test -e /etc/drbd.d/{RESOURCE}.res && echo file; "
+                     "grep -q -E '^ *0: cs:' /proc/drbd && echo minor; true",
+                     timeout_s=60).stdout
+    if taken.split():
+        raise UsageError(f"host {side.name} already has DRBD's minor 0 or a resource "
+                         f"/etc/drbd.d/{RESOURCE}.res: the lab uses neither while it is "
+                         f"someone's (`python -m labs clean --host {side.name}` removes "
+                         "a run's leftovers)")
+    free_mib = available_disk_mib(side, side.work_dir)
+    if free_mib < SSH_DISK_MIB + 256:
+        raise UsageError(f"host {side.name} has {free_mib} MiB free under {side.work_dir}; "
+                         f"the lab's disk there is a {SSH_DISK_MIB} MiB file")
 
 
 def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:

@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from labs.errors import UsageError
 from labs.infra.devices import md_members
 from labs.infra.hosts import Host
-from labs.infra.journal import Journal
+from labs.infra.journal import Journal, JournalEntry
 
 
 class DeviceRefused(UsageError):
@@ -76,33 +76,51 @@ def owned_reason(host: Host, journal: Journal, canonical: str) -> str:
         return "a lab disk of this host"
     entries = journal.live_entries()
     if name.startswith("loop"):
-        backing = _read(host, f"/sys/block/{name}/loop/backing_file")
-        if backing and backing in _work_dir_files(host, journal):
-            return f"a loop device over the lab's file {backing}"
-        return ""
+        return _loop_reason(host, journal, name)
     if name.startswith("md"):
-        arrays = md_members(host)
-        members = arrays.get(name, [])
-        if not members or not any(entry.kind == "md" for entry in entries):
-            return ""
-        files = _work_dir_files(host, journal)
-        for member, backing in members:
-            # A member may also be one of the lab's device-mapper devices (dm-delay legs).
-            if not (backing in files or f"/dev/{member}" in lab_devices
-                    or (member.startswith("dm-") and owned_reason(host, journal,
-                                                                   f"/dev/{member}"))):
-                return ""
-        return "an md array over the lab's own devices"
+        return _md_reason(host, journal, name, entries, lab_devices)
     if name.startswith("dm-"):
-        dm_name = _read(host, f"/sys/block/{name}/dm/name")
-        if dm_name and any(e.kind == "dm" and e.id == dm_name for e in entries):
-            return f"the lab's device-mapper device {dm_name}"
-        return ""
+        return _dm_reason(host, name, entries)
     if name.startswith("drbd"):
-        for entry in entries:
-            device = entry.details.get("device")
-            if entry.kind == "drbd" and device and _resolve(host, device) == canonical:
-                return f"the lab's DRBD resource {entry.id}"
+        return _drbd_reason(host, canonical, entries)
+    return ""
+
+
+def _loop_reason(host: Host, journal: Journal, name: str) -> str:
+    backing = _read(host, f"/sys/block/{name}/loop/backing_file")
+    if backing and backing in _work_dir_files(host, journal):
+        return f"a loop device over the lab's file {backing}"
+    return ""
+
+
+def _md_reason(host: Host, journal: Journal, name: str, entries: list[JournalEntry],
+               lab_devices: set[str]) -> str:
+    arrays = md_members(host)
+    members = arrays.get(name, [])
+    if not members or not any(entry.kind == "md" for entry in entries):
+        return ""
+    files = _work_dir_files(host, journal)
+    for member, backing in members:
+        # A member may also be one of the lab's device-mapper devices (dm-delay legs).
+        if not (backing in files or f"/dev/{member}" in lab_devices
+                or (member.startswith("dm-") and owned_reason(host, journal,
+                                                               f"/dev/{member}"))):
+            return ""
+    return "an md array over the lab's own devices"
+
+
+def _dm_reason(host: Host, name: str, entries: list[JournalEntry]) -> str:
+    dm_name = _read(host, f"/sys/block/{name}/dm/name")
+    if dm_name and any(e.kind == "dm" and e.id == dm_name for e in entries):
+        return f"the lab's device-mapper device {dm_name}"
+    return ""
+
+
+def _drbd_reason(host: Host, canonical: str, entries: list[JournalEntry]) -> str:
+    for entry in entries:
+        device = entry.details.get("device")
+        if entry.kind == "drbd" and device and _resolve(host, device) == canonical:
+            return f"the lab's DRBD resource {entry.id}"
     return ""
 
 

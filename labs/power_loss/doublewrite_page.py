@@ -130,22 +130,23 @@ def doublewrite_figures(run: RecordedRun) -> dict[str, str]:
         return {}
     table = doublewrite_outcomes(run)
     safe, unsafe = table[table["safety"] == "safe"], table[table["safety"] == "unsafe"]
-    copied = safe[safe["doublewrite_pages"] > 0]  # the quote needs a cut with a copy
-    safe_cut = int((copied if len(copied) else safe)["cut"].iloc[0])
-    unsafe_cut = int(unsafe["cut"].iloc[0])
-    failed = unsafe[unsafe["recovered_alone"] == 0]
-    failed_cut = int(failed["cut"].iloc[0]) if len(failed) else unsafe_cut
-    unread = unsafe[unsafe["table_read"] == 0]
-    unread_cut = int(unread["cut"].iloc[0]) if len(unread) else unsafe_cut
-    model_total, torn_total = table["model_torn_pages"].sum(), table["torn_pages"].sum()
-    copies, torn_safe = safe["doublewrite_pages"], safe["torn_pages"]
     holds = {(row.setting, row.cut): updates_in_hold(run, row) for row in table.itertuples()}
-    in_hold = sum(holds.values())
-    hold_apart = max(abs(row.torn_pages - holds[(row.setting, row.cut)])
-                     for row in table.itertuples())
-    per_page = unsafe["rows_unreadable"].sum() / unsafe["damaged_pages"].sum()
     return {
         "dw_cuts": str(len(unsafe)),
+        **_safe_figures(run, safe),
+        **_unsafe_figures(run, unsafe),
+        **_model_figures(table, holds),
+        "dw_torn_pairs": torn_pairs(table),
+        **rate_figures(table),
+    }
+
+
+def _safe_figures(run: RecordedRun, safe: pd.DataFrame) -> dict[str, str]:
+    """The cuts with doublewrite ON: pages torn, copies used, what recovery left."""
+    copied = safe[safe["doublewrite_pages"] > 0]  # the quote needs a cut with a copy
+    safe_cut = int((copied if len(copied) else safe)["cut"].iloc[0])
+    copies, torn_safe = safe["doublewrite_pages"], safe["torn_pages"]
+    return {
         "dw_safe_torn": span(torn_safe),
         "dw_safe_torn_total": f"{int(torn_safe.sum())}",
         "dw_safe_copies": ("every one of them" if (copies == torn_safe).all()
@@ -155,6 +156,18 @@ def doublewrite_figures(run: RecordedRun) -> dict[str, str]:
         "dw_safe_lost": f"{int(safe['acknowledged_lost'].sum())}",
         "dw_safe_alone": ("recovered by itself after every cut" if safe["recovered_alone"].all()
                           else "needed help to recover after some cut"),
+    }
+
+
+def _unsafe_figures(run: RecordedRun, unsafe: pd.DataFrame) -> dict[str, str]:
+    """The cuts with doublewrite OFF: pages torn, the failed recovery, the rows lost."""
+    unsafe_cut = int(unsafe["cut"].iloc[0])
+    failed = unsafe[unsafe["recovered_alone"] == 0]
+    failed_cut = int(failed["cut"].iloc[0]) if len(failed) else unsafe_cut
+    unread = unsafe[unsafe["table_read"] == 0]
+    unread_cut = int(unread["cut"].iloc[0]) if len(unread) else unsafe_cut
+    per_page = unsafe["rows_unreadable"].sum() / unsafe["damaged_pages"].sum()
+    return {
         "dw_unsafe_torn": span(unsafe["torn_pages"]),
         "dw_unsafe_torn_total": f"{int(unsafe['torn_pages'].sum())}",
         "dw_unsafe_failed": ("after every cut" if len(failed) == len(unsafe)
@@ -179,14 +192,22 @@ def doublewrite_figures(run: RecordedRun) -> dict[str, str]:
         "dw_unsafe_lost": f"{int(unsafe['acknowledged_lost'].sum()):,}",
         "dw_unsafe_updated": f"{int(unsafe['rows_updated'].sum()):,}",
         "dw_unsafe_damaged": f"{int(unsafe['damaged_pages'].sum())}",
+    }
+
+
+def _model_figures(table: pd.DataFrame, holds: dict[tuple, int]) -> dict[str, str]:
+    """Pages torn against the model's, and against the updates acknowledged in the hold."""
+    model_total, torn_total = table["model_torn_pages"].sum(), table["torn_pages"].sum()
+    in_hold = sum(holds.values())
+    hold_apart = max(abs(row.torn_pages - holds[(row.setting, row.cut)])
+                     for row in table.itertuples())
+    return {
         "dw_model_total": f"{model_total:.0f}",
         "dw_torn_total": f"{int(torn_total)}",
         "dw_model_error": f"{(torn_total - model_total) / model_total * 100:+.0f} %",
         "dw_hold_updates": str(in_hold),
         "dw_hold_error": more_or_fewer((torn_total - in_hold) / in_hold * 100),
         "dw_hold_apart": f"{hold_apart:.0f}",
-        "dw_torn_pairs": torn_pairs(table),
-        **rate_figures(table),
     }
 
 

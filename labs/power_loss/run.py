@@ -17,7 +17,7 @@ from typing import Any
 from labs.errors import LabError
 from labs.infra.acks import AckStream, lost_window_ms
 from labs.infra.facts import host_facts
-from labs.infra.hosts import CommandFailed, Host
+from labs.infra.hosts import CommandFailed, CommandResult, Host
 from labs.infra.vm import machine, power
 from labs.infra.vm.servers import SERVERS, Server
 from labs.infra.workspace import LabWorkspace
@@ -179,18 +179,7 @@ def cut_once(params: Parameters, ws: LabWorkspace, rec: RunRecorder, progress: P
     host = ws.host
     legs = make_legs(params, disks, cut)
     progress.step(f"power cut {cut}: starting {len(legs)} databases in {host.name}")
-    # One at a time: made side by side in the VM's 1 GiB, a MariaDB bootstrap crashed.
-    for leg in legs:
-        progress.detail(f"{leg.name}: {leg.server.label}, {leg.setting}={leg.value}")
-        host.sudo(leg.server.init_command(leg.data, leg.wal), timeout_s=900)
-        ws.start_server(leg.data, leg.start(), stop=leg.server.stop_command(leg.data),
-                        pid_file=leg.server.pid_file(leg.data))
-        in_force = leg.sql(ws, leg.server.setting_sql(leg.setting))
-        if not leg.server.setting_in_force(in_force, leg.value):
-            raise LabError(f"{leg.name}: {leg.setting} is {in_force!r}, not {leg.value!r}")
-        for statement in (leg.server.pages_table_sql(TORN_ROWS) if leg.tears
-                          else [leg.server.create_table_sql()]):
-            leg.sql(ws, statement)
+    _start_databases(ws, progress, legs)
     # Everything made so far (the folders, the tables) reaches the disk before the cut: the
     # run then measures the commits, not an unsynced set-up.
     host.sudo("sync", timeout_s=300)
@@ -202,16 +191,7 @@ def cut_once(params: Parameters, ws: LabWorkspace, rec: RunRecorder, progress: P
     writers = [Writer.of(leg) for leg in legs]
     for writer in writers:
         writer.start(host, started)
-    # The writing window starts once every client has its first commit back: under
-    # emulation, opening four SSH sessions and four database connections takes seconds.
-    deadline = time.monotonic() + 300
-    while not all(writer.acks for writer in writers):
-        stopped = [w for w in writers if not w.acks and not w.thread.is_alive()]
-        if stopped or time.monotonic() > deadline:
-            leg = (stopped or [w for w in writers if not w.acks])[0]
-            raise LabError(f"{leg.leg.name}: the client committed nothing "
-                           f"({leg.ended or 'no answer within 300 s'})")
-        time.sleep(0.1)
+    _wait_for_first_commits(writers)
     writing = time.monotonic()
     cut_after_s = params.write_s * (2 / 3 + rng.random() / 3)
     time.sleep(cut_after_s)
@@ -229,41 +209,81 @@ def cut_once(params: Parameters, ws: LabWorkspace, rec: RunRecorder, progress: P
     mount_again(ws, disks)
     progress.step(f"power cut {cut}: recovery and the count")
     for writer in writers:
-        leg = writer.leg
-        dims = {"engine": leg.server.name, "setting": f"{leg.setting}={leg.value}",
-                "safety": leg.safety, "cut": cut}
-        config = f"{leg.server.name}-{leg.setting}-{leg.value}"
-        workload = leg.workload
+        _count_leg(params, ws, rec, progress, writer, cut, started, writing, cut_at, boot_s)
 
-        def add(metric: str, number: float, unit: str, dims: dict = dims,
-                config: str = config, workload: str = workload) -> None:
-            rec.add_result(config=config, workload=workload, metric=metric, value=number,
-                           unit=unit, **dims)
 
-        rate = writer.rate()
-        if leg.tears:
-            hold_s = params.tear_delay_ms / 1000
-            count = count_pages if leg.server.name == "postgres" else count_innodb_pages
-            counted = count(ws, rec, writer, add, cut)
-            add("model_torn_pages", model.pages_in_hold(rate, hold_s), "count")
-            add("model_damaged_pages", model.torn_pages(leg.safety, rate, hold_s), "count")
-        else:
-            counted = count_rows(ws, rec, writer, add, cut, cut_at)
-            add("model_max_lost", model.max_lost(leg.server.name, leg.setting, leg.value,
-                                                 rate), "count")
-        rec.add_raw(f"cut{cut}/{leg.name}-acks.txt",
-                    "".join(f"{row} {at:.3f}\n" for row, at in writer.acks))
-        add("acks_per_second", rate, "tps")
-        add("cut_after_s", cut_at, "s")  # since the clients started
-        add("writing_s", cut_at - (writing - started), "s")  # since all of them committed
-        add("boot_s", boot_s, "s")
-        progress.detail(f"{leg.name}: {counted}")
-        ws.remove("server", leg.data)
-        # Safe: folders this cut made on the lab's own file systems (the log is kept in the
-        # run); the next cut's databases need the room.
-        host.sudo(["rm", "-rf", "--one-file-system", "--", leg.data, *([leg.wal] if leg.wal
-                                                                      else [])],
-                  timeout_s=300)
+def _start_databases(ws: LabWorkspace, progress: Progress, legs: list[Leg]) -> None:
+    """Each leg's server made, started, checked for its setting, and its table created."""
+    host = ws.host
+    # One at a time: made side by side in the VM's 1 GiB, a MariaDB bootstrap crashed.
+    for leg in legs:
+        progress.detail(f"{leg.name}: {leg.server.label}, {leg.setting}={leg.value}")
+        host.sudo(leg.server.init_command(leg.data, leg.wal), timeout_s=900)
+        ws.start_server(leg.data, leg.start(), stop=leg.server.stop_command(leg.data),
+                        pid_file=leg.server.pid_file(leg.data))
+        in_force = leg.sql(ws, leg.server.setting_sql(leg.setting))
+        if not leg.server.setting_in_force(in_force, leg.value):
+            raise LabError(f"{leg.name}: {leg.setting} is {in_force!r}, not {leg.value!r}")
+        for statement in (leg.server.pages_table_sql(TORN_ROWS) if leg.tears
+                          else [leg.server.create_table_sql()]):
+            leg.sql(ws, statement)
+
+
+def _wait_for_first_commits(writers: list[Writer]) -> None:
+    # The writing window starts once every client has its first commit back: under
+    # emulation, opening four SSH sessions and four database connections takes seconds.
+    deadline = time.monotonic() + 300
+    while not all(writer.acks for writer in writers):
+        stopped = [w for w in writers if not w.acks and not w.thread.is_alive()]
+        if stopped or time.monotonic() > deadline:
+            leg = (stopped or [w for w in writers if not w.acks])[0]
+            raise LabError(f"{leg.leg.name}: the client committed nothing "
+                           f"({leg.ended or 'no answer within 300 s'})")
+        time.sleep(0.1)
+
+
+def _count_leg(params: Parameters, ws: LabWorkspace, rec: RunRecorder, progress: Progress,
+               writer: Writer, cut: int, started: float, writing: float, cut_at: float,
+               boot_s: float) -> None:
+    """After the cut: one leg's recovery and count, its model and timings recorded, then its
+    folders removed. `started`, `writing`: when the clients started and when all had
+    committed (time.monotonic()); `cut_at`: the cut, in seconds since `started`."""
+    host = ws.host
+    leg = writer.leg
+    dims = {"engine": leg.server.name, "setting": f"{leg.setting}={leg.value}",
+            "safety": leg.safety, "cut": cut}
+    config = f"{leg.server.name}-{leg.setting}-{leg.value}"
+    workload = leg.workload
+
+    def add(metric: str, number: float, unit: str, dims: dict = dims,
+            config: str = config, workload: str = workload) -> None:
+        rec.add_result(config=config, workload=workload, metric=metric, value=number,
+                       unit=unit, **dims)
+
+    rate = writer.rate()
+    if leg.tears:
+        hold_s = params.tear_delay_ms / 1000
+        count = count_pages if leg.server.name == "postgres" else count_innodb_pages
+        counted = count(ws, rec, writer, add, cut)
+        add("model_torn_pages", model.pages_in_hold(rate, hold_s), "count")
+        add("model_damaged_pages", model.torn_pages(leg.safety, rate, hold_s), "count")
+    else:
+        counted = count_rows(ws, rec, writer, add, cut, cut_at)
+        add("model_max_lost", model.max_lost(leg.server.name, leg.setting, leg.value,
+                                             rate), "count")
+    rec.add_raw(f"cut{cut}/{leg.name}-acks.txt",
+                "".join(f"{row} {at:.3f}\n" for row, at in writer.acks))
+    add("acks_per_second", rate, "tps")
+    add("cut_after_s", cut_at, "s")  # since the clients started
+    add("writing_s", cut_at - (writing - started), "s")  # since all of them committed
+    add("boot_s", boot_s, "s")
+    progress.detail(f"{leg.name}: {counted}")
+    ws.remove("server", leg.data)
+    # Safe: folders this cut made on the lab's own file systems (the log is kept in the
+    # run); the next cut's databases need the room.
+    host.sudo(["rm", "-rf", "--one-file-system", "--", leg.data, *([leg.wal] if leg.wal
+                                                                  else [])],
+              timeout_s=300)
 
 
 def count_rows(ws: LabWorkspace, rec: RunRecorder, writer: Writer, add: Any, cut: int,
@@ -347,24 +367,10 @@ def count_innodb_pages(ws: LabWorkspace, rec: RunRecorder, writer: Writer, add: 
     before = host.sudo(innochecksum.checksum_command(leg.data), timeout_s=600).stdout
     rec.add_raw(f"cut{cut}/{leg.name}-checksums-before.txt", before)
     recovering = time.monotonic()
-    alone, started = 1, True
-    try:
-        ws.restart_server(leg.data, leg.restart())
-    except CommandFailed:
-        alone = 0
-        try:
-            # What the manual offers a reader whose server will not start on a damaged page.
-            ws.restart_server(leg.data, leg.restart("innodb_force_recovery=1"))
-        except CommandFailed:
-            started = False
+    alone, started = _restart_innodb(ws, leg)
     recovery_s = time.monotonic() - recovering
     expected = torn.expected_values(writer.acks, TORN_ROWS)
-    # A full scan (what an application's query would meet), then every row by itself, so
-    # that a damaged page costs only its own rows.
-    read = host.sudo(leg.server.sql_command(leg.data, "SELECT id, v FROM lab.pages"),
-                     timeout_s=600, check=False) if started else None
-    one_by_one = host.sudo(leg.server.rows_one_by_one(leg.data, TORN_ROWS), timeout_s=900,
-                           check=False) if started else None
+    read, one_by_one = _read_innodb_table(host, leg, started)
     table_read = read is not None and read.ok
     found = (dict(tuple(map(int, line.split("\t"))) for line in one_by_one.stdout.splitlines()
                   if "\t" in line) if one_by_one is not None else {})
@@ -378,11 +384,7 @@ def count_innodb_pages(ws: LabWorkspace, rec: RunRecorder, writer: Writer, add: 
     log = host.sudo(f"tr -d '\\000' < {shlex.quote(leg.server.log_file(leg.data))}",
                     timeout_s=60).stdout
     rec.add_raw(f"cut{cut}/{leg.name}.log", log)
-    rec.add_raw(f"cut{cut}/{leg.name}-read.txt",
-                read.stderr if read is not None else "not started")
-    if one_by_one is not None:
-        rec.add_raw(f"cut{cut}/{leg.name}-rows.txt", one_by_one.stdout)
-        rec.add_raw(f"cut{cut}/{leg.name}-rows-errors.txt", one_by_one.stderr)
+    _record_innodb_reads(rec, cut, leg, read, one_by_one)
     torn_before, damaged = innochecksum.invalid_pages(before), innochecksum.invalid_pages(after)
     table_file = f"{leg.data}/lab/pages.ibd"
     lost = torn.lost_updates(expected, found)
@@ -402,3 +404,39 @@ def count_innodb_pages(ws: LabWorkspace, rec: RunRecorder, writer: Writer, add: 
             f"{'alone' if alone else 'only with help' if started else 'not at all'}, "
             f"{sum(damaged.values())} damaged after, {TORN_ROWS - len(found)} rows unreadable, "
             f"{lost} rows lost their newest update")
+
+
+def _restart_innodb(ws: LabWorkspace, leg: Leg) -> tuple[int, bool]:
+    """(1 if MariaDB recovered by itself else 0, whether it started at all)."""
+    alone, started = 1, True
+    try:
+        ws.restart_server(leg.data, leg.restart())
+    except CommandFailed:
+        alone = 0
+        try:
+            # What the manual offers a reader whose server will not start on a damaged page.
+            ws.restart_server(leg.data, leg.restart("innodb_force_recovery=1"))
+        except CommandFailed:
+            started = False
+    return alone, started
+
+
+def _read_innodb_table(host: Host, leg: Leg,
+                       started: bool) -> tuple[CommandResult | None, CommandResult | None]:
+    """(the full scan, the rows read one by one), each None when the server did not start."""
+    # A full scan (what an application's query would meet), then every row by itself, so
+    # that a damaged page costs only its own rows.
+    read = host.sudo(leg.server.sql_command(leg.data, "SELECT id, v FROM lab.pages"),
+                     timeout_s=600, check=False) if started else None
+    one_by_one = host.sudo(leg.server.rows_one_by_one(leg.data, TORN_ROWS), timeout_s=900,
+                           check=False) if started else None
+    return read, one_by_one
+
+
+def _record_innodb_reads(rec: RunRecorder, cut: int, leg: Leg, read: CommandResult | None,
+                         one_by_one: CommandResult | None) -> None:
+    rec.add_raw(f"cut{cut}/{leg.name}-read.txt",
+                read.stderr if read is not None else "not started")
+    if one_by_one is not None:
+        rec.add_raw(f"cut{cut}/{leg.name}-rows.txt", one_by_one.stdout)
+        rec.add_raw(f"cut{cut}/{leg.name}-rows-errors.txt", one_by_one.stderr)

@@ -254,6 +254,21 @@ def sweep_and_drill_figures(run: RecordedRun) -> dict[str, str]:
     phases = drill(run).set_index("phase")
     held = survivors(run)
     marks = events(run)
+    out = _overall_figures(run, value, table, ping)
+    out.update(_sweep_point_figures(table))
+    out.update(comparisons(run, table, ping))
+    out.update(_rtt_figures(ping))
+    out.update(_phase_figures(phases))
+    out.update(_wait_figures(run, results, value, held, marks))
+    out.update(_end_figures(results))
+    out.update(drill_outside_phases(run))
+    out.update(p99_sample_sizes(table))
+    return out
+
+
+def _overall_figures(run: RecordedRun, value: pd.Series, table: pd.DataFrame,
+                     ping: pd.DataFrame) -> dict[str, str]:
+    """The run's wall time, the disk's flush, the sweep's error counts and the set-up times."""
     out = {"wall_time_min": f"{value[('lab', 'all', 'wall_time')] / 60:.1f}",
            "flush_p50_ms": f"{value[('flush', 'fio 8k write+fdatasync', 'p50_ms')]:.1f}",
            "flush_p99_ms": f"{value[('flush', 'fio 8k write+fdatasync', 'p99_ms')]:.1f}",
@@ -269,6 +284,12 @@ def sweep_and_drill_figures(run: RecordedRun) -> dict[str, str]:
            "k": str(drill_k(run))}
     for part in ("namespaces", "primary", "base_backups", "standbys"):
         out[f"setup_{part}_s"] = f"{value[('copies', 'set-up', f'{part}_s')]:.0f}"
+    return out
+
+
+def _sweep_point_figures(table: pd.DataFrame) -> dict[str, str]:
+    """Each point's latencies, model and error, keyed like even_any3_p50."""
+    out = {}
     for row in table.to_dict("records"):
         key = (f"{row['layout'].replace('-', '_')}_{row['method'].lower()}{row['k']}"
                f"{'' if row['synchronous_commit'] == 'on' else '_apply'}"
@@ -279,18 +300,31 @@ def sweep_and_drill_figures(run: RecordedRun) -> dict[str, str]:
                 out[f"{key}_{metric.removesuffix('_ms').replace('latency_', '')}"] = \
                     f"{row[metric]:.0f}" if metric.startswith("error") else f"{row[metric]:.1f}"
         out[f"{key}_commits"] = str(row["commits"])
-    out.update(comparisons(run, table, ping))
-    for row in ping.to_dict("records"):
-        out[f"{row['layout'].replace('-', '_')}_{row['standby']}_rtt"] = f"{row['rtt_p50_ms']:.1f}"
+    return out
+
+
+def _rtt_figures(ping: pd.DataFrame) -> dict[str, str]:
+    return {f"{row['layout'].replace('-', '_')}_{row['standby']}_rtt": f"{row['rtt_p50_ms']:.1f}"
+            for row in ping.to_dict("records")}
+
+
+def _phase_figures(phases: pd.DataFrame) -> dict[str, str]:
+    out = {}
     for phase, row in phases.iterrows():
         key = phase.replace(" + ", "_plus_").replace(" ", "_")
         out[f"drill_{key}_acked"] = str(row["commits acknowledged"])
         out[f"drill_{key}_rate"] = f"{row['commits per second']:.0f}"
         out[f"drill_{key}_s"] = f"{row['seconds']:.1f}"
+    return out
+
+
+def _wait_figures(run: RecordedRun, results: pd.DataFrame, value: pd.Series,
+                  held: pd.DataFrame, marks: dict[str, float]) -> dict[str, str]:
+    """The commit that waited once a zone and one more copy were lost, and the way back."""
     wait = results[(results["config"] == "drill") & (results["workload"] == "zone + 1 lost")]
     by_metric = wait.drop_duplicates("metric").set_index("metric")["value"]
     acknowledged = int(held["acknowledged"].iloc[0])
-    out.update({
+    return {
         "syncrep_waiters": str(int(by_metric["syncrep_waiters"])),
         "syncrep_wait_s": f"{by_metric['syncrep_wait_s']:.1f}",
         "acked_at_wait": str(acknowledged),
@@ -306,13 +340,14 @@ def sweep_and_drill_figures(run: RecordedRun) -> dict[str, str]:
         "stall_s": f"{longest_gap_s(run):.1f}",
         "caught_up_after_s": f"{value[('drill', 'back', 'caught_up_after_s')]:.1f}",
         "drill_s": f"{marks['end']:.0f}",
-    })
+    }
+
+
+def _end_figures(results: pd.DataFrame) -> dict[str, str]:
+    """What every copy held at the drill's end."""
     end = results[(results["config"] == "drill") & (results["workload"] == "end")]
-    out["end_acked"] = str(int(end["acknowledged"].iloc[0]))
-    out["end_copies_holding_all"] = str(int((end["value"] == end["acknowledged"]).sum()))
-    out.update(drill_outside_phases(run))
-    out.update(p99_sample_sizes(table))
-    return out
+    return {"end_acked": str(int(end["acknowledged"].iloc[0])),
+            "end_copies_holding_all": str(int((end["value"] == end["acknowledged"]).sum()))}
 
 
 def drill_outside_phases(run: RecordedRun) -> dict[str, str]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 
 from labs.errors import LabError
 from labs.infra.acks import AckStream, lost_window_ms
@@ -55,16 +56,7 @@ def cut_once(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress
     label = f"power cut {number} (synchronous_commit={setting})"
     progress.step(f"{label}: a client commits numbered rows for about {p.phase_s} s, then "
                   f"{host.name}'s power is cut")
-    # A fresh table on every standby's disk before the first commit counted.
-    copies.psql(primary, "DROP TABLE IF EXISTS acks; " + SERVERS["postgres"].create_table_sql())
-    copies.wait_replayed()
-    session = f"PGOPTIONS='-c synchronous_commit={setting}' "
-    shown = host.sudo(f"cd / && {session}runuser -u postgres -- psql -h {primary.socket} "
-                      "-XAtq -c 'SHOW synchronous_commit'", timeout_s=60).stdout.strip()
-    if shown != setting:
-        raise LabError(f"{label}: the client's session has synchronous_commit={shown!r}")
-    writer = AckStream(session + SERVERS["postgres"].insert_loop(primary.data,
-                                                                 socket=primary.socket))
+    writer = _fresh_table_and_client(copies, label, setting)
     began = time.monotonic()
     writer.start(host, began)
     why = writer.wait_for_first(timeout_s=120)
@@ -77,14 +69,7 @@ def cut_once(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress
         before_boot=lambda: progress.step(f"{label}: booting {host.name} again on the same "
                                           "disks"))
     cut_at -= began
-    ws.reconnect()
-    progress.step(f"{label}: the standbys recover without the primary; the count")
-    ws.run_guarded(["mount", disk, copies.point], [disk], timeout_s=300)
-    copies.after_reboot(p)
-    recovering = time.monotonic()
-    copies.restart([s.number for s in copies.standbys])
-    replays = copies.replay_settled(copies.standbys)
-    recovery_s = time.monotonic() - recovering
+    replays, recovery_s = _recover_standbys(copies, p, progress, disk, label)
     acked = writer.acked
     dims = {"synchronous_commit": setting, "k": p.quorum, "cut": number,
             "acknowledged": acked}
@@ -93,13 +78,7 @@ def cut_once(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress
         rec.add_result(config=CONFIG, workload=f"synchronous_commit={setting}", metric=metric,
                        value=value, unit=unit, **dims, **more)
 
-    found, newest = {}, {}
-    for standby in copies.standbys:
-        held, top = copies.psql(standby, f"SELECT count(*), coalesce(max(id), 0) FROM acks "
-                                         f"WHERE id <= {acked}").split("|")
-        found[standby.number], newest[standby.number] = int(held), int(top)
-        add("standby_acknowledged_found", int(held), "count", standby=standby.name,
-            replay_lsn=replays[standby.number])
+    found, newest = _count_on_standbys(copies, acked, replays, add)
     # The standby a failover would promote: the one that replayed the most WAL.
     chosen = max(replays, key=lambda n: lsn(replays[n]))
     copies.restart([primary.number])
@@ -124,3 +103,48 @@ def cut_once(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress
     progress.detail(f"acknowledged {acked}; the newest standby (s{chosen}) lacks "
                     f"{acked - found[chosen]}; the primary lacks {acked - on_primary}; the "
                     f"model allows {model.max_lost(rate, window):.1f}")
+
+
+def _fresh_table_and_client(copies: Copies, label: str, setting: str) -> AckStream:
+    """An empty table on every copy, and the client (not yet started) whose session runs at
+    `setting`, checked."""
+    primary, host = copies.primary, copies.ws.host
+    # A fresh table on every standby's disk before the first commit counted.
+    copies.psql(primary, "DROP TABLE IF EXISTS acks; " + SERVERS["postgres"].create_table_sql())
+    copies.wait_replayed()
+    session = f"PGOPTIONS='-c synchronous_commit={setting}' "
+    shown = host.sudo(f"cd / && {session}runuser -u postgres -- psql -h {primary.socket} "
+                      "-XAtq -c 'SHOW synchronous_commit'", timeout_s=60).stdout.strip()
+    if shown != setting:
+        raise LabError(f"{label}: the client's session has synchronous_commit={shown!r}")
+    return AckStream(session + SERVERS["postgres"].insert_loop(primary.data,
+                                                               socket=primary.socket))
+
+
+def _recover_standbys(copies: Copies, p: Parameters, progress: Progress, disk: str,
+                      label: str) -> tuple[dict[int, str], float]:
+    """After the reboot: the standbys started without their primary, each replaying what its
+    disk holds; (each one's settled replay position, the seconds that took)."""
+    ws = copies.ws
+    ws.reconnect()
+    progress.step(f"{label}: the standbys recover without the primary; the count")
+    ws.run_guarded(["mount", disk, copies.point], [disk], timeout_s=300)
+    copies.after_reboot(p)
+    recovering = time.monotonic()
+    copies.restart([s.number for s in copies.standbys])
+    replays = copies.replay_settled(copies.standbys)
+    recovery_s = time.monotonic() - recovering
+    return replays, recovery_s
+
+
+def _count_on_standbys(copies: Copies, acked: int, replays: dict[int, str],
+                       add: Callable[..., None]) -> tuple[dict[int, int], dict[int, int]]:
+    """(acknowledged rows each standby holds, the newest of them), by standby number."""
+    found, newest = {}, {}
+    for standby in copies.standbys:
+        held, top = copies.psql(standby, f"SELECT count(*), coalesce(max(id), 0) FROM acks "
+                                         f"WHERE id <= {acked}").split("|")
+        found[standby.number], newest[standby.number] = int(held), int(top)
+        add("standby_acknowledged_found", int(held), "count", standby=standby.name,
+            replay_lsn=replays[standby.number])
+    return found, newest

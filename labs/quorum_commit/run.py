@@ -35,7 +35,7 @@ from labs.infra.workspace import LabWorkspace
 from labs.models import quorum as model
 from labs.progress import Progress
 from labs.quorum_commit import power_cut
-from labs.quorum_commit.copies import Copies, lsn
+from labs.quorum_commit.copies import Copies, Copy, lsn
 from labs.quorum_commit.params import LAYOUTS, STANDBYS, Parameters, Point, points
 from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
 from labs.tools import fio, netem, pgbench
@@ -282,19 +282,28 @@ def drill(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress) -
     events["restarted"] = now()
     events["resumed"] = wait_for(lambda: writer.acked > acked_before, "commits to resume",
                                  began, timeout_s=600)
-    events["caught up"] = wait_for(
-        lambda: all(row["state"] == "streaming" and lsn(row["replay_lsn"]) >= target
-                    for row in copies.replication().values())
-        and len(copies.replication()) == STANDBYS, "every standby to catch up", began, 600)
+    events["caught up"] = wait_for(lambda: _every_standby_caught_up(copies, target),
+                                   "every standby to catch up", began, 600)
     time.sleep(p.phase_s)
     events["end"] = now()
+    _stop_client(host, primary, writer)
+    copies.wait_replayed()
+    record_drill(rec, writer, events, copies)
+
+
+def _every_standby_caught_up(copies: Copies, target: int) -> bool:
+    """Every standby streams again and has replayed up to `target`."""
+    return (all(row["state"] == "streaming" and lsn(row["replay_lsn"]) >= target
+                for row in copies.replication().values())
+            and len(copies.replication()) == STANDBYS)
+
+
+def _stop_client(host: Host, primary: Copy, writer: AckStream) -> None:
     # Safe: only this run's client (its psql, on this run's socket; not any other psql).
     # (psql is Debian's wrapper, which runs the real one: the pattern matches both.)
     host.sudo(f"pkill -KILL -f -- '[p]sql -h {primary.socket} -XAtq -v ON_ERROR_STOP=1$'",
               timeout_s=60, check=False)
     writer.thread.join(timeout=60)
-    copies.wait_replayed()
-    record_drill(rec, writer, events, copies)
 
 
 def wait_for(ready, what: str, began: float, timeout_s: float) -> float:

@@ -117,6 +117,17 @@ def resource_file(resource: DrbdResource, drbd_major: int = 8) -> str:
 
 
 def _check_resource_84(resource: DrbdResource) -> None:
+    _check_resource_shape_84(resource)
+    for host in resource.hosts:
+        _check_host_84(host)
+    for section, options, known in (("disk", resource.disk_options, DISK_OPTIONS_84),
+                                    ("net", resource.net_options, NET_OPTIONS_84)):
+        for name, value in options.items():
+            _option_text(section, name, value, known)
+
+
+def _check_resource_shape_84(resource: DrbdResource) -> None:
+    """The resource's name and protocol, and two hosts with their own names and endpoints."""
     if not RESOURCE_NAME.match(resource.name):
         raise UsageError(f"DRBD resource name {resource.name!r}: use letters, digits, _ . -")
     if resource.protocol not in PROTOCOLS:
@@ -130,27 +141,25 @@ def _check_resource_84(resource: DrbdResource) -> None:
     endpoints = [(h.address, h.port) for h in resource.hosts]
     if len(set(endpoints)) != len(endpoints):
         raise UsageError(f"resource {resource.name}: two hosts share address and port")
-    for host in resource.hosts:
-        if not HOST_NAME.match(host.name):
-            raise UsageError(f"DRBD host name {host.name!r}: use letters, digits, _ . -")
-        octets = IPV4.match(host.address)
-        if not octets or any(int(o) > 255 for o in octets.groups()):
-            raise UsageError(f"host {host.name}: address {host.address!r} is not an IPv4 "
-                             "address")
-        if not 1 <= host.port <= 65535:
-            raise UsageError(f"host {host.name}: port {host.port} is outside 1-65535")
-        _ = host.minor  # validates the device name
-        if not BLOCK_DEVICE.match(host.disk):
-            raise UsageError(f"host {host.name}: disk {host.disk!r} is not a /dev path")
-        if host.meta_disk != "internal" and not BLOCK_DEVICE.match(host.meta_disk):
-            raise UsageError(f"host {host.name}: meta-disk {host.meta_disk!r} must be "
-                             "'internal' or a /dev path")
-        if host.node_id is not None:
-            raise UsageError(f"host {host.name}: node-id is DRBD 9 syntax; 8.4 refuses it")
-    for section, options, known in (("disk", resource.disk_options, DISK_OPTIONS_84),
-                                    ("net", resource.net_options, NET_OPTIONS_84)):
-        for name, value in options.items():
-            _option_text(section, name, value, known)
+
+
+def _check_host_84(host: DrbdHost) -> None:
+    if not HOST_NAME.match(host.name):
+        raise UsageError(f"DRBD host name {host.name!r}: use letters, digits, _ . -")
+    octets = IPV4.match(host.address)
+    if not octets or any(int(o) > 255 for o in octets.groups()):
+        raise UsageError(f"host {host.name}: address {host.address!r} is not an IPv4 "
+                         "address")
+    if not 1 <= host.port <= 65535:
+        raise UsageError(f"host {host.name}: port {host.port} is outside 1-65535")
+    _ = host.minor  # validates the device name
+    if not BLOCK_DEVICE.match(host.disk):
+        raise UsageError(f"host {host.name}: disk {host.disk!r} is not a /dev path")
+    if host.meta_disk != "internal" and not BLOCK_DEVICE.match(host.meta_disk):
+        raise UsageError(f"host {host.name}: meta-disk {host.meta_disk!r} must be "
+                         "'internal' or a /dev path")
+    if host.node_id is not None:
+        raise UsageError(f"host {host.name}: node-id is DRBD 9 syntax; 8.4 refuses it")
 
 
 def _option_text(section: str, name: str, value: OptionValue,

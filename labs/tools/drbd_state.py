@@ -184,72 +184,97 @@ def parse_proc_drbd(text: str, source: str = "/proc/drbd") -> ProcDrbd:
     `drbdadm -v` printed in the same capture) are kept in `skipped_before`."""
     lines = text.splitlines()
     version, at, start = _version(lines, source)
-    parsed = ProcDrbd(version=version, skipped_before=[line for line in lines[:at]
-                                                       if line.strip()])
+    parsed = ProcDrbd(version=version, skipped_before=[line for line in lines[:at] if line.strip()])
+    reader = _MinorReader(parsed, source)
+    for number, line in enumerate(lines[start:], start=start + 1):
+        if line.strip():
+            reader.read(number, line)
+    reader.finish_minor()
+    return parsed
+
+
+@dataclass
+class _MinorReader:
+    """Reads /proc/drbd's lines after the version, one minor at a time, into `parsed`."""
+
+    parsed: ProcDrbd
+    source: str
     pending: dict[str, Any] | None = None  # the minor being read
     sync: dict[str, Any] | None = None
 
-    def finish_minor() -> None:
-        nonlocal pending, sync
-        if pending is None:
+    def finish_minor(self) -> None:
+        if self.pending is None:
             return
-        if sync is not None:
-            if "finish_s" not in sync:
-                raise DrbdError(f"{source}: minor {pending['minor']}: progress line without "
-                                "its 'finish: ... speed: ...' line")
-            pending["sync"] = DrbdSync(**sync)
-        parsed.minors[pending["minor"]] = DrbdMinor(**pending)
-        pending, sync = None, None
+        if self.sync is not None:
+            if "finish_s" not in self.sync:
+                raise DrbdError(f"{self.source}: minor {self.pending['minor']}: progress line "
+                                "without its 'finish: ... speed: ...' line")
+            self.pending["sync"] = DrbdSync(**self.sync)
+        self.parsed.minors[self.pending["minor"]] = DrbdMinor(**self.pending)
+        self.pending, self.sync = None, None
 
-    for number, line in enumerate(lines[start:], start=start + 1):
-        if not line.strip():
-            continue
+    def read(self, number: int, line: str) -> None:
         header = MINOR_LINE.match(line)
         if header:
-            finish_minor()
-            if parsed.version.major != 8:
-                raise DrbdError(f"{source}: per-minor lines under DRBD {version.version}")
-            protocol = header.group("protocol").strip() or None
-            pending = {"minor": int(header.group("minor")), "connection": header.group("cs"),
-                       "role": header.group("role"), "peer_role": header.group("peer_role"),
-                       "disk": header.group("disk"), "peer_disk": header.group("peer_disk"),
-                       "protocol": protocol, "io_flags": header.group("flags")}
-            continue
+            self.finish_minor()
+            if self.parsed.version.major != 8:
+                raise DrbdError(f"{self.source}: per-minor lines under DRBD "
+                                f"{self.parsed.version.version}")
+            self.pending = _minor_fields(header)
+            return
         unconfigured = UNCONFIGURED_LINE.match(line)
         if unconfigured:
-            finish_minor()
-            pending = {"minor": int(unconfigured.group("minor")), "connection": "Unconfigured"}
-            continue
-        if pending is None:
-            raise DrbdError(f"{source}: line {number} is not part of a minor: {line.strip()!r}")
+            self.finish_minor()
+            self.pending = {"minor": int(unconfigured.group("minor")),
+                            "connection": "Unconfigured"}
+            return
+        if self.pending is None:
+            raise DrbdError(f"{self.source}: line {number} is not part of a minor: "
+                            f"{line.strip()!r}")
+        self._read_minor_line(number, line)
+
+    def _read_minor_line(self, number: int, line: str) -> None:
+        """A line inside a minor: its counters, a sync's progress and finish, or details."""
         stripped = line.strip()
         if stripped.startswith("ns:"):
-            _read_counters(pending, stripped, source, number)
-            continue
+            _read_counters(self.pending, stripped, self.source, number)
+            return
         progress = PROGRESS.match(line)
         if progress:
-            scale = 1024 if progress.group("unit") == "M" else 1
-            sync = {"kind": progress.group("kind"), "percent": float(progress.group("percent")),
-                    "remaining_kib": int(progress.group("left")) * scale,
-                    "total_kib": int(progress.group("total")) * scale}
-            continue
+            self.sync = _sync_progress_fields(progress)
+            return
         finish = FINISH.match(line)
         if finish:
-            if sync is None:
-                raise DrbdError(f"{source}: line {number}: 'finish:' without a progress line")
-            sync.update(
-                finish_s=int(finish.group("h")) * 3600 + int(finish.group("m")) * 60
-                + int(finish.group("s")),
-                speed_kib_s=_int(finish.group("speed")),
-                average_kib_s=_int(finish.group("average")),
-                want_kib_s=_int(finish.group("want")) if finish.group("want") else None,
-                stalled=finish.group("stalled") is not None)
-            continue
+            if self.sync is None:
+                raise DrbdError(f"{self.source}: line {number}: 'finish:' without a progress line")
+            self.sync.update(_sync_finish_fields(finish))
+            return
         if DETAIL_LINE.match(line):
-            continue
-        raise DrbdError(f"{source}: line {number}: cannot read {stripped!r}")
-    finish_minor()
-    return parsed
+            return
+        raise DrbdError(f"{self.source}: line {number}: cannot read {stripped!r}")
+
+
+def _minor_fields(header: re.Match[str]) -> dict[str, Any]:
+    return {"minor": int(header.group("minor")), "connection": header.group("cs"),
+            "role": header.group("role"), "peer_role": header.group("peer_role"),
+            "disk": header.group("disk"), "peer_disk": header.group("peer_disk"),
+            "protocol": header.group("protocol").strip() or None, "io_flags": header.group("flags")}
+
+
+def _sync_progress_fields(progress: re.Match[str]) -> dict[str, Any]:
+    scale = 1024 if progress.group("unit") == "M" else 1
+    return {"kind": progress.group("kind"), "percent": float(progress.group("percent")),
+            "remaining_kib": int(progress.group("left")) * scale,
+            "total_kib": int(progress.group("total")) * scale}
+
+
+def _sync_finish_fields(finish: re.Match[str]) -> dict[str, Any]:
+    return {"finish_s": int(finish.group("h")) * 3600 + int(finish.group("m")) * 60
+            + int(finish.group("s")),
+            "speed_kib_s": _int(finish.group("speed")),
+            "average_kib_s": _int(finish.group("average")),
+            "want_kib_s": _int(finish.group("want")) if finish.group("want") else None,
+            "stalled": finish.group("stalled") is not None}
 
 
 def _read_counters(pending: dict[str, Any], line: str, source: str, number: int) -> None:

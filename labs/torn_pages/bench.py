@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from docker.models.containers import Container
+from docker.models.containers import Container, ExecResult
 
 from labs.errors import LabError
 from labs.infra.containers import ContainerError, exec_in
@@ -166,6 +166,7 @@ TABLE_QUERY = ("SELECT pg_relation_size('pgbench_accounts') / 8192, "
                "pg_relation_size('pgbench_accounts_pkey') / 8192, "
                "pg_relation_filenode('pgbench_accounts'), n_tup_upd, n_tup_hot_upd "
                "FROM pg_stat_user_tables WHERE relid = 'pgbench_accounts'::regclass")
+CHECKPOINTS_QUERY = "SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter"
 
 
 class LegRun:
@@ -196,10 +197,46 @@ class LegRun:
         psql(container, "SELECT pg_stat_reset_shared('wal')")
         heap_pages, index_pages, filenode, upd_before, hot_before = (
             int(x) for x in psql(container, TABLE_QUERY).split("|"))
-        checkpoints_before = int(psql(container, "SELECT checkpoints_timed + checkpoints_req "
-                                                 "FROM pg_stat_bgwriter"))
+        checkpoints_before = int(psql(container, CHECKPOINTS_QUERY))
         device_before = self.device_written_bytes()
         leg_dir = f"{self.cluster.out_dir(self.out_name)}/{leg.name}"
+        started_epoch, result = self._run_pgbench()
+        summary_text = self.cluster.read_text(f"{leg_dir}/summary.txt")
+        progress_text = self.cluster.read_text(f"{leg_dir}/progress.txt")
+        if result.exit_code != 0:
+            tail = progress_text.strip().splitlines()[-1:] or ["no output"]
+            raise LabError(f"pgbench ({leg.name}) exited with {result.exit_code}: {tail[0]}")
+        wal_counts = self._wal_counts()
+        checkpoints = int(psql(container, CHECKPOINTS_QUERY)) - checkpoints_before
+        device_bytes = self.device_written_bytes() - device_before
+        _, _, _, upd_after, hot_after = (int(x) for x in psql(container, TABLE_QUERY).split("|"))
+        log_texts = self._keep_raw_files(leg_dir, summary_text, progress_text)
+        summary = pgbench.parse_summary(summary_text, f"{leg.name}/summary.txt")
+        tlog = pgbench.parse_log_texts(log_texts)
+        add = self.adder()
+        _add_pgbench_results(add, summary, tlog)
+        _add_wal_results(add, wal_counts, summary.transactions)
+        add("checkpoints", checkpoints, "count")
+        add("pgbench_seed", leg.pgbench_seed, "count")
+        add("accounts_heap_pages", heap_pages, "count")
+        add("accounts_index_pages", index_pages, "count")
+        updates = upd_after - upd_before
+        add("hot_update_share", (hot_after - hot_before) / updates if updates else 0, "ratio")
+        add("device_write_bytes", device_bytes, "bytes")
+        add("device_write_bytes_per_tx", device_bytes / summary.transactions, "bytes/tx")
+        for row in pgbench.parse_progress(progress_text):
+            add("tps_per_second", row["tps"], "tps", time_s=row["time_s"])
+        self.per_interval(add, np.sort(tlog.epoch_s), started_epoch)
+        if self.forced:
+            add("forced_checkpoint_at", self.forced["issued"] - started_epoch, "s")
+            add("forced_checkpoint_done_at", self.forced["done"] - started_epoch, "s")
+        if leg.force_at_s is not None:
+            self.inspect_wal(add, filenode, started_epoch)
+
+    def _run_pgbench(self) -> tuple[float, ExecResult]:
+        """pgbench in the container while threads sample the WAL (and, in a forced-checkpoint
+        leg, force the checkpoint); returns when it started (epoch s) and how it exited."""
+        leg, container = self.leg, self.container
         exec_in(container, ["mkdir", "-p", f"{OUT}/{leg.name}"], user="postgres")
         command = pgbench.run_command(self.p.clients, self.p.threads, leg.duration_s, 1,
                                       log_prefix="pgbench_log",
@@ -218,19 +255,20 @@ class LegRun:
         stop.set()
         for thread in threads:
             thread.join()
-        summary_text = self.cluster.read_text(f"{leg_dir}/summary.txt")
-        progress_text = self.cluster.read_text(f"{leg_dir}/progress.txt")
-        if result.exit_code != 0:
-            tail = progress_text.strip().splitlines()[-1:] or ["no output"]
-            raise LabError(f"pgbench ({leg.name}) exited with {result.exit_code}: {tail[0]}")
-        wal = psql(container, "SELECT wal_bytes, wal_fpi, wal_records, wal_write, wal_sync "
-                              "FROM pg_stat_wal")
+        return started_epoch, result
+
+    def _wal_counts(self) -> tuple[int, int, int, int, int]:
+        """pg_stat_wal since the leg's reset: bytes, images, records, writes and syncs."""
+        wal = psql(self.container, "SELECT wal_bytes, wal_fpi, wal_records, wal_write, wal_sync "
+                                   "FROM pg_stat_wal")
         wal_bytes, wal_fpi, wal_records, wal_writes, wal_syncs = (
             int(float(x)) for x in wal.split("|"))
-        checkpoints = int(psql(container, "SELECT checkpoints_timed + checkpoints_req "
-                                          "FROM pg_stat_bgwriter")) - checkpoints_before
-        device_bytes = self.device_written_bytes() - device_before
-        _, _, _, upd_after, hot_after = (int(x) for x in psql(container, TABLE_QUERY).split("|"))
+        return wal_bytes, wal_fpi, wal_records, wal_writes, wal_syncs
+
+    def _keep_raw_files(self, leg_dir: str, summary_text: str, progress_text: str
+                        ) -> list[tuple[str, str]]:
+        """Record the leg's raw files; returns its per-transaction logs as (name, text)."""
+        leg = self.leg
         names = self.cluster.host.sudo(["ls", "-1", "--", leg_dir], timeout_s=60).stdout.split()
         log_texts = []
         for name in pgbench.log_file_names(names, "pgbench_log"):
@@ -241,39 +279,7 @@ class LegRun:
         self.rec.add_raw(f"bench/{leg.name}/summary.txt", summary_text)
         self.rec.add_raw(f"bench/{leg.name}/progress.txt", progress_text)
         self.rec.add_raw(f"bench/{leg.name}/wal-samples.txt", "\n".join(self.samples) + "\n")
-        summary = pgbench.parse_summary(summary_text, f"{leg.name}/summary.txt")
-        tlog = pgbench.parse_log_texts(log_texts)
-        add = self.adder()
-        add("tps", summary.tps, "tps")
-        add("transactions", summary.transactions, "count")
-        add("failed_transactions", summary.failed, "count")
-        add("latency_avg", summary.latency_avg_ms, "ms")
-        for percent in (50, 95, 99):
-            add(f"latency_p{percent}", tlog.percentile_ms(percent), "ms")
-        add("log_transactions", tlog.transactions, "count")
-        add("wal_bytes", wal_bytes, "bytes")
-        add("wal_fpi", wal_fpi, "count")
-        add("wal_records", wal_records, "count")
-        add("wal_writes", wal_writes, "count")
-        add("wal_syncs", wal_syncs, "count")
-        add("wal_bytes_per_tx", wal_bytes / summary.transactions, "bytes/tx")
-        add("wal_fpi_per_tx", wal_fpi / summary.transactions, "ratio")
-        add("checkpoints", checkpoints, "count")
-        add("pgbench_seed", leg.pgbench_seed, "count")
-        add("accounts_heap_pages", heap_pages, "count")
-        add("accounts_index_pages", index_pages, "count")
-        updates = upd_after - upd_before
-        add("hot_update_share", (hot_after - hot_before) / updates if updates else 0, "ratio")
-        add("device_write_bytes", device_bytes, "bytes")
-        add("device_write_bytes_per_tx", device_bytes / summary.transactions, "bytes/tx")
-        for row in pgbench.parse_progress(progress_text):
-            add("tps_per_second", row["tps"], "tps", time_s=row["time_s"])
-        self.per_interval(add, np.sort(tlog.epoch_s), started_epoch)
-        if self.forced:
-            add("forced_checkpoint_at", self.forced["issued"] - started_epoch, "s")
-            add("forced_checkpoint_done_at", self.forced["done"] - started_epoch, "s")
-        if leg.force_at_s is not None:
-            self.inspect_wal(add, filenode, started_epoch)
+        return log_texts
 
     def adder(self):
         leg = self.leg
@@ -356,6 +362,29 @@ class LegRun:
             add("inspected_accounts_images", row.accounts_images, "count", time_s=at)
             add("stats_fpi", b[3] - a[3], "count", time_s=at)
             since += row.commits
+
+
+def _add_pgbench_results(add, summary: pgbench.PgbenchSummary,
+                         tlog: pgbench.TransactionLog) -> None:
+    add("tps", summary.tps, "tps")
+    add("transactions", summary.transactions, "count")
+    add("failed_transactions", summary.failed, "count")
+    add("latency_avg", summary.latency_avg_ms, "ms")
+    for percent in (50, 95, 99):
+        add(f"latency_p{percent}", tlog.percentile_ms(percent), "ms")
+    add("log_transactions", tlog.transactions, "count")
+
+
+def _add_wal_results(add, wal_counts: tuple[int, int, int, int, int],
+                     transactions: int) -> None:
+    wal_bytes, wal_fpi, wal_records, wal_writes, wal_syncs = wal_counts
+    add("wal_bytes", wal_bytes, "bytes")
+    add("wal_fpi", wal_fpi, "count")
+    add("wal_records", wal_records, "count")
+    add("wal_writes", wal_writes, "count")
+    add("wal_syncs", wal_syncs, "count")
+    add("wal_bytes_per_tx", wal_bytes / transactions, "bytes/tx")
+    add("wal_fpi_per_tx", wal_fpi / transactions, "ratio")
 
 
 def _sample_wal(container: Container, samples: list[str], stop: threading.Event) -> None:

@@ -35,6 +35,13 @@ REFERENCE_DIR = PROJECT_ROOT / "data" / "reference"
 # (pgbench scale 16: about 26,000 pages of accounts), one page changed per transaction.
 EXAMPLE = {"pages": 26_000, "tps": 1500, "interval_s": 300, "base_bytes": 420,
            "image_bytes": 8192}
+# What the page says of a run without a replayed leg.
+NO_REPLAY = {
+    "replay_sentence": "This run has no replayed leg.",
+    "replay_verdict": "So this run cannot test it.",
+    "replay_solution": ("This run has no replayed leg, so it cannot answer the "
+                        "question; make a run with the full profile."),
+}
 
 
 def reference_rds() -> pd.DataFrame:
@@ -104,7 +111,31 @@ def burst_figures(run: RecordedRun) -> dict[str, str]:
     lengths = pd.concat([w["fresh"], w["replay"], w["off"]])
     lengths = lengths["time_s"] - lengths["inspected_interval_start"]
     out["burst_interval_s"] = f"{lengths.median():.1f}"
-    values = {}
+    window_figures, values = _burst_windows(fresh, windows)
+    out.update(window_figures)
+    out["burst_shape_sentence"] = _burst_shape_sentence(out, values, width)
+    out.update(_burst_totals(fresh))
+    out.update(_burst_leg_figures(run, fresh))
+    out.update(_stats_lag_figures(fresh))
+    start_pages = tables.window_mean(fresh, "accounts_pages_per_tx", 0, width)
+    out["fresh_pages_per_tx"] = _num(start_pages)
+    out["off_images_sentence"] = off_images_sentence(run.results)
+    table = tables.intervals(run.results)
+    out["burst_few_intervals"] = (f"{int(table['few_commits'].sum())} of the "
+                                  f"{len(table)}" if len(table) else "none of the")
+    if replay.empty:
+        out.update(NO_REPLAY)
+        return out
+    replay_start = _add_replay_figures(out, replay, width, redo_at, start_pages)
+    out.update(replay_texts(out, width, replayed_effect(values["start"], replay_start)))
+    return out
+
+
+def _burst_windows(fresh: pd.DataFrame, windows: dict[str, tuple[float, float]]
+                   ) -> tuple[dict[str, str], dict[str, float]]:
+    """Images per transaction in each window, measured and modelled, as the page quotes
+    them; and the measured values, for the sentence about the leg's shape."""
+    out, values = {}, {}
     for name, (start, stop) in windows.items():
         measured = tables.window_mean(fresh, "fpi_per_tx", start, stop)
         modelled = tables.window_mean(fresh, "model_fpi_per_tx", start, stop)
@@ -112,22 +143,36 @@ def burst_figures(run: RecordedRun) -> dict[str, str]:
         out[f"burst_{name}_fpi"] = _num(measured)
         out[f"burst_{name}_model"] = _num(modelled)
         out[f"burst_{name}_error"] = _pct(modelled / measured - 1 if measured else math.nan)
+    return out, values
+
+
+def _burst_shape_sentence(out: dict[str, str], values: dict[str, float], width: float) -> str:
     fell_1 = "fell" if values["before"] < values["start"] else "rose"
     jump = "jumped" if values["after"] > values["before"] else "did not rise"
     fell_2 = "fell" if values["end"] < values["after"] else "rose"
-    out["burst_shape_sentence"] = (
+    return (
         f"the leg carried {out['burst_start_fpi']} images per transaction in its first "
         f"{width:.1f} s. That {fell_1} to "
         f"{out['burst_before_fpi']} in the last {width:.1f} s before the forced CHECKPOINT. "
         f"It {jump} to {out['burst_after_fpi']} in the {width:.1f} s after the CHECKPOINT "
         f"began, and {fell_2} to {out['burst_end_fpi']} by the end of the leg. Each figure "
         f"counts the sampled intervals that began in that stretch")
+
+
+def _burst_totals(fresh: pd.DataFrame) -> dict[str, str]:
+    """The images of the whole leg, counted in its WAL and modelled."""
     total_measured = float(fresh["inspected_fpi"].sum())
     total_model = float((fresh["model_fpi_per_tx"] * fresh["inspected_commits"]).sum())
-    out["burst_total_measured"] = f"{total_measured:,.0f}"
-    out["burst_total_model"] = f"{total_model:,.0f}"
-    out["burst_total_error"] = _pct(total_model / total_measured - 1 if total_measured else
-                                    math.nan)
+    return {"burst_total_measured": f"{total_measured:,.0f}",
+            "burst_total_model": f"{total_model:,.0f}",
+            "burst_total_error": _pct(total_model / total_measured - 1 if total_measured else
+                                      math.nan)}
+
+
+def _burst_leg_figures(run: RecordedRun, fresh: pd.DataFrame) -> dict[str, str]:
+    """The forced-checkpoint leg's table size, HOT share and pace (and the replayed leg's
+    HOT share), the inputs of the model's burst."""
+    out = {}
     leg = tables.legs(run.results).set_index("leg").loc[fresh["leg"].iloc[0]]
     out["burst_heap_pages"] = f"{leg['accounts_heap_pages']:,.0f}"
     out["burst_index_pages"] = f"{leg['accounts_index_pages']:,.0f}"
@@ -138,23 +183,22 @@ def burst_figures(run: RecordedRun) -> dict[str, str]:
     out["burst_tps"] = f"{leg['tps']:,.0f}"
     out["burst_tau_s"] = f"{leg['accounts_heap_pages'] / leg['tps']:.0f}"
     out["burst_image_bytes"] = f"{tables.image_bytes(run.results):,.0f}"
+    return out
+
+
+def _stats_lag_figures(fresh: pd.DataFrame) -> dict[str, str]:
+    """How far pg_stat_wal's image count lagged behind the WAL's own during the leg."""
     lag = tables.stats_lag(fresh)
-    out["stats_lag_images"] = f"{lag['max_behind_images']:,.0f}"
-    out["stats_lag_s"] = f"{lag['max_behind_s']:.1f}"
-    out["stats_total_images"] = f"{lag['total_stats_images']:,.0f}"
-    out["wal_total_images"] = f"{lag['total_images']:,.0f}"
-    start_pages = tables.window_mean(fresh, "accounts_pages_per_tx", 0, width)
-    out["fresh_pages_per_tx"] = _num(start_pages)
-    out["off_images_sentence"] = off_images_sentence(run.results)
-    table = tables.intervals(run.results)
-    out["burst_few_intervals"] = (f"{int(table['few_commits'].sum())} of the "
-                                  f"{len(table)}" if len(table) else "none of the")
-    if replay.empty:
-        out["replay_sentence"] = "This run has no replayed leg."
-        out["replay_verdict"] = "So this run cannot test it."
-        out["replay_solution"] = ("This run has no replayed leg, so it cannot answer the "
-                                  "question; make a run with the full profile.")
-        return out
+    return {"stats_lag_images": f"{lag['max_behind_images']:,.0f}",
+            "stats_lag_s": f"{lag['max_behind_s']:.1f}",
+            "stats_total_images": f"{lag['total_stats_images']:,.0f}",
+            "wal_total_images": f"{lag['total_images']:,.0f}"}
+
+
+def _add_replay_figures(out: dict[str, str], replay: pd.DataFrame, width: float,
+                        redo_at: float, start_pages: float) -> float:
+    """Add the replayed leg's figures to `out`; returns its images per transaction in the
+    first window, measured."""
     replay_start = tables.window_mean(replay, "fpi_per_tx", 0, width)
     replay_pages = tables.window_mean(replay, "accounts_pages_per_tx", 0, width)
     replay_end = tables.window_mean(replay, "fpi_per_tx", redo_at - width, redo_at)
@@ -167,8 +211,7 @@ def burst_figures(run: RecordedRun) -> dict[str, str]:
     out["replay_start_model"] = _num(replay_model)
     out["replay_start_error"] = _pct(replay_model / replay_start - 1 if replay_start else
                                      math.nan)
-    out.update(replay_texts(out, width, replayed_effect(values["start"], replay_start)))
-    return out
+    return replay_start
 
 
 def settings_figures(run: RecordedRun) -> dict[str, str]:

@@ -94,44 +94,7 @@ def settings(results: pd.DataFrame) -> pd.DataFrame:
         off = same[same["full_page_writes"] == "off"]
         if on.empty or off.empty:
             continue
-        on, off = on.iloc[0], off.iloc[0]
-        interval_s = checkpoint_interval_s(on)
-        images = model.leg_images_per_tx(pools(on), on["tps"], interval_s, on["duration_s"])
-        wal_on = model.wal_bytes_per_tx(off["wal_bytes_per_tx"], size, images)
-        row = {
-            "disk": disk, "setting": setting, "write_limit_mibps": on["write_limit_mibps"],
-            "checkpoint_interval_s": interval_s,
-            "tps_on": on["tps"], "tps_off": off["tps"], "tps_off_over_on": off["tps"] / on["tps"],
-            "wal_bytes_per_tx_on": on["wal_bytes_per_tx"],
-            "wal_bytes_per_tx_off": off["wal_bytes_per_tx"],
-            "wal_on_over_off": on["wal_bytes_per_tx"] / off["wal_bytes_per_tx"],
-            "fpi_per_tx_on": on["wal_fpi_per_tx"], "fpi_per_tx_off": off["wal_fpi_per_tx"],
-            "model_fpi_per_tx_on": images, "model_wal_bytes_per_tx_on": wal_on,
-            "model_wal_on_over_off": wal_on / off["wal_bytes_per_tx"],
-            "latency_p50_ms_on": on["latency_p50"], "latency_p50_ms_off": off["latency_p50"],
-            "latency_p99_ms_on": on["latency_p99"], "latency_p99_ms_off": off["latency_p99"],
-            "device_bytes_per_tx_on": on["device_write_bytes_per_tx"],
-            "device_bytes_per_tx_off": off["device_write_bytes_per_tx"],
-        }
-        for side, leg in (("on", on), ("off", off)):
-            disk = dict(fpw_on=side == "on", checkpoint_interval_s=interval_s,
-                        duration_s=leg["duration_s"],
-                        bytes_without_images=off["wal_bytes_per_tx"], image_bytes=size,
-                        wal_flushes_per_tx=leg["wal_writes"] / leg["transactions"])
-            row[f"model_device_bytes_per_tx_{side}"] = model.device_bytes_per_tx(
-                pools(leg), leg["tps"], wal_copies=WAL_COPIES, **disk)
-            if on["write_limit_mibps"]:
-                limit = on["write_limit_mibps"] * 2**20
-                row[f"model_tps_{side}"] = model.write_limited_tps(
-                    limit, pools(leg), wal_copies=WAL_COPIES, **disk)
-                # The same disk if the server recycled its WAL segments (no zero fill).
-                row[f"model_tps_{side}_recycled"] = model.write_limited_tps(
-                    limit, pools(leg), wal_copies=1.0, **disk)
-        if on["write_limit_mibps"]:
-            row["model_tps_off_over_on"] = row["model_tps_off"] / row["model_tps_on"]
-            row["model_tps_off_over_on_recycled"] = (row["model_tps_off_recycled"]
-                                                     / row["model_tps_on_recycled"])
-        rows.append(row)
+        rows.append(_settings_row(disk, setting, on.iloc[0], off.iloc[0], size))
     out = pd.DataFrame(rows)
     if out.empty:
         return out
@@ -146,6 +109,56 @@ def settings(results: pd.DataFrame) -> pd.DataFrame:
     out["order"] = [(d != NO_LIMIT, order.index(s)) for d, s in
                     zip(out["disk"], out["setting"], strict=True)]
     return out.sort_values("order").drop(columns="order").reset_index(drop=True)
+
+
+def _settings_row(disk: str, setting: str, on: pd.Series, off: pd.Series,
+                  size: float) -> dict:
+    """One disk and setting: the legs with full_page_writes on and off, and the model's."""
+    interval_s = checkpoint_interval_s(on)
+    images = model.leg_images_per_tx(pools(on), on["tps"], interval_s, on["duration_s"])
+    wal_on = model.wal_bytes_per_tx(off["wal_bytes_per_tx"], size, images)
+    row = {
+        "disk": disk, "setting": setting, "write_limit_mibps": on["write_limit_mibps"],
+        "checkpoint_interval_s": interval_s,
+        "tps_on": on["tps"], "tps_off": off["tps"], "tps_off_over_on": off["tps"] / on["tps"],
+        "wal_bytes_per_tx_on": on["wal_bytes_per_tx"],
+        "wal_bytes_per_tx_off": off["wal_bytes_per_tx"],
+        "wal_on_over_off": on["wal_bytes_per_tx"] / off["wal_bytes_per_tx"],
+        "fpi_per_tx_on": on["wal_fpi_per_tx"], "fpi_per_tx_off": off["wal_fpi_per_tx"],
+        "model_fpi_per_tx_on": images, "model_wal_bytes_per_tx_on": wal_on,
+        "model_wal_on_over_off": wal_on / off["wal_bytes_per_tx"],
+        "latency_p50_ms_on": on["latency_p50"], "latency_p50_ms_off": off["latency_p50"],
+        "latency_p99_ms_on": on["latency_p99"], "latency_p99_ms_off": off["latency_p99"],
+        "device_bytes_per_tx_on": on["device_write_bytes_per_tx"],
+        "device_bytes_per_tx_off": off["device_write_bytes_per_tx"],
+    }
+    for side, leg in (("on", on), ("off", off)):
+        row.update(_modelled_side(side, leg, on, off, interval_s, size))
+    if on["write_limit_mibps"]:
+        row["model_tps_off_over_on"] = row["model_tps_off"] / row["model_tps_on"]
+        row["model_tps_off_over_on_recycled"] = (row["model_tps_off_recycled"]
+                                                 / row["model_tps_on_recycled"])
+    return row
+
+
+def _modelled_side(side: str, leg: pd.Series, on: pd.Series, off: pd.Series,
+                   interval_s: float, size: float) -> dict:
+    """The model's device bytes per transaction for one side (`leg`), and on a write-limited
+    disk its TPS, with the WAL as the server writes it and as if it recycled segments."""
+    inputs = dict(fpw_on=side == "on", checkpoint_interval_s=interval_s,
+                  duration_s=leg["duration_s"],
+                  bytes_without_images=off["wal_bytes_per_tx"], image_bytes=size,
+                  wal_flushes_per_tx=leg["wal_writes"] / leg["transactions"])
+    row = {f"model_device_bytes_per_tx_{side}": model.device_bytes_per_tx(
+        pools(leg), leg["tps"], wal_copies=WAL_COPIES, **inputs)}
+    if on["write_limit_mibps"]:
+        limit = on["write_limit_mibps"] * 2**20
+        row[f"model_tps_{side}"] = model.write_limited_tps(
+            limit, pools(leg), wal_copies=WAL_COPIES, **inputs)
+        # The same disk if the server recycled its WAL segments (no zero fill).
+        row[f"model_tps_{side}_recycled"] = model.write_limited_tps(
+            limit, pools(leg), wal_copies=1.0, **inputs)
+    return row
 
 
 def slow_legs(results: pd.DataFrame) -> pd.DataFrame:

@@ -161,43 +161,13 @@ class Tear:
         lsn_before = psql(container, "SELECT pg_current_wal_lsn()")
         psql(container, "UPDATE torn SET payload = repeat('b', 100) WHERE id <= 10")
         lsn_after = psql(container, "SELECT pg_current_wal_lsn()")
-        # The page as it is in shared buffers after the update. PostgreSQL sets the checksum
-        # only in the copy it writes out, so set it the same way: the first half of the
-        # torn page is then byte for byte what a real write would have put on disk.
-        new = bytes.fromhex(psql(container, "SELECT encode(get_raw_page('torn', 0), 'hex')"))
-        checksum_self_check = pgpage.page_checksum(old, 0) == pgpage.stored_checksum(old)
-        if checksums:
-            if not checksum_self_check:
-                raise LabError("the lab's page checksum does not match PostgreSQL's on an "
-                               "intact page; refusing to build a torn page from it")
-            new = pgpage.with_checksum(new, 0)
+        new, checksum_self_check = self._page_as_written(container, old, checksums)
         wal = psql(container,
                    "SELECT start_lsn, resource_manager, record_type, fpi_length, block_ref "
                    f"FROM pg_get_wal_records_info('{lsn_before}', '{lsn_after}')")
-        relfile = relpath.rsplit("/", 1)[-1]
-        fpi_bytes = 0
-        for line in wal.splitlines():
-            fields = line.split("|")
-            if len(fields) >= 5 and f"/{relfile} " in fields[4] + " " and " blk 0" in fields[4]:
-                fpi_bytes += int(fields[3])
-        # A crash: no shutdown checkpoint, the updated page never reached the data file.
-        container.kill()
-        container.wait(timeout=60)
-        on_disk = self.read_page(file)
-        torn = new[:SECTOR_GROUP_BYTES] + on_disk[SECTOR_GROUP_BYTES:]
-        first, second = differing_bytes(new, on_disk)
-        self.write_page(file, torn)
-        container.start()
-        recovered = True
-        try:
-            wait_healthy(container, 120)
-        except ContainerError:
-            recovered = False
-        rows = b_rows = -1
-        if recovered:
-            rows = int(psql(container, "SELECT count(*) FROM torn"))
-            b_rows = int(psql(container, "SELECT count(*) FROM torn WHERE payload LIKE 'b%'"))
-            container.stop(timeout=60)
+        fpi_bytes = _page_image_bytes(wal, relpath)
+        on_disk, first, second = self._crash_and_tear(container, file, new)
+        recovered, rows, b_rows = self._restart_after_crash(container)
         container.reload()
         server_log = container.logs().decode(errors="replace")
         checks, code = None, 0
@@ -228,3 +198,59 @@ class Tear:
             add("updated_rows_visible", b_rows)
             if checksums:
                 add("checksum_check_failed_after_recovery", int(code != 0))
+
+    def _page_as_written(self, container: Container, old: bytes, checksums: bool
+                         ) -> tuple[bytes, bool]:
+        """The updated page as PostgreSQL would write it out, and whether the lab's checksum
+        of the intact page on disk (`old`) matches the one PostgreSQL stored."""
+        # The page as it is in shared buffers after the update. PostgreSQL sets the checksum
+        # only in the copy it writes out, so set it the same way: the first half of the
+        # torn page is then byte for byte what a real write would have put on disk.
+        new = bytes.fromhex(psql(container, "SELECT encode(get_raw_page('torn', 0), 'hex')"))
+        checksum_self_check = pgpage.page_checksum(old, 0) == pgpage.stored_checksum(old)
+        if checksums:
+            if not checksum_self_check:
+                raise LabError("the lab's page checksum does not match PostgreSQL's on an "
+                               "intact page; refusing to build a torn page from it")
+            new = pgpage.with_checksum(new, 0)
+        return new, checksum_self_check
+
+    def _crash_and_tear(self, container: Container, file: str, new: bytes
+                        ) -> tuple[bytes, int, int]:
+        """Kill the server, then tear the page on disk with the first half of `new`; returns
+        the page the crash left and how many bytes differ in each half."""
+        # A crash: no shutdown checkpoint, the updated page never reached the data file.
+        container.kill()
+        container.wait(timeout=60)
+        on_disk = self.read_page(file)
+        torn = new[:SECTOR_GROUP_BYTES] + on_disk[SECTOR_GROUP_BYTES:]
+        first, second = differing_bytes(new, on_disk)
+        self.write_page(file, torn)
+        return on_disk, first, second
+
+    def _restart_after_crash(self, container: Container) -> tuple[bool, int, int]:
+        """Start the server on the torn page and, if recovery completes, count the rows and
+        the updated rows among them (-1 if not), then stop it cleanly."""
+        container.start()
+        recovered = True
+        try:
+            wait_healthy(container, 120)
+        except ContainerError:
+            recovered = False
+        rows = b_rows = -1
+        if recovered:
+            rows = int(psql(container, "SELECT count(*) FROM torn"))
+            b_rows = int(psql(container, "SELECT count(*) FROM torn WHERE payload LIKE 'b%'"))
+            container.stop(timeout=60)
+        return recovered, rows, b_rows
+
+
+def _page_image_bytes(wal: str, relpath: str) -> int:
+    """The bytes of full-page images of the table's block 0 in pg_get_wal_records_info rows."""
+    relfile = relpath.rsplit("/", 1)[-1]
+    fpi_bytes = 0
+    for line in wal.splitlines():
+        fields = line.split("|")
+        if len(fields) >= 5 and f"/{relfile} " in fields[4] + " " and " blk 0" in fields[4]:
+            fpi_bytes += int(fields[3])
+    return fpi_bytes

@@ -205,6 +205,25 @@ def _iops(value: float | None) -> str:
 def _write_behind(results: pd.DataFrame, meta: dict[str, Any]) -> dict[str, str]:
     table = tables.write_behind_table(results, meta)
     f = {"wb_depth": str(WRITE_BEHIND)}
+    f.update(_backlog_by_cell(table))
+    f["wb_verdict"] = behind_verdict(table)
+    f["how_set_verdict"] = how_set_verdict(table)
+    behind = table[table["max_backlog"] > 0] if len(table) else table
+    first = behind.iloc[0] if len(behind) else None
+    f.update(_first_cell_latency(results, first))
+    f.update(_first_cell_rate(table, first))
+    check = tables.fill_time_check(table) if len(table) else {"measured_s": None,
+                                                              "model_s": None, "stall_s": None}
+    f.update(_fill_and_stall(table, behind, check))
+    f.update(_fill_from_fast_leg(table, check))
+    f["wb_first_waits"] = _first_cell_waits(first)
+    return f
+
+
+def _backlog_by_cell(table: pd.DataFrame) -> dict[str, str]:
+    """Per write-behind cell (slot and how it was set): the most held behind, and the
+    flat-out and paced writers' medians."""
+    f = {}
     cells = table.set_index("config") if len(table) else pd.DataFrame()
     for name in ("wb-slot0-create", "wb-slot0-sysfs", "wb-slot1-create", "wb-slot1-sysfs"):
         key = name.removeprefix("wb-").replace("-", "_")
@@ -212,10 +231,12 @@ def _write_behind(results: pd.DataFrame, meta: dict[str, Any]) -> dict[str, str]
         f[f"backlog_{key}"] = f"{row['max_backlog']:.0f}" if row is not None else NOT_MEASURED
         f[f"write_p50_{key}"] = us(row["write_p50_us"] if row is not None else None)
         f[f"paced_p50_{key}"] = us(row["paced_p50_us"] if row is not None else None)
-    f["wb_verdict"] = behind_verdict(table)
-    f["how_set_verdict"] = how_set_verdict(table)
-    behind = table[table["max_backlog"] > 0] if len(table) else table
-    first = behind.iloc[0] if len(behind) else None
+    return f
+
+
+def _first_cell_latency(results: pd.DataFrame, first: pd.Series | None) -> dict[str, str]:
+    """The latencies of the first cell whose writes went behind, beside write-mostly alone."""
+    f = {}
     f["wb_first_cell"] = (tables.CONFIG_LABELS[first["config"]] if first is not None
                           else NOT_MEASURED)
     f["wb_write_p50"] = us(first["write_p50_us"] if first is not None else None)
@@ -234,6 +255,13 @@ def _write_behind(results: pd.DataFrame, meta: dict[str, Any]) -> dict[str, str]
     f["wb_write_slat_mean"] = us(lat_mean - first["write_mean_us"]
                                  if first is not None and lat_mean is not None else None)
     f["wb_write_rate_from_mean"] = _iops(1e6 / lat_mean if lat_mean else None)
+    return f
+
+
+def _first_cell_rate(table: pd.DataFrame, first: pd.Series | None) -> dict[str, str]:
+    """The flat-out writer's rate in the first cell whose writes went behind, against the
+    backlog cycle's model."""
+    f = {}
     sustained = (backlog_sustained_iops(WRITE_BEHIND, float(first["fast_iops"]),
                                         float(first["slow_iops"]))
                  if first is not None and first["fast_iops"] and first["slow_iops"] else None)
@@ -243,8 +271,13 @@ def _write_behind(results: pd.DataFrame, meta: dict[str, Any]) -> dict[str, str]
     f["wb_cycle_rates"] = _cycle_rates(table, first, sustained)
     f["wb_write_p999"] = us(first["write_p999_us"] if first is not None else None)
     f["wb_write_iops"] = _iops(first["write_iops"] if first is not None else None)
-    check = tables.fill_time_check(table) if len(table) else {"measured_s": None,
-                                                              "model_s": None, "stall_s": None}
+    return f
+
+
+def _fill_and_stall(table: pd.DataFrame, behind: pd.DataFrame,
+                    check: dict[str, float | None]) -> dict[str, str]:
+    """How long the backlog took to fill and a write then waited, measured and modelled."""
+    f = {}
     never = ("never: no write waited for a full backlog in this run"
              if len(behind) else NOT_MEASURED)
     f["fill_measured"] = seconds(check["measured_s"]) if check["measured_s"] else never
@@ -255,6 +288,13 @@ def _write_behind(results: pd.DataFrame, meta: dict[str, Any]) -> dict[str, str]
     f["stall_model"] = seconds(stall_model)
     f["stall_measured"] = seconds(check["stall_s"]) if check["stall_s"] else never
     f["stall_error"] = error_text(stall_model, check["stall_s"])
+    return f
+
+
+def _fill_from_fast_leg(table: pd.DataFrame, check: dict[str, float | None]) -> dict[str, str]:
+    """The fill time predicted from the legs' own rates, and the writer's pace while the
+    backlog filled against the fast leg's."""
+    f = {}
     f["fill_fast_iops"] = _iops(table["fast_iops"].iloc[0] if len(table) else None)
     fast_w = table["fast_iops"].iloc[0] if len(table) else None
     slow_w = table["slow_iops"].iloc[0] if len(table) else None
@@ -277,7 +317,6 @@ def _write_behind(results: pd.DataFrame, meta: dict[str, Any]) -> dict[str, str]
     f["fill_write_iops"] = _iops(None if filled.empty else
                                  float(filled["fill_write_iops"].median()))
     f["fill_slow_iops"] = _iops(table["slow_iops"].iloc[0] if len(table) else None)
-    f["wb_first_waits"] = _first_cell_waits(first)
     return f
 
 

@@ -82,29 +82,13 @@ class PowerCut:
                 self.cut_once(rng, cut, CUT_SETTINGS[name])
 
     def cut_once(self, rng: random.Random, cut: int, setting: CutSetting) -> None:
-        ws, host, name = self.ws, self.host, setting.name
+        host, name = self.host, setting.name
         write_s = self.profile.power_cut_write_s
         blocks = region_blocks(write_s, self.legs.cap_iops)
         size_mib = -(-(blocks + 1) * BLOCK_BYTES // (1024 * 1024)) + 1
         self.progress.step(f"{DRILL} {cut}, {setting.label}: a fast leg in memory, {write_s:g} "
                            f"s of acknowledged writes, then {host.name}'s power is cut")
-        fast = self.instance_store(size_mib)
-        # The region written once and flushed first. The slow disk is a qcow2 file, and QEMU
-        # keeps which of its clusters hold data in its memory until a flush
-        # (labs/infra/vm/power.py): an unsynced write into a cluster never written before
-        # could vanish with QEMU for that reason alone. Written, the count is md's.
-        # Safe: zeroes only the lab's slow disk, which the guard allows first.
-        self.check_device_then(self.legs.slow_disk, [
-            "dd", "if=/dev/zero", f"of={self.legs.slow_disk}", "bs=1M", f"count={size_mib + 16}",
-            "oflag=direct", "conv=fsync", "status=none"])
-        # Slot 0 at creation, as Hyperconnect built it: the slow leg and a missing slot,
-        # then the fast leg added, which md fills from the slow leg.
-        array = self.create_array([md.Member(self.legs.slow, write_mostly=True),
-                                   md.Member("missing")], bitmap="internal",
-                                  write_behind=setting.write_behind, size_mib=size_mib)
-        self.manage(array, "add", fast)
-        self.wait_for_sync(array, f"{DRILL}-{name}-cut{cut}-add", time.monotonic())
-        host.sudo("sync", timeout_s=300)
+        array = self._fresh_array(cut, setting, size_mib)
         token, seed = secrets.token_hex(8), rng.randrange(2**31)
         layout = [str(blocks), setting.order, str(seed)]
         # Safe: the writer writes only the lab's own array, made above over guarded legs.
@@ -122,6 +106,41 @@ class PowerCut:
         if not stream.thread.is_alive():
             raise LabError(f"{DRILL}: the writer stopped before the cut ({stream.ended}; "
                            f"its region holds {blocks} blocks)")
+        cut_at, boot_s = self._cut_then_boot(cut, setting, stream, started)
+        check = self.assemble_and_check(f"{name}-cut{cut}", token, layout, stream.acked)
+        self._record_cut(cut, setting, stream, check, backlog, slow, cut_at=cut_at,
+                         writing_began_s=writing - started, boot_s=boot_s)
+        self.progress.detail(f"{setting.label}: acknowledged {stream.acked}, lost {check.lost} "
+                             f"(the most writes held behind before the cut: {backlog})")
+
+    def _fresh_array(self, cut: int, setting: CutSetting, size_mib: int) -> str:
+        """The drill's array, new for each cut: the slow leg in slot 0, write-mostly, and a
+        fast leg in the VM's memory, in sync and flushed; returns its device."""
+        host, name = self.host, setting.name
+        fast = self.instance_store(size_mib)
+        # The region written once and flushed first. The slow disk is a qcow2 file, and QEMU
+        # keeps which of its clusters hold data in its memory until a flush
+        # (labs/infra/vm/power.py): an unsynced write into a cluster never written before
+        # could vanish with QEMU for that reason alone. Written, the count is md's.
+        # Safe: zeroes only the lab's slow disk, which the guard allows first.
+        self.check_device_then(self.legs.slow_disk, [
+            "dd", "if=/dev/zero", f"of={self.legs.slow_disk}", "bs=1M", f"count={size_mib + 16}",
+            "oflag=direct", "conv=fsync", "status=none"])
+        # Slot 0 at creation, as Hyperconnect built it: the slow leg and a missing slot,
+        # then the fast leg added, which md fills from the slow leg.
+        array = self.create_array([md.Member(self.legs.slow, write_mostly=True),
+                                   md.Member("missing")], bitmap="internal",
+                                  write_behind=setting.write_behind, size_mib=size_mib)
+        self.manage(array, "add", fast)
+        self.wait_for_sync(array, f"{DRILL}-{name}-cut{cut}-add", time.monotonic())
+        host.sudo("sync", timeout_s=300)
+        return array
+
+    def _cut_then_boot(self, cut: int, setting: CutSetting, stream: AckStream,
+                       started: float) -> tuple[float, float]:
+        """Cut the VM's power with the writer running, boot it again and reconnect; returns
+        when the cut came (s after `started`) and how long the boot took (s)."""
+        ws, host = self.ws, self.host
         try:
             # The power cut: QEMU dies at once; the guest's memory and its tmpfs are gone.
             cut_at, boot_s = power.cut_then_boot(
@@ -132,7 +151,14 @@ class PowerCut:
             cut_at -= started
         finally:
             ws.reconnect()
-        check = self.assemble_and_check(f"{name}-cut{cut}", token, layout, stream.acked)
+        return cut_at, boot_s
+
+    def _record_cut(self, cut: int, setting: CutSetting, stream: AckStream, check: BlockCheck,
+                    backlog: int, slow: md.DiskStat, *, cut_at: float, writing_began_s: float,
+                    boot_s: float) -> None:
+        """The cut's acknowledgements (raw) and its results; `cut_at` and `writing_began_s`
+        count from the writer's start."""
+        name = setting.name
         self.run.add_raw(f"power-cut/{name}-cut{cut}-acks.txt",
                          "".join(f"{number} {at:.3f}\n" for number, at in stream.acks))
         first_lost_at = next((at for number, at in stream.acks
@@ -153,12 +179,10 @@ class PowerCut:
                 ("lost_window_ms", 0.0 if first_lost_at is None
                  else round(1000 * (cut_at - first_lost_at), 1), "ms"),
                 ("cut_after_s", cut_at, "s"),
-                ("writing_s", cut_at - (writing - started), "s"),
+                ("writing_s", cut_at - writing_began_s, "s"),
                 ("boot_s", boot_s, "s")):
             self.run.add_result(config=DRILL, workload="power-cut", metric=metric, value=value,
                                 unit=unit, **dims)
-        self.progress.detail(f"{setting.label}: acknowledged {stream.acked}, lost {check.lost} "
-                             f"(the most writes held behind before the cut: {backlog})")
 
     def instance_store(self, size_mib: int) -> str:
         """A loop device over a file in a tmpfs inside the VM: gone with the power."""

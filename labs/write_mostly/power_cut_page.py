@@ -193,19 +193,33 @@ def power_cut_text(run: RecordedRun | None) -> str:
     cuts = f"{f['cuts']} cuts" if f["cuts"] != "1" else "one cut"
     safe_lost = f["wm_dsync_lost_total"] != "0"
     write_s = run.meta["parameters"]["profile_settings"]["power_cut_write_s"]
-    parts = [
-        f"The run is `{run.run_id}`, recorded with `--part power-cut` and the "
-        f"{run.meta['parameters']['profile']} profile: {cuts} per setting, each after "
-        f"{f['writing']} of writing (a moment drawn in the last third of {write_s:g} s).",
-        f"**Write-mostly alone.** Each O_DSYNC write waited for the slow disk, "
-        f"{f['wm_dsync_rate']} acknowledged per second; the {cuts} took "
-        f"{f['wm_dsync_lost_total']} of {f['wm_dsync_acked']} acknowledged writes"
-        + (", though the model says none: something below md acknowledged writes it had "
-           "not kept." if safe_lost else ", as the model says: none.")]
+    parts = [_run_sentence(run, f, cuts, write_s), _write_mostly_paragraph(f, cuts, safe_lost)]
     if "wb_dsync_acked" in f:
-        held = _held(table, "wb-dsync", cap)
-        parts.append(
-            f"**Write-behind, O_DSYNC.** The writer went {f['wb_dsync_rate']} per second. "
+        parts.append(_dsync_paragraph(f, _held(table, "wb-dsync", cap)))
+    held = _held(table, "wb-nosync", cap)
+    nosync = _setting(table, "wb-nosync")
+    parts.append(_nosync_paragraph(table, f, held, nosync))
+    if "wb_nosync_in_order_acked" in f:
+        parts.append(_in_order_paragraph(table, f, held, nosync, cap))
+    return "\n\n".join(parts)
+
+
+def _run_sentence(run: RecordedRun, f: dict[str, str], cuts: str, write_s: float) -> str:
+    return (f"The run is `{run.run_id}`, recorded with `--part power-cut` and the "
+            f"{run.meta['parameters']['profile']} profile: {cuts} per setting, each after "
+            f"{f['writing']} of writing (a moment drawn in the last third of {write_s:g} s).")
+
+
+def _write_mostly_paragraph(f: dict[str, str], cuts: str, safe_lost: bool) -> str:
+    return (f"**Write-mostly alone.** Each O_DSYNC write waited for the slow disk, "
+            f"{f['wm_dsync_rate']} acknowledged per second; the {cuts} took "
+            f"{f['wm_dsync_lost_total']} of {f['wm_dsync_acked']} acknowledged writes"
+            + (", though the model says none: something below md acknowledged writes it had "
+               "not kept." if safe_lost else ", as the model says: none."))
+
+
+def _dsync_paragraph(f: dict[str, str], held: bool) -> str:
+    return (f"**Write-behind, O_DSYNC.** The writer went {f['wb_dsync_rate']} per second. "
             f"For each acknowledged write the slow disk completed {f['wb_dsync_flushes']} "
             f"cache flushes and {f['wb_dsync_writes_per_ack']} writes (the run does not say "
             "what the second write was). "
@@ -218,11 +232,13 @@ def power_cut_text(run: RecordedRun | None) -> str:
             + f"md held at most {f['wb_dsync_backlog']} behind, and the cuts took "
             f"{f['wb_dsync_lost']} acknowledged writes (the model expects "
             f"{f['wb_dsync_expected']}).")
-    held = _held(table, "wb-nosync", cap)
-    nosync = _setting(table, "wb-nosync")
+
+
+def _nosync_paragraph(table: pd.DataFrame, f: dict[str, str], held: bool,
+                      nosync: pd.DataFrame) -> str:
     below_limit = nosync["max_backlog_before_cut"].max() < nosync["model_most"].max()
     gaps = cuts_with_gaps(table, "wb-nosync")
-    parts.append(
+    return (
         "**Write-behind, no sync.** Without a flush per write the writer "
         + (f"kept to the slow disk's pace, {f['wb_nosync_rate']} per second against a cap of "
            f"{f['cap']}, which the model would explain by a writer that outruns the slow leg and "
@@ -247,24 +263,28 @@ def power_cut_text(run: RecordedRun | None) -> str:
            "behind what the writer had been told.")
         + f" Cut by cut, every missing write was among the last "
         f"{f['wb_nosync_window_writes']} acknowledged.")
-    if "wb_nosync_in_order_acked" in f:
-        order = _setting(table, "wb-nosync-in-order")["max_backlog_before_cut"].max()
-        shuffled = nosync["max_backlog_before_cut"].max()
-        slower = held and not _held(table, "wb-nosync-in-order", cap)
-        parts.append(
-            "**The same, blocks in order.** Only the order differs from the last setting. "
-            f"The writer went {f['wb_nosync_in_order_rate']} per second, md held at most "
-            f"{f['wb_nosync_in_order_backlog']} behind, and the cuts took "
-            f"{f['wb_nosync_in_order_lost']} (the model, from that rate, expects "
-            f"{f['wb_nosync_in_order_expected']})."
-            + (" The order alone kept the writer below the slow disk's pace and the backlog "
-               "nearly empty. The likely reason is in md: it keeps a write to the "
-               "write-mostly disk from passing one still on its way that it overlaps, and "
-               "its check counted a write that only touches the next one as overlapping, so "
-               "a writer going in order waits for the slow disk at nearly every write "
-               f"({KERNEL_FIX} corrects the check; the lab has not run a kernel with the fix)."
-               if slower and order * 10 <= shuffled else ""))
-    return "\n\n".join(parts)
+
+
+def _in_order_paragraph(table: pd.DataFrame, f: dict[str, str], held: bool,
+                        nosync: pd.DataFrame, cap: float | None) -> str:
+    """The setting that differs from write-behind without sync only in its blocks' order;
+    `held` says whether that one kept to the slow disk's pace."""
+    order = _setting(table, "wb-nosync-in-order")["max_backlog_before_cut"].max()
+    shuffled = nosync["max_backlog_before_cut"].max()
+    slower = held and not _held(table, "wb-nosync-in-order", cap)
+    return (
+        "**The same, blocks in order.** Only the order differs from the last setting. "
+        f"The writer went {f['wb_nosync_in_order_rate']} per second, md held at most "
+        f"{f['wb_nosync_in_order_backlog']} behind, and the cuts took "
+        f"{f['wb_nosync_in_order_lost']} (the model, from that rate, expects "
+        f"{f['wb_nosync_in_order_expected']})."
+        + (" The order alone kept the writer below the slow disk's pace and the backlog "
+           "nearly empty. The likely reason is in md: it keeps a write to the "
+           "write-mostly disk from passing one still on its way that it overlaps, and "
+           "its check counted a write that only touches the next one as overlapping, so "
+           "a writer going in order waits for the slow disk at nearly every write "
+           f"({KERNEL_FIX} corrects the check; the lab has not run a kernel with the fix)."
+           if slower and order * 10 <= shuffled else ""))
 
 
 def power_cut_chart(run: RecordedRun | None) -> alt.TopLevelMixin:
