@@ -4,7 +4,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: book site test test-fast serve clean system-book system-fast system-test lint
+.PHONY: book site test test-fast serve clean system-book system-fast system-test lint venv
 
 # `make book CLASS=NAME` builds the book with a class's runs (data/classes/NAME/).
 CLASS ?= $(LABS_CLASS)
@@ -27,6 +27,8 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	@touch $(STAMP)
+
+venv: $(STAMP)
 
 book: system-book $(STAMP)
 	LABS_CLASS=$(CLASS) $(VPY) -m labs.book.build

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SUDO_USER, add_sudo_user, qemu_processes_under, remove_sudo_user
+from conftest import SUDO_USER, VM_PAIR_ARGS, add_sudo_user, qemu_processes_under, remove_sudo_user
 from conftest import report as conftest_report
 
 from labs.infra.guard import DeviceRefused, check_device
@@ -398,6 +398,42 @@ def test_a_killed_image_build_is_cleaned_up(tmp_path):
     assert left == {"processes": 0, "mounts": 0, "scratch dirs": 0}
 
 
+GUEST_IDENTITY = ("date +%s.%N; hostname; cat /etc/machine-id; ip -4 -o addr show eth1 | "
+                  "awk '{print $4}'; for disk in /dev/vdb /dev/vdc; do head -c 1048576 $disk "
+                  "| tr -d '\\0' | wc -c; done")
+
+
+@pytest.mark.last  # it stops and starts the session's pair: after every test that uses it
+def test_the_pair_started_again_is_resumed_with_its_own_identity_clock_and_disks(lab_env):
+    """The session's first `vm up --pair` booted the kernel and saved both VMs (or resumed
+    a pair an earlier session saved); the next one resumes both from their saved states."""
+    assert lab_env.cli("vm", "down").returncode == 0
+    started = time.monotonic()
+    upped = lab_env.cli("vm", "up", *VM_PAIR_ARGS, timeout_s=900)
+    wall_s = time.monotonic() - started
+    assert upped.returncode == 0, upped.stdout + upped.stderr
+    assert upped.stdout.count("(resumed from its saved state)") == 2, upped.stdout
+    seen = {}
+    for name in ("vm1", "vm2"):
+        host = get_host(name)
+        before = time.time()
+        lines = host.run(GUEST_IDENTITY, timeout_s=120).stdout.split()
+        after = time.time()
+        host.close()
+        guest_s, hostname, machine_id, address, *nonzero_bytes = lines
+        # The clock was set from this machine's as the VM came up (1 s of slack for SSH).
+        assert before - 1 <= float(guest_s) <= after + 1, (name, guest_s, before, after)
+        assert nonzero_bytes == ["0", "0"], f"{name}: its data disks are not fresh"
+        seen[name] = (hostname, machine_id, address)
+    assert seen["vm1"][0] == "vm1" and seen["vm2"][0] == "vm2"
+    assert seen["vm1"][1] != seen["vm2"][1], "the two VMs share a machine id"
+    assert (seen["vm1"][2], seen["vm2"][2]) == ("10.77.0.1/24", "10.77.0.2/24")
+    link = get_host("vm1").run("ping -c 1 -W 10 10.77.0.2", check=False, timeout_s=60)
+    assert link.exit_code == 0, "the private link does not carry the resumed pair's traffic"
+    ready = [line for line in upped.stdout.splitlines() if "SSH ready" in line]
+    report(f"vm up --pair, resumed: {wall_s:.1f} s wall; " + "; ".join(ready))
+
+
 @pytest.mark.last
 def test_down_stops_the_vms_and_keeps_their_console_logs(lab_env):
     state_dir = Path(lab_env.env["LABS_STATE_DIR"])
@@ -405,7 +441,12 @@ def test_down_stops_the_vms_and_keeps_their_console_logs(lab_env):
     assert stopped.returncode == 0, stopped.stderr
     assert qemu_processes_under(state_dir) == []
     logs = list((state_dir / "vms" / "ended").glob("vm*/serial.log"))
-    assert len(logs) >= 2 and all("login:" in log.read_text() for log in logs)
+    assert len(logs) >= 2
+    # A booted VM's console shows the login prompt; a resumed VM's console starts empty.
+    for log in logs:
+        state = log.parent / "state.json"
+        resumed = state.exists() and json.loads(state.read_text()).get("resumed", False)
+        assert resumed or "login:" in log.read_text(), log
     assert not list((state_dir / "vms" / "ended").glob("*/*.qcow2"))
     status = lab_env.cli("vm", "status")
     assert "running" not in status.stdout
@@ -416,8 +457,10 @@ def test_qemu_command_line_throttles_forwards_on_loopback_and_links_the_pair(tmp
                           tmp_path / "initrd.img", "0" * 16, {})
     command = machine.qemu_command("vm2", 2, tmp_path, fake, accel="tcg", memory_mib=512,
                                    cpus=1, ssh_port=2222, slow_iops=50, slow_bps=1_000_000,
-                                   pair_ports=(4001, 4002))
+                                   pair_ports=(4001, 4002), machine_id="0123456789abcdef" * 2)
     text = " ".join(command)
+    assert "systemd.machine_id=0123456789abcdef0123456789abcdef" in text
+    assert "virtio-rng-pci" in text
     assert "throttling.iops-total=50,throttling.bps-total=1000000" in text
     assert text.count("throttling.") == 2  # only the slow disk is throttled
     assert "hostfwd=tcp:127.0.0.1:2222-:22" in text

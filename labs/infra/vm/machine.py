@@ -1,8 +1,6 @@
 """Booting, finding and stopping lab VMs (QEMU processes the lab owns).
 
-API:
-    vms = up(pair=False, memory_mib=1024, cpus=2)   # -> list[VMState]; journaled first
-    up(release="trixie")                            # Debian 13's image and kernel
+API (booting is in labs/infra/vm/boot.py):
     down()                                          # stop every VM of this state dir
     vm_host("vm1")                                  # -> labs.hosts.SSHHost (root, pinned key)
     running_vm_names(), is_running("vm1"), read_state("vm1")
@@ -40,7 +38,7 @@ from labs.errors import LabError, UsageError
 from labs.infra.hosts import HostError, SSHHost, UnknownHost
 from labs.infra.journal import Journal, JournalEntry, register_teardown, retire_journal
 from labs.infra.paths import state_dir
-from labs.infra.vm.image import DEFAULT_RELEASE, Image, build_image, check_release, ensure_keys
+from labs.infra.vm.image import DEFAULT_RELEASE, Image, ensure_keys
 
 QEMU = "qemu-system-x86_64"
 GUEST_WORK_DIR = "/var/lib/storage-labs/work"
@@ -69,6 +67,7 @@ class VMState:
     image_hash: str
     started_at: str
     release: str = DEFAULT_RELEASE  # Debian codename of the image (older state files: bookworm)
+    resumed: bool = False  # started from a saved state, not booted (labs/infra/vm/boot.py)
 
 
 def vms_dir() -> Path:
@@ -223,8 +222,10 @@ def _probe_kvm(image: Image, timeout_s: float = 20) -> tuple[str, str]:
 
 def qemu_command(name: str, index: int, directory: Path, image: Image, *, accel: str,
                  memory_mib: int, cpus: int, ssh_port: int, slow_iops: int, slow_bps: int,
-                 pair_ports: tuple[int, int] | None) -> list[str]:
-    """The QEMU command line for one lab VM (pure: tested without booting)."""
+                 pair_ports: tuple[int, int] | None, machine_id: str) -> list[str]:
+    """The QEMU command line for one lab VM (pure: tested without booting). `machine_id`
+    (32 hex digits) is the guest's /etc/machine-id: under emulation two VMs booting the same
+    image can draw the same "random" one, so each boot gets its own from here."""
     if accel == "kvm":
         machine = ["-accel", "kvm", "-cpu", "host"]
     else:
@@ -232,13 +233,18 @@ def qemu_command(name: str, index: int, directory: Path, image: Image, *, accel:
         # often slower here (24-37 s against 37-86 s to SSH), and the labs need none of them.
         machine = ["-accel", "tcg,thread=multi", "-cpu", "qemu64"]
     append = (f"root=/dev/vda rw console=ttyS0 systemd.hostname={name} net.ifnames=0 "
+              f"systemd.machine_id={machine_id} "
               "loglevel=4 systemd.show_status=false apparmor=0")
     command = [QEMU, "-name", f"{name},process=storage-labs-{name}", "-machine", "pc",
                *machine, "-m", str(memory_mib), "-smp", str(cpus),
                "-nodefaults", "-display", "none", "-vga", "none",
                "-kernel", str(image.kernel), "-initrd", str(image.initrd), "-append", append,
                "-drive", f"file={directory}/overlay.qcow2,if=none,id=root,format=qcow2",
-               "-device", "virtio-blk-pci,drive=root,serial=lab-root"]
+               "-device", "virtio-blk-pci,drive=root,serial=lab-root",
+               # Entropy from this machine: a guest resumed from a saved state would
+               # otherwise go on from the saved state of its random number generator.
+               "-object", "rng-random,id=rng0,filename=/dev/urandom",
+               "-device", "virtio-rng-pci,rng=rng0"]
     for disk in DATA_DISKS:
         throttle = ""
         if disk == "slow":
@@ -263,7 +269,7 @@ def qemu_command(name: str, index: int, directory: Path, image: Image, *, accel:
     return command
 
 
-def _retire_dir(directory: Path) -> None:
+def retire_vm_dir(directory: Path) -> None:
     """Delete a stopped VM's disks; keep its logs under vms/ended/ for diagnosis."""
     if not directory.exists():
         return
@@ -297,7 +303,7 @@ def stop_vm_process(entry: JournalEntry) -> None:
             break
     if qemu_pids(directory):
         raise VMError(f"vm {entry.id}: QEMU would not stop")
-    _retire_dir(directory)
+    retire_vm_dir(directory)
     if entry.id != "kvm-probe":
         retire_journal(Journal(entry.id))
 
@@ -338,127 +344,6 @@ def wait_for_ssh(state: VMState, directory: Path, deadline: float) -> None:
         host.close()
     raise VMError(f"{state.name}: no SSH within the boot timeout ({last}); console: "
                   f"{_serial_tail(directory)} (log: {directory}/serial.log)")
-
-
-VM_NAMES = ("vm1", "vm2")  # `vm up` boots the first, `vm up --pair` both
-MAX_SLOW_IOPS = 1_000_000
-MAX_SLOW_BPS = 10**12  # QEMU refuses throttles above 10^15; no disk here is near 10^12
-
-
-def check_up(*, memory_mib: int, cpus: int, data_disk_mib: int, slow_iops: int, slow_bps: int,
-             release: str) -> None:
-    """What `up` refuses, before anything starts (one line each)."""
-    if not 256 <= memory_mib <= 65536:
-        raise UsageError(f"--memory {memory_mib}: use 256..65536 MiB")
-    if not 1 <= cpus <= 64:
-        raise UsageError(f"--cpus {cpus}: use 1..64")
-    if not 16 <= data_disk_mib <= 1024 * 1024:
-        raise UsageError(f"--disk-mib {data_disk_mib}: use 16..1048576")
-    if not 0 <= slow_iops <= MAX_SLOW_IOPS:
-        raise UsageError(f"--slow-iops {slow_iops}: use 0 (no throttle) to {MAX_SLOW_IOPS}")
-    if not 0 <= slow_bps <= MAX_SLOW_BPS:
-        raise UsageError(f"--slow-bps {slow_bps}: use 0 (no throttle) to {MAX_SLOW_BPS}")
-    check_release(release)
-
-
-def up(*, pair: bool = False, memory_mib: int = 1024, cpus: int = 2, data_disk_mib: int = 1024,
-       slow_iops: int = 200, slow_bps: int = 0, boot_timeout_s: float | None = None,
-       release: str = DEFAULT_RELEASE, log: Callable[[str], None] = print) -> list[VMState]:
-    """Boot vm1 (and vm2 with pair=True) from fresh overlays; wait until SSH answers."""
-    check_up(memory_mib=memory_mib, cpus=cpus, data_disk_mib=data_disk_mib,
-             slow_iops=slow_iops, slow_bps=slow_bps, release=release)
-    if shutil.which(QEMU) is None:
-        raise VMError(f"{QEMU} is missing (Debian package qemu-system-x86)")
-    names = list(VM_NAMES) if pair else [VM_NAMES[0]]
-    for name in names:
-        if is_running(name):
-            raise UsageError(f"{name} is already running (`python -m labs vm down` first)")
-    image, built, build_s = build_image(release=release)
-    if built:
-        log(f"vm: image built in {build_s:.0f} s")
-    accel = choose_accel(image, log=log)
-    timeout_s = boot_timeout_s or float(os.environ.get("LABS_VM_BOOT_TIMEOUT_S", "600"))
-    keys = ensure_keys()
-    journal = Journal("local")
-    journaled: list[str] = []
-    try:
-        return _boot(names, journaled, image, accel, keys, journal, memory_mib=memory_mib,
-                     cpus=cpus,
-                     data_disk_mib=data_disk_mib, slow_iops=slow_iops, slow_bps=slow_bps,
-                     timeout_s=timeout_s, log=log)
-    except BaseException:
-        # A failed or interrupted start stops what it started (clean would do it too).
-        for entry in reversed(journal.live_entries()):
-            if entry.kind == "vm" and entry.id in journaled:
-                stop_vm_process(entry)
-                journal.released("vm", entry.id)
-        raise
-
-
-def _boot(names: list[str], journaled: list[str], image: Image, accel: str, keys: Any,
-          journal: Journal, *, memory_mib: int, cpus: int, data_disk_mib: int,
-          slow_iops: int, slow_bps: int, timeout_s: float,
-          log: Callable[[str], None]) -> list[VMState]:
-    pair = len(names) == 2
-    udp_ports = (free_udp_port(), free_udp_port()) if pair else None
-    states: list[VMState] = []
-    started = time.monotonic()
-    for index, name in enumerate(names, start=1):
-        directory = vms_dir() / name
-        # Journaled before anything exists: `clean` stops whatever QEMU names this folder.
-        if qemu_pids(directory):
-            raise VMError(f"{name}: a QEMU from an earlier start is still running "
-                          "(`python -m labs clean` stops it)")
-        journal.will_create("vm", name, dir=str(directory))
-        journaled.append(name)
-        _retire_dir(directory)
-        directory.mkdir(parents=True)
-        Journal(name).path.unlink(missing_ok=True)  # a fresh overlay has nothing in it yet
-        subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b",
-                        str(image.disk), str(directory / "overlay.qcow2")], check=True,
-                       capture_output=True)
-        for disk in DATA_DISKS:
-            subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2",
-                            str(directory / f"data-{disk}.qcow2"), f"{data_disk_mib}M"],
-                           check=True, capture_output=True)
-        ssh_port = free_port()
-        host_pub = " ".join(keys.host_pub.split()[:2])
-        (directory / "known_hosts").write_text(f"[127.0.0.1]:{ssh_port} {host_pub}\n")
-        pair_ports = None
-        if udp_ports:
-            pair_ports = udp_ports if index == 1 else (udp_ports[1], udp_ports[0])
-        command = qemu_command(name, index, directory, image, accel=accel,
-                               memory_mib=memory_mib, cpus=cpus, ssh_port=ssh_port,
-                               slow_iops=slow_iops, slow_bps=slow_bps, pair_ports=pair_ports)
-        (directory / "qemu-command.json").write_text(json.dumps(command) + "\n")
-        result = subprocess.run(command, capture_output=True, text=True, timeout=120,
-                                stdin=subprocess.DEVNULL)
-        if result.returncode != 0:
-            raise VMError(f"{name}: QEMU did not start: "
-                          f"{(result.stderr.strip().splitlines() or ['?'])[-1]}")
-        pid = int((directory / "qemu.pid").read_text().strip())
-        state = VMState(name=name, directory=str(directory), pid=pid, ssh_port=ssh_port,
-                        accel=accel, memory_mib=memory_mib, cpus=cpus, boot_s=0.0,
-                        private_ip=f"10.77.0.{index}" if pair else "",
-                        lab_devices=["/dev/vdb", "/dev/vdc"], slow_iops=slow_iops,
-                        slow_bps=slow_bps, image_hash=image.recipe_hash,
-                        started_at=dt.datetime.now(dt.UTC).isoformat(),
-                        release=image.build.get("release", DEFAULT_RELEASE))
-        states.append(state)
-        log(f"vm: {name} started (QEMU pid {pid}, {accel.upper()}, ssh 127.0.0.1:{ssh_port}, "
-            f"console {directory}/serial.log)")
-    deadline = started + timeout_s
-    for state in states:
-        directory = Path(state.directory)
-        log(f"vm: waiting for {state.name} to answer SSH ...")
-        wait_for_ssh(state, directory, deadline)
-        state.boot_s = round(time.monotonic() - started, 1)
-        tmp = directory / "state.json.tmp"
-        tmp.write_text(json.dumps(asdict(state), indent=2) + "\n")
-        tmp.rename(directory / "state.json")
-        log(f"vm: {state.name} is up: SSH ready {state.boot_s:.1f} s after start "
-            f"({state.accel.upper()})")
-    return states
 
 
 def down(names: list[str] | None = None, log: Callable[[str], None] = print) -> list[str]:

@@ -103,6 +103,7 @@ def power_on(name: str, timeout_s: float = 600, log: Callable[[str], None] = pri
     state.pid = int((directory / "qemu.pid").read_text().strip())
     wait_for_ssh(state, directory, started + timeout_s)
     state.boot_s = round(time.monotonic() - started, 1)
+    state.resumed = False  # a power cut's VM boots its kernel, even if it had been resumed
     tmp = directory / "state.json.tmp"
     tmp.write_text(json.dumps(asdict(state), indent=2) + "\n")
     tmp.rename(directory / "state.json")

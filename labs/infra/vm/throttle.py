@@ -11,13 +11,12 @@ take effect at once, below the guest kernel, exactly like the -drive throttling.
 
 from __future__ import annotations
 
-import json
-import socket
 from pathlib import Path
 
 from labs.errors import UsageError
 from labs.infra.hosts import Host
 from labs.infra.journal import JournalEntry, register_teardown
+from labs.infra.vm import qmp
 from labs.infra.vm.machine import DATA_DISKS, VMError, is_running, read_state
 
 # QEMU -drive option name -> block_set_io_throttle argument (qapi/block-core.json)
@@ -44,41 +43,11 @@ def _socket_path(name: str) -> Path:
 
 
 def _qmp(name: str, command: str, arguments: dict | None = None) -> object:
-    """One QMP command on a fresh connection; returns its "return" value."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(TIMEOUT_S)
-        try:
-            sock.connect(str(_socket_path(name)))
-        except OSError as error:
-            raise VMError(f"{name}: QEMU monitor did not answer: {error}") from None
-        # The file is closed with the socket: a socket stays open while a file made from it
-        # lives, and an exception's traceback keeps this one alive. QEMU's monitor serves
-        # one client at a time, so the next connection (the teardown's, after a Ctrl-C
-        # here) would wait for a greeting that never comes.
-        with sock.makefile("rw") as stream:
-            return _qmp_session(name, stream, command, arguments)
-
-
-def _qmp_session(name: str, stream, command: str, arguments: dict | None) -> object:
-    """The greeting, the capabilities handshake, then `command`, on an open QMP stream."""
-
-    def call(execute: str, args: dict | None = None) -> object:
-        message = {"execute": execute, **({"arguments": args} if args else {})}
-        stream.write(json.dumps(message) + "\n")
-        stream.flush()
-        while True:
-            reply = json.loads(stream.readline() or "{}")
-            if "event" in reply:
-                continue  # asynchronous events can arrive between a command and its reply
-            if "error" in reply:
-                raise VMError(f"{name}: QEMU refused {execute}: {reply['error'].get('desc')}")
-            if "return" not in reply:
-                raise VMError(f"{name}: QEMU monitor closed during {execute}")
-            return reply["return"]
-
-    json.loads(stream.readline() or "{}")  # the greeting
-    call("qmp_capabilities")
-    return call(command, arguments)
+    """One QMP command to the VM `name`; returns its "return" value."""
+    try:
+        return qmp.call(_socket_path(name), name, command, arguments, timeout_s=TIMEOUT_S)
+    except qmp.QMPError as error:
+        raise VMError(str(error)) from None
 
 
 def _check_disk(disk: str) -> str:
