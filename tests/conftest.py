@@ -27,6 +27,7 @@ import yaml
 from session_report import (
     TIMES,
     TwoGroupScheduling,
+    lower_priority_for_the_host_group,
     relay_figures,
     report,
     start_shared_files,
@@ -466,6 +467,10 @@ def pytest_collection_modifyitems(session, config, items):
 # --- time per area and the figures --------------------------------------------------------
 # CI's time is spent in a few files (the live labs); their sum per area and per file, printed
 # at the end, shows where a regression came from without reading 2,000 durations.
+
+
+def pytest_runtest_setup(item):
+    lower_priority_for_the_host_group(item)
 
 
 def pytest_runtest_logreport(report):

@@ -7,7 +7,8 @@ collection order, as a single process would (TwoGroupScheduling): the VM labs (m
 waiting on emulated machines) run beside the models, the book, the browser and the
 container labs. Within a group nothing changes, so tests that share a machine never overlap.
 The workers find the groups (they know each test's fixtures) and write them to a file the
-controller's scheduler reads.
+controller's scheduler reads. The host group's worker runs at the lowest CPU priority: the
+VM group is the longer one, and its emulated machines need the CPU most.
 
 The figures a worker reports go to a file the controller reads after every test (a worker's
 own standard output reaches no terminal). The time report is printed at the end and
@@ -60,8 +61,41 @@ def report(config: pytest.Config | None, message: str) -> None:
         sys.stdout.flush()
 
 
-def group_of(item: pytest.Item) -> str:
-    return VM_GROUP if VM_FIXTURES & set(getattr(item, "fixturenames", ())) else HOST_GROUP
+def _fixtures(item: pytest.Item) -> set[str]:
+    return set(getattr(item, "fixturenames", ()))
+
+
+def vm_modules(items: list[pytest.Item]) -> set[str]:
+    """Test files in which some test uses the lab VMs."""
+    return {item.nodeid.split("::", 1)[0] for item in items if VM_FIXTURES & _fixtures(item)}
+
+
+def group_of(item: pytest.Item, modules_with_vms: set[str]) -> str:
+    """VM_GROUP for a test that uses the lab VMs, or that lives beside such tests (a test
+    that reaches a VM fixture through request.getfixturevalue shows none in its signature),
+    unless it uses the container engine (the container labs stay in one group)."""
+    fixtures = _fixtures(item)
+    if VM_FIXTURES & fixtures:
+        return VM_GROUP
+    if "docker_engine" in fixtures:
+        return HOST_GROUP
+    return VM_GROUP if item.nodeid.split("::", 1)[0] in modules_with_vms else HOST_GROUP
+
+
+# The VM group is CI's longest path, and its emulated machines are bound by this machine's
+# CPU: the host group's worker runs at the lowest priority (it and what it starts, such as
+# the book build and the browser), so it uses what the VMs leave and delays them little.
+HOST_GROUP_NICE = 19
+_lowered: list[bool] = []
+_GROUP_OF_TEST: dict[str, str] = {}  # in a worker, from its collection
+
+
+def lower_priority_for_the_host_group(item: pytest.Item) -> None:
+    """In a worker, before its first host-group test: `nice` itself (once)."""
+    if is_worker(item.config) and not _lowered and \
+            _GROUP_OF_TEST.get(item.nodeid) == HOST_GROUP:
+        os.nice(HOST_GROUP_NICE)
+        _lowered.append(True)
 
 
 def write_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -71,7 +105,9 @@ def write_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not is_worker(config) or not path:
         return
     partial = Path(f"{path}.{config.workerinput['workerid']}")
-    partial.write_text(json.dumps({item.nodeid: group_of(item) for item in items}))
+    modules = vm_modules(items)
+    _GROUP_OF_TEST.update({item.nodeid: group_of(item, modules) for item in items})
+    partial.write_text(json.dumps(_GROUP_OF_TEST))
     partial.replace(path)
 
 
