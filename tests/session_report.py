@@ -220,7 +220,7 @@ def write_time_report(terminalreporter) -> None:
         write(f"{seconds:8.1f} s  wall time of worker {worker}")
     write(f"{summary['wall_s']:8.1f} s  wall time of the session")
     terminalreporter.section("time per test file")
-    total = sum(summary["files_s"].values())
+    total = sum(summary["files_s"].values()) or 1.0  # a session of instant tests
     for path, seconds in list(summary["files_s"].items())[:25]:
         write(f"{seconds:8.1f} s  {100 * seconds / total:5.1f} %  {path}")
     TIMES_FILE.parent.mkdir(exist_ok=True)
