@@ -88,5 +88,6 @@ def resync_timing_text(run: RecordedRun) -> str:
         f"still saw it running was {f['resync_md_speeds']}, so the copy itself did not keep "
         "one rate either. The run cannot separate how much of the time beyond size / rate is "
         "the lab's late look, how much a slower copy, and whether any of it is a fixed cost of "
-        "starting a recovery; the lab now also reads each copy's time from md's own kernel "
-        "log, so a new run can tell.")
+        "starting a recovery. md's own kernel log times each copy from the line that begins "
+        "it to the line that ends it; this run kept no such lines, and a run that keeps them "
+        "can tell.")
