@@ -192,3 +192,19 @@ def test_one_stop_of_a_lab_on_several_hosts_does_not_stop_its_clean_up_again(fir
             host.run("true")  # the teardown runs its commands and reports its steps
             progress.step("removing the array")
     assert "removing the array" in stream.getvalue()
+
+
+def test_a_quick_run_says_how_long_it_took_when_measured_and_other_profiles_say_nothing(
+        tmp_path):
+    from labs import timings
+
+    measured = tmp_path / "quick-runs.csv"
+    measured.write_text("lab,host,seconds,boot_included,measured_on,commit,how\n"
+                        "drbd,vm1,515,no,2026-11-29,abc,uncut\ndevices,local,56,no,,,x\n")
+    assert timings.measured_quick_seconds("drbd", "vm2", measured) == 515  # any lab VM
+    assert timings.measured_quick_seconds("devices", "local", measured) == 56
+    assert timings.measured_quick_seconds("devices", "vm1", measured) is None
+    assert timings.measured_quick_seconds("drbd", "vm1", tmp_path / "missing.csv") is None
+    line = timings.expected_duration_line("devices", "vm1", "quick")
+    assert line is not None and line.startswith("expected: about ")
+    assert timings.expected_duration_line("devices", "vm1", "full") is None

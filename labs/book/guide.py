@@ -21,6 +21,7 @@ import yaml
 
 from labs import PROJECT_ROOT, classes, records
 from labs.errors import UsageError
+from labs.timings import QUICK_RUNS_CSV
 
 
 def wall_minutes(run: records.RecordedRun) -> float:
@@ -62,7 +63,6 @@ def figures(labs: Iterable[Any]) -> dict[str, str]:
 # to run. Chapters come from _toc.yml; a chapter's labs are those whose page it holds.
 # ------------------------------------------------------------------------------------------
 
-QUICK_RUNS_CSV = PROJECT_ROOT / "data" / "timings" / "quick-runs.csv"
 QUICK_RUN_COLUMNS = ("lab", "host", "seconds", "boot_included", "measured_on", "commit", "how")
 # A reader of technical prose, with charts to look at: a common planning figure.
 READING_WORDS_PER_MIN = 200

@@ -16,7 +16,7 @@ import argparse
 import dataclasses
 import time
 
-from labs import registry
+from labs import registry, timings
 from labs.errors import Interrupted, LabError, UsageError
 from labs.infra.group import HostRun, run_on_hosts
 from labs.infra.inventory import get_host
@@ -48,6 +48,9 @@ def main(args: argparse.Namespace) -> int:
         return run_many(lab, args)
     params = lab.parameters.from_args(args)
     print(params.command_line(), flush=True)  # every run says how to reproduce it
+    expected = timings.expected_duration_line(lab.name, params.host, params.profile)
+    if expected:  # for planning, beside the command (stderr is for progress and errors)
+        print(expected, flush=True)
     run = lab.run_function()
     host = get_host(params.host)
     progress = Progress(lab.name, total_steps=1)
