@@ -417,17 +417,23 @@ def background_ci(lab_vms):
 # --- the shared container engine -----------------------------------------------------------
 
 @pytest.fixture(scope="session")
-def docker_engine():
-    """The local engine (started when none answers) with the labs' images built."""
+def docker_engine(request):
+    """The local engine (started when none answers) with the labs' images built (each
+    build's time is a figure: on a fresh machine it is part of CI's cold start)."""
     from labs.infra import images
     from labs.infra.containers import local_engine, start_engine_if_needed
     from labs.progress import Progress
 
     start_engine_if_needed()
     client = local_engine(timeout_s=1800)
+    seconds = {}
     for name in images.RECIPES:
+        started = time.monotonic()
         # Cached by recipe hash: a no-op when the image is already built on this machine.
         images.build(name, client, Progress(f"image {name}", 3))
+        seconds[name] = time.monotonic() - started
+    report(request.config, "container images (the first includes the debootstrap base): "
+           + ", ".join(f"{name} {s:.0f} s" for name, s in seconds.items()))
     return client
 
 
