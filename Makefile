@@ -41,12 +41,12 @@ site: system-book $(STAMP)
 # Two workers: the tests that use the lab VMs in one, every other test in the other
 # (tests/session_report.py says why that is safe), each group in its usual order.
 test: system-test $(STAMP)
-	$(VPY) -m pytest -n 2 --durations=40
+	$(VPY) -m pytest -n 2 --dist loadgroup --durations=40
 
 # Models, parsers, recorded runs, the book and its browser checks: no lab VM, no container,
 # no lab run as root. For contributors between changes; `make test` (CI) runs everything.
 test-fast: system-fast $(STAMP)
-	$(VPY) -m pytest -m "not lab_host" --durations=15
+	$(VPY) -m pytest -n 2 --dist loadfile -m "not lab_host" --durations=15
 
 lint: $(STAMP)
 	$(VPY) -m ruff check labs tests benchmarks

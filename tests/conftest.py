@@ -487,7 +487,8 @@ def pytest_runtest_logreport(report):
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    return TwoGroupScheduling(config, log)
+    # `make test` asks for groups (--dist loadgroup); any other mode is pytest-xdist's own.
+    return TwoGroupScheduling(config, log) if config.getoption("dist") == "loadgroup" else None
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -1,7 +1,8 @@
 """What a test session reports: the figures tests print for the closing note, the two groups
 the suite runs in side by side, and the time per area at the end (CI's budget).
 
-`make test` runs two pytest-xdist workers (`-n 2`). Every test that uses the lab VMs is in the
+`make test` runs two pytest-xdist workers (`-n 2 --dist loadgroup`; `make test-fast` spreads
+whole files over two workers instead). Every test that uses the lab VMs is in the
 group `vm`, every other test in the group `host`, and each worker runs one whole group in
 collection order, as a single process would (TwoGroupScheduling): the VM labs (mostly
 waiting on emulated machines) run beside the models, the book, the browser and the
