@@ -58,3 +58,14 @@ def test_the_incoming_command_reads_the_state_file_even_in_a_folder_with_spaces(
     option, value = saved.incoming_args(folder)
     assert option == "-incoming" and value.startswith("exec:")
     assert shlex.split(value[len("exec:"):]) == ["cat", str(folder / saved.STATE_FILE)]
+
+
+def test_a_save_that_a_kill_cut_short_is_removed_before_the_next_one(cache):
+    write_state(KEY)
+    for pid in (123, 456):
+        half = KEY.folder().with_name(f"{KEY.folder().name}.partial-{pid}")
+        half.mkdir()
+        (half / saved.STATE_FILE).write_bytes(b"half")
+    saved.remove_partial_saves(KEY.folder())
+    assert [p.name for p in KEY.folder().parent.iterdir()] == [KEY.folder().name]
+    assert saved.find(KEY) == KEY.folder()
