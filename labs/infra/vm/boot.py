@@ -16,13 +16,12 @@ import datetime as dt
 import hashlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +38,6 @@ from labs.infra.vm.image import (
 )
 from labs.infra.vm.machine import (
     DATA_DISKS,
-    GUEST_WORK_DIR,
     QEMU,
     VMError,
     VMState,
@@ -51,8 +49,10 @@ from labs.infra.vm.machine import (
     qemu_pids,
     retire_vm_dir,
     stop_vm_process,
+    vm_host,
     vms_dir,
     wait_for_ssh,
+    write_state,
 )
 
 VM_NAMES = ("vm1", "vm2")  # `vm up` boots the first, `vm up --pair` both
@@ -94,18 +94,17 @@ class Machine:
     cold: bool  # boot even where a saved state exists
 
     def command(self, name: str, index: int, directory: Path, ssh_port: int,
-                pair_ports: tuple[int, int] | None) -> list[str]:
+                pair_ports: tuple[int, int] | None, machine_id: str) -> list[str]:
         return qemu_command(name, index, directory, self.image, accel=self.accel,
                             memory_mib=self.memory_mib, cpus=self.cpus, ssh_port=ssh_port,
                             slow_iops=self.slow_iops, slow_bps=self.slow_bps,
-                            pair_ports=pair_ports, machine_id=uuid.uuid4().hex)
+                            pair_ports=pair_ports, machine_id=machine_id)
 
     def saved_key(self, name: str) -> saved.SavedKey:
         # The devices a resumed guest finds must be the ones it was saved with: the key holds
-        # the command line with what changes on every start (folder, ports, id) left out.
-        index = VM_NAMES.index(name) + 1
-        shape = [re.sub(r"[0-9a-f]{32}", "ID", argument) for argument in self.command(
-            name, index, Path("/VM"), 0, (0, 0) if self.pair else None)]
+        # the command line with what changes on every start (folder, ports, id) held fixed.
+        shape = self.command(name, VM_NAMES.index(name) + 1, Path("/VM"), 0,
+                             (0, 0) if self.pair else None, machine_id="0" * 32)
         return saved.SavedKey(name=name, image_hash=self.image.recipe_hash, qemu=self.qemu,
                               accel=self.accel, memory_mib=self.memory_mib, cpus=self.cpus,
                               data_disk_mib=self.data_disk_mib, pair=self.pair,
@@ -114,11 +113,11 @@ class Machine:
 
 @dataclass
 class Started:
-    """One VM whose QEMU runs, before SSH answers."""
+    """One VM whose QEMU runs, before SSH answers (its state says whether it resumes)."""
 
     state: VMState
     index: int
-    resumed: bool
+    pair_ports: tuple[int, int] | None  # its peer keeps them if it has to start again
 
 
 def up(*, pair: bool = False, memory_mib: int = 1024, cpus: int = 2, data_disk_mib: int = 1024,
@@ -172,17 +171,22 @@ def _boot(names: list[str], journaled: list[str], machine: Machine, journal: Jou
             pair_ports = udp_ports if index == 1 else (udp_ports[1], udp_ports[0])
         runs.append(_start(name, index, machine, pair_ports, log))
     deadline = started + timeout_s
+    ready: list[Started] = []
     for run in runs:
+        # A VM whose saved state did not come up is started again: its new run replaces it.
         run = _until_ssh_answers(run, machine, deadline, log)
+        ready.append(run)
         run.state.boot_s = round(time.monotonic() - started, 1)
-        _write_state(run.state)
-        how = "resumed from its saved state" if run.resumed else "booted"
+        write_state(run.state)
+        if run.state.resumed:
+            _set_clock(run.state, log)
+        how = "resumed from its saved state" if run.state.resumed else "booted"
         log(f"vm: {run.state.name} is up ({how}): SSH ready {run.state.boot_s:.1f} s after "
             f"start ({run.state.accel.upper()})")
-    for run in runs:
-        if not run.resumed:
+    for run in ready:
+        if not run.state.resumed:
             _save(run.state, machine, log)
-    return [run.state for run in runs]
+    return [run.state for run in ready]
 
 
 def _start(name: str, index: int, machine: Machine, pair_ports: tuple[int, int] | None,
@@ -198,7 +202,8 @@ def _start(name: str, index: int, machine: Machine, pair_ports: tuple[int, int] 
     ssh_port = free_port()
     host_pub = " ".join(machine.keys.host_pub.split()[:2])
     (directory / "known_hosts").write_text(f"[127.0.0.1]:{ssh_port} {host_pub}\n")
-    command = machine.command(name, index, directory, ssh_port, pair_ports)
+    command = machine.command(name, index, directory, ssh_port, pair_ports,
+                              machine_id=uuid.uuid4().hex)
     # The command a power cut boots again with (labs/infra/vm/power.py): a cold boot on the
     # same disks, never the saved memory.
     (directory / "qemu-command.json").write_text(json.dumps(command) + "\n")
@@ -220,54 +225,39 @@ def _start(name: str, index: int, machine: Machine, pair_ports: tuple[int, int] 
     log(f"vm: {name} started (QEMU pid {pid}, {machine.accel.upper()}, ssh "
         f"127.0.0.1:{ssh_port}, console {directory}/serial.log"
         + (", resuming its saved state)" if folder else ")"))
-    return Started(state, index, resumed=folder is not None)
+    return Started(state, index, pair_ports)
 
 
 def _until_ssh_answers(run: Started, machine: Machine, deadline: float,
                        log: Callable[[str], None]) -> Started:
-    """Wait for SSH; a resumed VM then gets this machine's clock. A saved state that does not
-    come up is forgotten and the VM boots cold instead."""
+    """Wait for SSH. A saved state that does not come up is forgotten and the VM boots cold
+    instead."""
     log(f"vm: waiting for {run.state.name} to answer SSH ...")
     try:
         wait_for_ssh(run.state, Path(run.state.directory), deadline)
+        return run
     except (VMError, HostError) as error:
-        if not run.resumed:
+        if not run.state.resumed:
             raise
         log(f"vm: {run.state.name}'s saved state did not come up ({error}); booting it cold")
-    else:
-        if run.resumed:
-            error_s = set_guest_clock(run.state, machine)
-            if error_s > MAX_CLOCK_ERROR_S:
-                log(f"vm: {run.state.name}'s clock is {error_s:.1f} s off this machine's "
-                    "after being set (a slow SSH round trip)")
-        return run
     saved.forget(machine.saved_key(run.state.name))
-    pair_ports = _pair_ports(run.state)  # before the folder is retired with its command
     stop_vm_process(JournalEntry("vm", run.state.name, {"dir": run.state.directory}))
-    again = _start(run.state.name, run.index, machine, pair_ports, log)
+    again = _start(run.state.name, run.index, machine, run.pair_ports, log)
     wait_for_ssh(again.state, Path(again.state.directory), deadline)
     return again
 
 
-def _pair_ports(state: VMState) -> tuple[int, int] | None:
-    """The private link's UDP ports the VM's QEMU was started with (its peer keeps them)."""
-    command = json.loads((Path(state.directory) / "qemu-command.json").read_text())
-    for argument in command:
-        if argument.startswith("socket,id=net1,"):
-            fields = dict(part.split("=", 1) for part in argument.split(",")[1:])
-            return int(fields["localaddr"].rsplit(":", 1)[1]), int(
-                fields["udp"].rsplit(":", 1)[1])
-    return None
+def _set_clock(state: VMState, log: Callable[[str], None]) -> None:
+    error_s = set_guest_clock(vm_host(state.name))
+    if error_s > MAX_CLOCK_ERROR_S:
+        log(f"vm: {state.name}'s clock is {error_s:.1f} s off this machine's after being "
+            "set (a slow SSH round trip)")
 
 
-def set_guest_clock(state: VMState, machine: Machine) -> float:
+def set_guest_clock(guest: SSHHost) -> float:
     """Set a resumed guest's clock from this machine's (it resumes believing no time has
     passed since it was saved); returns how far off it is afterwards, in seconds: how far
     the guest's time lies outside the span of the SSH call that read it."""
-    guest = SSHHost(state.name, "127.0.0.1", user="root", port=state.ssh_port,
-                    key=str(machine.keys.client_key),
-                    known_hosts=str(Path(state.directory) / "known_hosts"),
-                    work_dir=GUEST_WORK_DIR, connect_timeout_s=10)
     try:
         sent = time.time()
         guest.run("true", timeout_s=30)
@@ -279,13 +269,6 @@ def set_guest_clock(state: VMState, machine: Machine) -> float:
     finally:
         guest.close()
     return max(0.0, before - guest_s, guest_s - after)
-
-
-def _write_state(state: VMState) -> None:
-    directory = Path(state.directory)
-    tmp = directory / "state.json.tmp"
-    tmp.write_text(json.dumps(asdict(state), indent=2) + "\n")
-    tmp.rename(directory / "state.json")
 
 
 def _save(state: VMState, machine: Machine, log: Callable[[str], None]) -> None:

@@ -346,6 +346,14 @@ def wait_for_ssh(state: VMState, directory: Path, deadline: float) -> None:
                   f"{_serial_tail(directory)} (log: {directory}/serial.log)")
 
 
+def write_state(state: VMState) -> None:
+    """The VM's state.json, written whole (a reader never sees half of it)."""
+    directory = Path(state.directory)
+    tmp = directory / "state.json.tmp"
+    tmp.write_text(json.dumps(asdict(state), indent=2) + "\n")
+    tmp.rename(directory / "state.json")
+
+
 def down(names: list[str] | None = None, log: Callable[[str], None] = print) -> list[str]:
     """Stop the named VMs (default: every VM this state dir journaled)."""
     journal = Journal("local")

@@ -14,7 +14,6 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
 from pathlib import Path
 
 from labs.errors import UsageError
@@ -25,6 +24,7 @@ from labs.infra.vm.machine import (
     qemu_pids,
     read_state,
     wait_for_ssh,
+    write_state,
 )
 
 
@@ -104,8 +104,6 @@ def power_on(name: str, timeout_s: float = 600, log: Callable[[str], None] = pri
     wait_for_ssh(state, directory, started + timeout_s)
     state.boot_s = round(time.monotonic() - started, 1)
     state.resumed = False  # a power cut's VM boots its kernel, even if it had been resumed
-    tmp = directory / "state.json.tmp"
-    tmp.write_text(json.dumps(asdict(state), indent=2) + "\n")
-    tmp.rename(directory / "state.json")
+    write_state(state)
     log(f"vm: {name} is up again after a power cut: SSH ready {state.boot_s:.1f} s after start")
     return state
