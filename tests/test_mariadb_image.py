@@ -7,7 +7,8 @@ import socket
 import pytest
 
 from labs.infra import images
-from labs.infra.containers import ContainerSpec, exec_in, wait_healthy
+from labs.infra.container_exec import exec_in, run_in
+from labs.infra.containers import ContainerSpec, wait_healthy
 from labs.infra.inventory import get_host
 from labs.infra.workspace import LabWorkspace
 from labs.progress import Progress
@@ -89,23 +90,23 @@ def test_settings_from_arguments_and_environment_and_socket_only_root(lab, tmp_p
     # root: unix_socket, or a password that can never match ("invalid"): none was set.
     privileges = sql(container, "SELECT priv FROM mysql.global_priv WHERE User='root'")
     assert '"authentication_string":"invalid"' in privileges and "unix_socket" in privileges
-    over_tcp = container.exec_run(["mariadb", "--protocol=tcp", "-h", "127.0.0.1", "-uroot",
-                                   "-e", "SELECT 1"])
+    over_tcp = run_in(container, ["mariadb", "--protocol=tcp", "-h", "127.0.0.1", "-uroot",
+                                "-e", "SELECT 1"])
     # Over TCP no root account matches at all (skip-name-resolve: 127.0.0.1 is not localhost).
     assert over_tcp.exit_code == 1
-    assert b"Host '127.0.0.1' is not allowed to connect" in over_tcp.output
+    assert "Host '127.0.0.1' is not allowed to connect" in over_tcp.output
     # A TCP account created from a per-test password's hash (the password never enters SQL).
     password = secrets.token_urlsafe(24)
     sql(container, "CREATE DATABASE sbtest; " +
         mariadb.create_user_sql("lab", mariadb.native_password_hash(password)))
-    as_lab = container.exec_run(["mariadb", "--protocol=tcp", "-h", "127.0.0.1", "-ulab", "-N",
-                                 "-e", "SELECT CURRENT_USER()"],
-                                environment={"MYSQL_PWD": password})
-    assert (as_lab.exit_code, as_lab.output.strip()) == (0, b"lab@%")
+    as_lab = run_in(container, ["mariadb", "--protocol=tcp", "-h", "127.0.0.1", "-ulab", "-N",
+                              "-e", "SELECT CURRENT_USER()"],
+                    environment={"MYSQL_PWD": password})
+    assert (as_lab.exit_code, as_lab.output.strip()) == (0, "lab@%")
     # 10.11: innodb_doublewrite is read only at run time; changing it needs a restart.
-    refused = container.exec_run(mariadb.client_command("SET GLOBAL innodb_doublewrite = ON"))
+    refused = run_in(container, mariadb.client_command("SET GLOBAL innodb_doublewrite = ON"))
     assert refused.exit_code == 1
-    assert b"ERROR 1238" in refused.output and b"read only variable" in refused.output
+    assert "ERROR 1238" in refused.output and "read only variable" in refused.output
 
 
 def test_restart_keeps_the_data_directory(lab, tmp_path):

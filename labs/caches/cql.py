@@ -20,7 +20,8 @@ from docker.models.containers import Container
 from labs.caches.hostside import LabDisk
 from labs.caches.rocks import free_local_port
 from labs.errors import LabError
-from labs.infra.containers import ContainerSpec, exec_in
+from labs.infra.container_exec import exec_in
+from labs.infra.containers import ContainerSpec
 from labs.tools import nodetool
 from labs.tools.cgroupmem import memory_accounting
 

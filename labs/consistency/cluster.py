@@ -23,7 +23,8 @@ from docker.models.containers import Container
 
 from labs.errors import LabError
 from labs.infra import containers
-from labs.infra.containers import ContainerSpec, exec_in
+from labs.infra.container_exec import exec_in
+from labs.infra.containers import ContainerSpec
 from labs.infra.workspace import LabWorkspace
 from labs.tools import nodetool
 

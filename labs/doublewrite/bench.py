@@ -20,7 +20,7 @@ import time
 from labs.doublewrite.params import Parameters
 from labs.doublewrite.server import TEMPLATE, Servers, exec_long, sql, status, variables
 from labs.errors import LabError
-from labs.infra.containers import exec_in
+from labs.infra.container_exec import exec_in
 from labs.progress import Progress
 from labs.records import RunRecorder
 from labs.tools import mariadb, sysbench

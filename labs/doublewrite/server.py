@@ -14,7 +14,8 @@ import time
 from docker.models.containers import Container
 
 from labs.errors import LabError
-from labs.infra.containers import ContainerError, ContainerSpec, exec_in, keep_logs
+from labs.infra.container_exec import exec_in, run_in
+from labs.infra.containers import ContainerError, ContainerSpec, keep_logs
 from labs.infra.workspace import LabWorkspace, LoopFilesystem
 from labs.tools import mariadb, mdadm
 
@@ -146,7 +147,7 @@ class Servers:
             container.reload()
             if container.status in ("exited", "dead"):
                 return None
-            if container.exec_run(HEALTH).exit_code == 0:
+            if run_in(container, HEALTH).exit_code == 0:
                 return time.monotonic() - started
             time.sleep(0.2)
         raise ContainerError(f"container {container.name} neither answered nor exited in "

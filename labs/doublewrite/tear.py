@@ -27,6 +27,7 @@ from docker.models.containers import Container
 from labs.doublewrite import innodbpage
 from labs.doublewrite.server import TEMPLATE, Servers, sql, status
 from labs.errors import LabError
+from labs.infra.container_exec import run_in
 from labs.progress import Progress
 from labs.records import RunRecorder
 from labs.tools import mariadb
@@ -70,9 +71,8 @@ def read_rows(container: Container) -> dict[str, dict]:
     """Each query's exit code and output (errors included: they are the finding)."""
     out = {}
     for label, query in ROW_QUERIES.items():
-        result = container.exec_run(mariadb.client_command(query))
-        out[label] = {"exit": result.exit_code,
-                      "output": (result.output or b"").decode(errors="replace").strip()}
+        result = run_in(container, mariadb.client_command(query))
+        out[label] = {"exit": result.exit_code, "output": result.output.strip()}
     return out
 
 
@@ -176,9 +176,9 @@ class Tear:
     def checksum_setting(self, container: Container) -> None:
         """Which page checksum this server writes, and whether it lets anyone turn it off."""
         algorithm = sql(container, "SELECT @@innodb_checksum_algorithm")
-        refused = container.exec_run(mariadb.client_command(
+        refused = run_in(container, mariadb.client_command(
             "SET GLOBAL innodb_checksum_algorithm = 'none'"))
-        output = (refused.output or b"").decode(errors="replace").strip()
+        output = refused.output.strip()
         self.raw("checksum-setting.txt", f"innodb_checksum_algorithm = {algorithm}\n"
                                          f"SET GLOBAL innodb_checksum_algorithm = 'none': "
                                          f"exit {refused.exit_code}\n{output}\n")

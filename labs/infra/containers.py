@@ -2,7 +2,6 @@
 
     client = engine_for(host)          # the docker engine of the lab host (local or over SSH)
     container = ws.run_container(ContainerSpec(...))   # labs.infra.workspace: journaled first
-    exec_in(container, ["psql", "-c", "SELECT 1"])
     wait_healthy(container, 120)
 
 Lab hosts: the local engine is reached through its socket (started when none answers, as
@@ -268,20 +267,6 @@ def keep_logs(container: Container, folder: Path | None = None) -> Path:
     except docker.errors.APIError as error:
         path.write_text(f"could not read the log: {first_line(error)}\n")
     return path
-
-
-def exec_in(container: Container, command: list[str], user: str = "",
-            check: bool = True, environment: dict[str, str] | None = None) -> str:
-    """Run a command inside a container; returns stdout+stderr; raises on failure."""
-    result = container.exec_run(command, user=user, environment=environment or {},
-                                demux=False)
-    output = (result.output or b"").decode(errors="replace")
-    if check and result.exit_code != 0:
-        tail = output.strip().splitlines()[-1] if output.strip() else "no output"
-        raise ContainerError(
-            f"`{' '.join(command)}` in container {container.name} exited with "
-            f"{result.exit_code}: {tail}")
-    return output
 
 
 def containers_with_owner(client: docker.DockerClient, owner: str) -> list[Container]:

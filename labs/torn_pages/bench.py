@@ -25,10 +25,11 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from docker.models.containers import Container, ExecResult
+from docker.models.containers import Container
 
 from labs.errors import LabError
-from labs.infra.containers import ContainerError, exec_in
+from labs.infra.container_exec import ExecResult, exec_in, run_in
+from labs.infra.containers import ContainerError
 from labs.progress import Progress
 from labs.records import RunRecorder
 from labs.tools import pgbench
@@ -251,7 +252,7 @@ class LegRun:
             threads.append(threading.Thread(target=self.force_checkpoint, daemon=True))
         for thread in threads:
             thread.start()
-        result = container.exec_run(["sh", "-c", script], user="postgres")
+        result = run_in(container, ["sh", "-c", script], user="postgres")
         stop.set()
         for thread in threads:
             thread.join()

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from docker.models.containers import Container
 
-from labs.infra.containers import ContainerSpec, exec_in
+from labs.infra.container_exec import exec_in
+from labs.infra.containers import ContainerSpec
 from labs.infra.workspace import LabWorkspace, LoopFilesystem
 
 PGDATA = "/var/lib/postgresql/data"

@@ -19,7 +19,8 @@ import shlex
 from docker.models.containers import Container
 
 from labs.errors import LabError
-from labs.infra.containers import ContainerError, ContainerSpec, exec_in, wait_healthy
+from labs.infra.container_exec import exec_in
+from labs.infra.containers import ContainerError, ContainerSpec, wait_healthy
 from labs.progress import Progress
 from labs.records import RunRecorder
 from labs.torn_pages import pgpage
