@@ -15,7 +15,7 @@ drill.py    the failover drill: numbered commits, the failure, the count, the re
 pair.py     the two hosts' workspaces and the small steps run.py and drill.py share
 results.py  the recorded run's tables, beside the model
 figures.py  the numbers the lab page quotes, from those tables
-wording.py  how those numbers are written (milliseconds, MiB/s, a commit's wait)
+formats.py  how those numbers are written (milliseconds, MiB/s)
 page.py     what the book pages show: the model's tables and the recorded run
 explain.py  the explanation page's model tables
 charts.py   the Altair charts

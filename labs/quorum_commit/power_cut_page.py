@@ -161,24 +161,20 @@ def figures(run: RecordedRun) -> dict[str, str]:
 
 
 def standby_figures(run: RecordedRun) -> dict[str, str]:
-    """After which cuts the five standbys held the same rows (pc_same_settings), and after
-    the others which one held the fewest: pc_<setting>_fewest_standby, _fewest_held, _zone."""
+    """After the cuts where the five standbys did not hold the same rows, which one held the
+    fewest: pc_<setting>_fewest_standby, _fewest_held, _zone."""
     held = standbys(run)
     results = run.results
     zones = results[results["workload"] == "ping"].set_index("standby")["zone"]
-    same, found = [], {}
+    found = {}
     for setting, rows in held.groupby("synchronous_commit", sort=False):
         counts = rows["acknowledged rows it held"]
         if counts.nunique() == 1 and rows["replay position"].nunique() == 1:
-            same.append(setting)
             continue
         fewest = rows.loc[counts.idxmin()]
         found.update({f"pc_{setting}_fewest_standby": fewest["standby"],
                       f"pc_{setting}_fewest_held": str(int(fewest["acknowledged rows it held"])),
                       f"pc_{setting}_fewest_zone": str(int(zones[fewest["standby"]].iloc[0]))})
-    words = same  # (plain: a glued figure is text, not Markdown)
-    found["pc_same_settings"] = (", ".join(words[:-1]) + " and " + words[-1]
-                                 if len(words) > 1 else "".join(words))
     return found
 
 
