@@ -248,8 +248,6 @@ def test_md_times_every_resync_of_a_new_fast_leg_in_its_kernel_log(legs, request
     assert (both.value_kernel > 0).all() and (both.value_kernel < both.value_polls + 0.5).all()
     table = tables.resync_table(results)
     assert set(table.timed_by) == {"kernel"}
-    said = lab.markdown_paragraphs(recorded)["resync_timing_md"].data
-    assert said.startswith("md's own kernel log timed each of these copies")
     for drill in ("drill-fast-leg-lost", "drill-resync-size-32mib"):
         log = (recorded.raw_dir / "mdstat" / f"{drill}-kernel-log.txt").read_text()
         array = re.search(r"\bmd\d+\b", log).group()  # the lines kept name only the lab's array
@@ -263,7 +261,7 @@ def test_the_run_feeds_every_figure_and_chart_of_the_page(legs, request):
     results, meta = recorded.results, recorded.meta
     figures = lab.figures(recorded)
     assert figures and all(isinstance(v, str) for v in figures.values())
-    assert figures["wb_verdict"] != "not measured in this run"
+    assert figures["backlog_slot0_create"] != "not measured in this run"
     lab.release_figures({"old": recorded, "new": recorded})
     lab.loop_figures(recorded)
     for chart in (charts.slow_leg_chart(results, meta), charts.latency_chart(results, meta),

@@ -14,6 +14,7 @@ tear.py       the torn page, ON and OFF
 innodbpage.py InnoDB's page header, trailer and CRC-32C, so the lab can find and tear a page
 model.py      what the chapter predicts: bytes per row, the ON/OFF ratio on a limited device
 tables.py     the run as tables (pandas); charts.py the charts; page.py what the page shows
+formats.py    the page's figures per repetition, as the numbers it quotes
 """
 
 from labs.doublewrite.params import Parameters

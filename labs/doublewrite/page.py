@@ -1,7 +1,9 @@
 """What the doublewrite page shows: figures, tables, charts, provenance and the live panel.
 
 Pure page code (pandas, Altair, the book's plumbing): it reads recorded runs and never
-touches a host or a container.
+touches a host or a container. `figures(run)` computes the numbers the page quotes; the
+words around them are the page's own, and tests/test_doublewrite_recorded.py checks them
+against the shipped run.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import pandas as pd
 from labs import PROJECT_ROOT
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.panel import LabPanel
-from labs.doublewrite import charts, wording
+from labs.doublewrite import charts, formats
 from labs.doublewrite.model import PAGE_BYTES, RowWrites, full_page_image_bytes, pages_for_ratio
 from labs.doublewrite.params import Parameters
 from labs.doublewrite.tables import (
@@ -169,9 +171,11 @@ def _n(value: float, digits: int = 0) -> str:
     return f"{value:,.{digits}f}"
 
 
-QUOTED_SERVER_VARIABLES = ("innodb_checksum_algorithm", "innodb_use_atomic_writes",
-                           "innodb_flush_method", "innodb_flush_log_at_trx_commit",
-                           "innodb_io_capacity", "innodb_flush_neighbors")
+# The server variables figures() reports (the page quotes the numeric ones; the lab's live
+# test reads innodb_flush_method and innodb_checksum_algorithm from the same figures).
+QUOTED_SERVER_VARIABLES = ("innodb_checksum_algorithm", "innodb_flush_method",
+                           "innodb_flush_log_at_trx_commit", "innodb_io_capacity",
+                           "innodb_flush_neighbors")
 
 
 def figures(run: RecordedRun) -> dict[str, str]:
@@ -186,10 +190,7 @@ def figures(run: RecordedRun) -> dict[str, str]:
         "threads": str(params["threads"]), "limit": str(limit), "small_pool": str(small),
         "large_pool": str(large), "repetitions": str(params["repetitions"]),
         "log_file_mib": str(params["log_file_mib"]),
-        "key_distribution": params["key_distribution"],
         "article_ratio": f"{article_ratio():.2f}",
-        "repetitions_text": {1: "once", 2: "twice"}.get(params["repetitions"],
-                                                        f"{params['repetitions']} times"),
     }
     template = template_figures(run.results)
     f["table_mib"] = _n(template["table_bytes"] / 2**20)
@@ -200,11 +201,11 @@ def figures(run: RecordedRun) -> dict[str, str]:
             if (pool, limit_mibps) not in by.index:
                 continue
             f.update(_setting_figures(by.loc[(pool, limit_mibps)], f"{tag}_{disk}", limit_mibps))
-    f.update(_shape_figures(settings, small, large, limit))
+    f.update(_large_bytes_figures(settings, large))
     f.update(_torn_figures(run))
     f.update(_comparison_figures(run, small, limit))
     f.update(_exercise_figures(run, pairs, small, limit))
-    f.update(wording.figures(run))
+    f.update(formats.figures(run))
     # The largest throughput ratio (OFF over ON) of any pair: the page sets it beside the
     # article's figure, which the run cannot explain when it stays below 2.
     f["max_tps_ratio"] = _n(pairs["tps_off_over_on"].max(), 2)
@@ -252,35 +253,14 @@ def _server_and_host_figures(run: RecordedRun) -> dict[str, str]:
     return f
 
 
-def _shape_figures(settings: pd.DataFrame, small: int, large: int, limit: int
-                   ) -> dict[str, str]:
-    """Sentences about the run's shape, computed, so the text follows the data."""
+def _large_bytes_figures(settings: pd.DataFrame, large: int) -> dict[str, str]:
+    """How far apart the large pool's bytes per row were ON and OFF without a limit, in whole
+    per cent rounded up (at least 1)."""
     by = settings.set_index(["buffer_pool_mib", "write_limit_mibps"])
-    f: dict[str, str] = {}
-    limited = by.loc[(small, limit)]
-    gap = limited["elapsed_on_over_off"] - limited["model_ratio"]
-    f["limited_vs_model"] = ("close to" if abs(gap) < 0.1 else
-                             "above" if gap > 0 else "below")
-    f["limited_vs_article"] = ("close to" if abs(limited["elapsed_on_over_off"]
-                                                 - article_ratio()) < 0.15 else
-                               "above" if limited["elapsed_on_over_off"] > article_ratio()
-                               else "below")
-    nolimit = by.loc[(small, 0)]
-    f["nolimit_smaller"] = ("less than" if nolimit["elapsed_on_over_off"]
-                            < limited["elapsed_on_over_off"] else "not less than")
-    shown = round(float(nolimit["bytes_on_over_off"]), 2)  # as the page prints it
-    f["nolimit_bytes_vs_two"] = ("past the byte model's ceiling of 2" if shown > 2 else
-                                 "at the byte model's ceiling of 2" if shown == 2 else
-                                 "below the byte model's ceiling of 2")
-    f["nolimit_time_vs_bytes"] = (
-        "much less than" if nolimit["elapsed_on_over_off"] < nolimit["bytes_on_over_off"] - 0.2
-        else "about as much as")
-    if (large, 0) in by.index:
-        big = by.loc[(large, 0)]
-        apart_pct = abs(big["bytes_on_over_off"] - 1) * 100
-        f["large_bytes_close"] = (f"within {max(1, math.ceil(apart_pct))} %" if apart_pct < 15
-                                  else f"{apart_pct:.0f} % apart")
-    return f
+    if (large, 0) not in by.index:
+        return {}
+    apart_pct = abs(by.loc[(large, 0), "bytes_on_over_off"] - 1) * 100
+    return {"large_bytes_apart": f"{max(1, math.ceil(apart_pct))} %"}
 
 
 def _torn_figures(run: RecordedRun) -> dict[str, str]:
@@ -299,12 +279,6 @@ def _torn_figures(run: RecordedRun) -> dict[str, str]:
         "torn_on_restart_s": _n(on.get("restart_s", float("nan")), 1),
         "torn_off_exit": _n(table["OFF"]["restart_exit_code"]),
     }
-    off = table["OFF"]
-    for level in (1, 6):
-        kept = off.get(f"force{level}_other_rows_updated", float("nan"))
-        f[f"force{level}_other_value"] = ("the updated value" if kept == 1 else
-                                          "the value from before the update" if kept == 0
-                                          else "nothing")
     return f
 
 

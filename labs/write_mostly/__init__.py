@@ -22,11 +22,11 @@ cut_blocks.py the drill's numbered blocks: writer and reader scripts, the reader
 model.py      what the chapter predicts (slow leg, write-behind backlog, transfer times)
 reference.py  Hyperconnect's published figures, read closely
 tables.py     tidy tables of a run, with the model beside each measurement
-figures.py    every number and shape word the lab page quotes
+figures.py    every number the lab page quotes from a run
 page.py       what the pages show: tables, provenance, the panel, companion runs
-companions.py what the page says about the companion runs (or how to record one)
+companions.py the numbers the page quotes from the companion runs (Debian 13, loop legs)
 charts.py     the pages' Altair charts
-power_cut_page.py  the power-cut drill's table, paragraph and chart
+power_cut_page.py  the power-cut drill's table, figures and chart
 """
 
 from labs.write_mostly.params import Parameters

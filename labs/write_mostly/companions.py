@@ -1,45 +1,40 @@
-"""What the lab page says about its companion runs (Debian 13's kernel; loop-device legs), as
-Markdown paragraphs computed from the runs.
+"""The numbers the lab page quotes from its companion runs: the same lab on Debian 13's kernel
+(prefixed new_, beside the shipped run's old_) and on loop-device legs (prefixed loop_).
 
-A companion that is not recorded gets one sentence saying so and the command that records
-it, never a placeholder inside a sentence. Pure page code: reads recorded runs, no host.
+A companion that is not recorded gives NOT_MEASURED for each of its figures. Pure page code:
+reads recorded runs, no host.
 """
 
 from __future__ import annotations
 
 from labs.records import RecordedRun
 from labs.write_mostly import tables
-from labs.write_mostly.figures import error_text, run_figures, us
+from labs.write_mostly.figures import NOT_MEASURED, model_error, run_figures, us
 from labs.write_mostly.model import backlog_sustained_iops, slow_leg_latency_ms
 from labs.write_mostly.params import WRITE_BEHIND, Parameters
 
-TRIXIE_COMMAND = ("`python -m labs vm up --release trixie`, then "
-                  "`python -m labs run write-mostly --host vm1`")
-LOOP_COMMAND = "`python -m labs run write-mostly --host vm1 --legs loop`"
-LOCAL_COMMAND = "`sudo .venv/bin/python -m labs run write-mostly --host local`"
+RELEASE_KEYS = ("kernel", "runtime_s", "backlog_slot1_create", "write_p50_slot1_create",
+                "wb_rate_min", "wb_rate_max", "wb_rate_model", "wb_rate_error_max")
+LOOP_KEYS = ("loop_fast_write", "loop_slow_write", "loop_model_slow", "loop_slow_error",
+             "loop_slow_error_signed", "loop_cap", "loop_cap_iops", "loop_cap_iops_error",
+             "loop_cap_iops_error_signed", "loop_cap_p50",
+             "loop_cap_mean", "loop_cap_p99", "loop_delay_write", "loop_delay_ms",
+             "loop_resync_rate", "loop_cap_allows", "loop_resync_request", "loop_runtime_s")
 
 
 def release_name(run: RecordedRun) -> str:
-    """'Debian 12 (kernel 6.1.0-50-amd64)' from what the run's host reported."""
+    """'Debian 12 (bookworm), kernel 6.1.0-50-amd64' from what the run's host reported."""
     host = run.meta["host"]
     release = host.get("os_release") or {"bookworm": "Debian GNU/Linux 12 (bookworm)",
                                           "trixie": "Debian GNU/Linux 13 (trixie)"}.get(
         host.get("vm", {}).get("release", "bookworm"), "Debian")
     short = release.replace("GNU/Linux ", "")
-    return f"{short}, kernel {run.meta['tool_versions'].get('kernel', host.get('kernel'))}"
+    return f"{short}, kernel {kernel(run)}"
 
 
-def profile_note(run: RecordedRun, shipped: RecordedRun) -> str:
-    """'' for a run of the shipped run's profile; else what its shorter profile means."""
-    parameters = run.meta["parameters"]
-    profile, ours = parameters.get("profile"), shipped.meta["parameters"].get("profile")
-    if profile == ours:
-        return ""
-    runtime = parameters.get("profile_settings", {}).get("runtime_s")
-    longer = shipped.meta["parameters"].get("profile_settings", {}).get("runtime_s")
-    return (f"it used the {profile} profile, whose workloads ran {runtime:g} s each instead of "
-            f"{longer:g} s, on smaller arrays, so its medians rest on fewer operations than "
-            "this page's run")
+def kernel(run: RecordedRun) -> str:
+    """The kernel the run's host ran ('6.1.0-50-amd64')."""
+    return str(run.meta["tool_versions"].get("kernel", run.meta["host"].get("kernel")))
 
 
 def sustained_rates(run: RecordedRun) -> tuple[list[float], float | None]:
@@ -54,97 +49,63 @@ def sustained_rates(run: RecordedRun) -> tuple[list[float], float | None]:
     return [float(v) for v in behind["write_iops"]], model
 
 
-def kernels_text(run: RecordedRun, newer: RecordedRun | None) -> str:
-    """Section 4's verdicts: write-behind on this run's kernel and, if recorded, Debian 13's."""
-    old = run_figures(run)
-    lines = [f"On {release_name(run)}, writes went behind {old['wb_verdict']}."]
-    if newer is None:
-        lines.append(f"How write-mostly was set {old['how_set_verdict']}.")
-        lines.append("The same lab on Debian 13's kernel is not recorded for this page; "
-                     f"{TRIXIE_COMMAND} records it.")
-        return " ".join(lines)
-    new = run_figures(newer)
-    lines.append(f"On {release_name(newer)}, writes went behind {new['wb_verdict']}.")
-    if old["how_set_verdict"] == new["how_set_verdict"] == "made no difference":
-        lines.append("How write-mostly was set made no difference on either kernel: sysfs and "
-                     "`mdadm --write-mostly` set the same flag.")
-    else:
-        lines.append(f"How write-mostly was set {old['how_set_verdict']} on the first and "
-                     f"{new['how_set_verdict']} on the second.")
-    rates, model = sustained_rates(newer)
-    if rates and model:
-        errors = [error_text(model, rate) for rate in rates]
-        lines.append(
-            "On Debian 13 the flat-out writer averaged "
-            + _and([f"{rate:,.0f}" for rate in rates])
-            + " writes per second in the cells where writes went behind (in the table's order); "
-            f"the model of a backlog that fills and drains in cycles gives {model:,.0f}, the "
-            f"slow leg's pace, which is {_and(errors)} those, so write-behind did not raise "
-            "the sustained rate there either.")
-    note = profile_note(newer, run)
-    if note:
-        lines.append(f"The Debian 13 run is shorter: {note}. The backlog counts need only a few "
-                     "writes to show whether any went behind.")
-    return " ".join(lines)
+def release_figures(runs: dict[str, RecordedRun | None]) -> dict[str, str]:
+    """Per release (the key: "old", "new"): its kernel, its workloads' runtime, the usual
+    command's cell, and the flat-out writer's rates where writes went behind against the
+    model's."""
+    f: dict[str, str] = {}
+    for key, run in runs.items():
+        if run is None:
+            f.update({f"{key}_{name}": NOT_MEASURED for name in RELEASE_KEYS})
+            continue
+        of_run = run_figures(run)
+        rates, model = sustained_rates(run)
+        errors = [abs(model - rate) / rate for rate in rates] if model else []
+        f.update({f"{key}_kernel": kernel(run), f"{key}_runtime_s": of_run["runtime_s"],
+                  f"{key}_backlog_slot1_create": of_run["backlog_slot1_create"],
+                  f"{key}_write_p50_slot1_create": of_run["write_p50_slot1_create"],
+                  f"{key}_wb_rate_min": f"{min(rates):,.0f}" if rates else NOT_MEASURED,
+                  f"{key}_wb_rate_max": f"{max(rates):,.0f}" if rates else NOT_MEASURED,
+                  f"{key}_wb_rate_model": f"{model:,.0f}" if model else NOT_MEASURED,
+                  f"{key}_wb_rate_error_max": f"{max(errors):.0%}" if errors
+                  else NOT_MEASURED})
+    return f
 
 
-def loop_text(run: RecordedRun, loop: RecordedRun | None) -> str:
-    """Section 7's measurements on loop legs, if a loop run is recorded."""
-    if loop is None:
-        return (f"No run with loop legs is recorded for this page; {LOOP_COMMAND} on a "
-                f"Debian 12 lab VM records one, and {LOCAL_COMMAND} does the same on your own "
-                "machine.")
-    f = run_figures(loop)
-    results, meta = loop.results, loop.meta
+def loop_figures(run: RecordedRun | None) -> dict[str, str]:
+    """The loop-device legs: the legs alone, the cap and the delay apart, and the resync
+    that the cgroup limit does not reach (prefixed loop_)."""
+    if run is None:
+        return dict.fromkeys(LOOP_KEYS, NOT_MEASURED)
+    f = run_figures(run)
+    results, meta = run.results, run.meta
     settings = tables.run_settings(meta)
     cap, delay = settings["cap_iops"], settings["delay_ms"]
     model_both = slow_leg_latency_ms(cap, delay) if cap else None
     slow = tables.measured(results, "slow-only", "randwrite-qd1", "clat_p50_us")
-    cap_p50 = tables.measured(results, "slow-cap-only", "randwrite-qd1", "clat_p50_us")
-    cap_mean = tables.measured(results, "slow-cap-only", "randwrite-qd1", "lat_mean_us")
-    cap_iops = tables.measured(results, "slow-cap-only", "randwrite-qd1", "iops")
-    lines = [f"The loop-device run shown here ran inside a lab VM with {release_name(loop)}."]
-    note = profile_note(loop, run)
-    if note:
-        lines.append(f"It is shorter than this page's main run: {note}.")
-    if slow is not None and model_both:
-        lines.append(
-            f"At depth 1, writes took {f['fast_randwrite-qd1_p50']} on the fast loop device and "
-            f"{us(slow)} on the slow one at the median; the model of cap plus delay, "
-            f"{model_both:g} ms, is {error_text(model_both, slow / 1000)} that.")
-    cap_p99 = tables.measured(results, "slow-cap-only", "randwrite-qd1", "clat_p99_us")
-    if cap and cap_iops and cap_p50 and cap_mean:
-        lines.append(
-            f"The cap alone let {cap_iops:,.0f} writes per second through where {cap:g} were "
-            f"asked for (the model is {error_text(cap, cap_iops)} that); half its writes took "
-            f"under {us(cap_p50)} and its mean was {us(cap_mean)}"
-            + (f", because a few waited much longer (p99: {us(cap_p99)})."
-               if cap_p99 and cap_p50 < 0.6 * cap_mean else "."))
-    if f["part_delay_write"] and delay:
-        lines.append(f"The delay alone took {f['part_delay_write']} per write where {delay:g} ms "
-                     "was asked for, as on the lab VM's disks.")
+
+    def cap_alone(metric: str) -> float | None:
+        return tables.measured(results, "slow-cap-only", "randwrite-qd1", metric)
+
     request = tables.resync_request_kib(results)
-    resync = tables.resync_table(results, meta)
-    series = resync[resync["config"] == "drill-resync-size"]
-    if cap and request and len(series):
-        allowed = cap * request / 1024
-        rate = tables.model_resync_rate(results, meta)
-        lines.append(
-            "The limit follows the I/O of the processes in the scope, through md and "
-            "device-mapper down to the loop device, but not md's own resync, which a kernel "
-            f"thread outside the scope does: that run's largest resync ran at {rate:.0f} MiB/s, "
-            f"{'above' if rate > allowed else 'not above'} the {allowed:.1f} MiB/s that the cap "
-            f"would allow for requests of {request:.0f} KiB.")
-    same = f["wb_verdict"] == run_figures(run)["wb_verdict"] and (
-        loop.meta["tool_versions"].get("kernel") == run.meta["tool_versions"].get("kernel"))
-    lines.append(f"Writes went behind {f['wb_verdict']}"
-                 + (", the same cells as on the lab VM's disks with the same kernel." if same
-                    else "."))
-    return " ".join(lines)
-
-
-def _and(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+    resynced = not tables.resync_table(results, meta).empty
+    return {"loop_fast_write": f["fast_randwrite-qd1_p50"], "loop_slow_write": us(slow),
+            "loop_model_slow": f["model_slow_ms"],
+            **model_error("loop_slow_error", model_both, slow / 1000 if slow else None),
+            "loop_cap": f"{cap:g}" if cap else NOT_MEASURED,
+            "loop_cap_iops": (f"{cap_alone('iops'):,.0f}" if cap_alone("iops")
+                              else NOT_MEASURED),
+            **model_error("loop_cap_iops_error", cap, cap_alone("iops")),
+            "loop_cap_p50": us(cap_alone("clat_p50_us")),
+            "loop_cap_mean": us(cap_alone("lat_mean_us")),
+            "loop_cap_p99": us(cap_alone("clat_p99_us")),
+            "loop_delay_write": f["part_delay_write"], "loop_delay_ms": f["delay_ms"],
+            "loop_resync_rate": (f"{tables.model_resync_rate(results, meta):.0f} MiB/s"
+                                 if resynced else NOT_MEASURED),
+            "loop_cap_allows": (f"{cap * request / 1024:.1f} MiB/s" if cap and request
+                                else NOT_MEASURED),
+            "loop_resync_request": f"{request:.0f} KiB" if request else NOT_MEASURED,
+            "loop_runtime_s": f["runtime_s"]}
 
 
 def loop_cap_default() -> str:

@@ -3,7 +3,7 @@
 Pure page code: it reads recorded runs (pandas) and never touches a host.
 
 The page shows the shipped run (data/runs/write-mostly/SHIPPED, Debian 12's kernel on the
-lab VM's disks) and beside it two companion runs named the same way: SHIPPED-trixie (the same
+lab VM's disks) and beside it three companion runs named the same way: SHIPPED-trixie (the same
 lab on Debian 13's kernel), SHIPPED-loop (loop-device legs) and SHIPPED-power-cut (the
 power-cut drill alone, `--part power-cut`).
 """
@@ -19,18 +19,21 @@ from labs.book.panel import LabPanel
 from labs.records import RUN_ID_PATTERN, RecordedRun, load_run, runs_root
 from labs.write_mostly import charts, tables
 from labs.write_mostly.companions import (
-    kernels_text,
     loop_cap_default,
-    loop_text,
+    loop_figures,
+    release_figures,
     release_name,
 )
 from labs.write_mostly.figures import NOT_MEASURED, ms, run_figures, us
 from labs.write_mostly.params import WRITE_BEHIND_CELLS, Parameters
-from labs.write_mostly.power_cut_page import power_cut_figures, power_cut_headline, power_cut_text
-from labs.write_mostly.resync_text import resync_timing_text
+from labs.write_mostly.power_cut_page import (
+    page_cut_figures,
+    power_cut_figures,
+    power_cut_headline,
+)
 
 __all__ = ["companion_run", "figures", "legs_display", "panel", "provenance",
-           "release_figures", "write_behind_display"]
+           "release_figures", "resync_display", "write_behind_display"]
 
 COMPANIONS = {"trixie": "SHIPPED-trixie", "loop": "SHIPPED-loop",
               "power-cut": "SHIPPED-power-cut"}
@@ -49,26 +52,16 @@ def companion_run(role: str, root: Path | None = None) -> RecordedRun | None:
 
 
 def figures(run: RecordedRun) -> dict[str, str]:
-    """Every number the lab page quotes: this run's, and what it says beside the companion
-    runs (Debian 13's kernel, prefixed new_; loop legs, prefixed loop_)."""
+    """Every number the lab page quotes: this run's, and the companion runs' (Debian 13's
+    kernel, prefixed new_ beside this run's old_; loop legs, prefixed loop_; the power-cut
+    drill, prefixed cut_)."""
     if run.meta["parameters"].get("part") == "power-cut":  # the power-cut drill alone
         return power_cut_figures(run)
-    newer = companion_run("trixie")
     return {**run_figures(run),
-            **release_figures({"old": run, "new": newer}),
+            **release_figures({"old": run, "new": companion_run("trixie")}),
             **loop_figures(companion_run("loop")),
-            "loop_cap_default": loop_cap_default(),
-            "wb_table_runs": (f" on {release_name(run)} (this page's run) and on "
-                              f"{release_name(newer)} ({_profile_words(newer)})" if newer else
-                              f" on {release_name(run)} (this page's run)")}
-
-
-def _profile_words(run: RecordedRun) -> str:
-    """'the quick profile: each workload ran 2 s' (what a companion run's profile means)."""
-    parameters = run.meta["parameters"]
-    runtime = parameters.get("profile_settings", {}).get("runtime_s")
-    return (f"a second run, with the {parameters.get('profile', '?')} profile"
-            + (f": each workload ran {runtime:g} s" if runtime else ""))
+            **page_cut_figures(companion_run("power-cut")),
+            "loop_cap_default": loop_cap_default()}
 
 
 def provenance(run: RecordedRun) -> pd.DataFrame:
@@ -156,22 +149,16 @@ def write_behind_display(runs: dict[str, RecordedRun]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def release_figures(runs: dict[str, RecordedRun | None]) -> dict[str, str]:
-    """What the page says about write-behind on each release, computed from each run."""
-    f: dict[str, str] = {}
-    for key, run in runs.items():
-        if run is None:
-            f[f"{key}_release"] = NOT_MEASURED
-            f[f"{key}_wb_verdict"] = NOT_MEASURED
-            f[f"{key}_how_set_verdict"] = NOT_MEASURED
-            continue
-        figures_of_run = run_figures(run)
-        f[f"{key}_release"] = release_name(run)
-        f[f"{key}_wb_verdict"] = figures_of_run["wb_verdict"]
-        f[f"{key}_how_set_verdict"] = figures_of_run["how_set_verdict"]
-        f[f"{key}_backlog_slot1_create"] = figures_of_run["backlog_slot1_create"]
-        f[f"{key}_write_p50_slot1_create"] = figures_of_run["write_p50_slot1_create"]
-    return f
+def resync_display(run: RecordedRun) -> pd.DataFrame:
+    """Every timed resync of a new fast leg beside the model's time (size / the largest
+    array's rate) and the model's error, as the page's table shows them."""
+    rows = [{"resync": ("size series" if row.config == "drill-resync-size"
+                        else "instance replaced (section 5)"),
+             "array size": f"{row.size_mib:.0f} MiB", "took": f"{row.resync_s:.1f} s",
+             "size / rate": f"{row.model_s:.1f} s",
+             "model's error": f"{(row.model_s - row.resync_s) / row.resync_s:+.0%}"}
+            for row in tables.resync_table(run.results, run.meta).itertuples()]
+    return pd.DataFrame(rows)
 
 
 HEADLINE_WORKLOADS = {"randread-qd1": "read latency p50, 4 KiB at depth 1",
@@ -209,26 +196,6 @@ def headline(run: RecordedRun) -> pd.DataFrame:
                           "better": "lower", "model": model})
     return headline_table(table)
 
-
-def loop_figures(run: RecordedRun | None) -> dict[str, str]:
-    """The loop-device legs, measured alone (prefixed loop_)."""
-    if run is None:
-        return {key: NOT_MEASURED for key in ("loop_fast_write", "loop_slow_write",
-                                              "loop_cap_write", "loop_delay_write",
-                                              "loop_cap", "loop_cap_iops", "loop_release",
-                                              "loop_cap_error", "loop_resync_rate",
-                                              "loop_wb_verdict")}
-    f = run_figures(run)
-    settings = tables.run_settings(run.meta)
-    cap_iops = tables.measured(run.results, "slow-cap-only", "randwrite-qd1", "iops")
-    return {"loop_fast_write": f["fast_randwrite-qd1_p50"],
-            "loop_slow_write": f["slow_randwrite-qd1_p50"],
-            "loop_cap_write": f["part_cap_write"], "loop_delay_write": f["part_delay_write"],
-            "loop_cap": f"{settings['cap_iops']:g}" if settings["cap_iops"] else NOT_MEASURED,
-            "loop_cap_iops": f"{cap_iops:,.0f}" if cap_iops else NOT_MEASURED,
-            "loop_cap_error": f["part_cap_write_error"],
-            "loop_release": release_name(run), "loop_resync_rate": f["resync_rate"],
-            "loop_wb_verdict": f["wb_verdict"]}
 
 
 __all__ += ["loop_figures", "ms", "release_name", "run_figures"]
@@ -274,25 +241,8 @@ def explain_figures() -> dict[str, str]:
         f"{transfer_hours(array_bytes, stream_rate(h)):.0f}"
         for h in (figure("stream_hours_min"), figure("stream_hours_max")))
     f["wb_depth"] = str(WRITE_BEHIND)
-    # What section 4 of the lab measures: Debian 13's kernel only if that run is recorded.
-    f["wb_kernels_measured"] = ("on Debian 12's kernel and on Debian 13's"
-                                if companion_run("trixie") else "on Debian 12's kernel")
     return f
 
 
 __all__ += ["explain_figures"]
 
-
-def markdown_paragraphs(run: RecordedRun) -> dict[str, object]:
-    """The paragraphs whose sentences depend on the run, as Markdown for `{glue:md}`:
-    section 4's, section 7's and section 8's about the companion runs (what they measured,
-    or how to record a missing one) and section 6's about how the resyncs were timed."""
-    from IPython.display import Markdown
-
-    return {"wb_kernels_md": Markdown(kernels_text(run, companion_run("trixie"))),
-            "loop_md": Markdown(loop_text(run, companion_run("loop"))),
-            "resync_timing_md": Markdown(resync_timing_text(run)),
-            "power_cut_md": Markdown(power_cut_text(companion_run("power-cut")))}
-
-
-__all__ += ["markdown_paragraphs"]

@@ -6,10 +6,13 @@ run did not measure is simply absent, never a NaN the page has to explain.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pandas as pd
 
+from labs.records import RecordedRun
+from labs.tools.mdadm import parse_mdstat
 from labs.write_mostly.model import (
     MD_SPEED_LIMIT_MAX_KIB_S,
     backlog_fill_s,
@@ -242,6 +245,44 @@ def event_s(results: pd.DataFrame, drill: str, event: str) -> float | None:
     rows = results[(results["config"] == drill) & (results["metric"] == "event_s")
                    & (results["event"] == event)]
     return float(rows["value"].iloc[0]) if len(rows) else None
+
+
+def resync_polls(run: RecordedRun) -> pd.DataFrame:
+    """What the lab's polls of /proc/mdstat saw during each timed resync of a new fast leg
+    (raw/mdstat/<drill>-poll.txt), in seconds since the add: the last poll that still saw
+    the copy running (its percent and md's own speed figure), the poll that saw it done,
+    and the longest wait for a poll. The lab sees a resync end only at its next poll."""
+    rows = []
+    added = event_s(run.results, "drill-fast-leg-lost", "new fast leg added")
+    for resync in resync_table(run.results).itertuples():
+        if resync.config == "drill-resync-size":
+            name, since_s = f"{resync.config}-{resync.size_mib:.0f}mib", 0.0
+        elif added is not None:
+            name, since_s = resync.config, added  # its polls count from the drill's start
+        else:
+            continue
+        path = run.raw_dir / "mdstat" / f"{name}-poll.txt"
+        if not path.is_file():
+            continue
+        polls = []
+        for chunk in re.split(r"^# t_s=", path.read_text(), flags=re.M)[1:]:
+            stamp, _, text = chunk.partition("\n")
+            arrays = list(parse_mdstat(text, str(path)).arrays.values())
+            sync = arrays[0].sync if arrays else None
+            polls.append((float(stamp) - since_s, sync))
+        running = [(t, sync) for t, sync in polls if sync is not None and sync.percent is not None]
+        done = [t for t, sync in polls if sync is None]
+        if not running or not done:
+            continue
+        times = [0.0] + [t for t, _ in polls]
+        waits = [b - a for a, b in zip(times[:-1], times[1:], strict=True)]
+        last_t, last = running[-1]
+        rows.append({"config": resync.config, "size_mib": resync.size_mib,
+                     "last_running_s": last_t, "last_percent": last.percent,
+                     "md_speed_mib_s": (last.speed_kib_s or 0) / 1024,
+                     "done_s": min(t for t in done if t > last_t),
+                     "longest_wait_s": max(waits)})
+    return pd.DataFrame(rows)
 
 
 def resync_request_kib(results: pd.DataFrame) -> float | None:

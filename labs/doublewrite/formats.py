@@ -1,7 +1,8 @@
-"""Sentences of the doublewrite page that depend on the run, computed per repetition.
+"""The doublewrite page's figures per repetition, formatted as the numbers it quotes.
 
 Pure page code: it reads a recorded run (results and raw logs) and never touches a host.
-Each function returns figures for `{glue:text}`; tests on the shipped run check the shapes.
+Each function returns numbers as text for `{glue:text}` (a list of repetitions as "A and
+B"); the words around them are the page's, and tests on the shipped run check them.
 """
 
 from __future__ import annotations
@@ -38,55 +39,30 @@ def _pairs(run: RecordedRun, pool: int, limit: int) -> pd.DataFrame:
 
 def limited_figures(run: RecordedRun, small: int, limit: int) -> dict[str, str]:
     """The small pool on the write-limited device: how fully each leg used the limit (by the
-    bytes it really wrote), and where the byte model's ON bytes fall short."""
+    bytes it really wrote), and how far the ON legs' bytes went past the byte model's."""
     legs = leg_table(run.results)
     legs = legs[(legs["buffer_pool_mib"] == small) & (legs["write_limit_mibps"] == limit)]
     use = {side: limit_use(legs[legs["doublewrite"] == side].sort_values("repetition"), limit)
            for side in ("ON", "OFF")}
-    gap = (use["ON"].to_numpy() - use["OFF"].to_numpy())
     pairs = _pairs(run, small, limit)
-    time_ratio, bytes_ratio = pairs["elapsed_on_over_off"].mean(), pairs["bytes_on_over_off"].mean()
     beyond = pairs["bytes_per_row_on"] / pairs["model_bytes_per_row_on"] - 1
-    pages_on, pages_off = pairs["pages_per_row_on"].mean(), pairs["pages_per_row_off"].mean()
-    spread = pairs["elapsed_on_over_off"].max() - pairs["elapsed_on_over_off"].min()
     return {
         "limited_use_on_reps": _pct(use["ON"]),
         "limited_use_off_reps": _pct(use["OFF"]),
-        "limited_use_word": ("about as fully as" if (abs(gap) < 0.03).all() else
-                             "less fully than" if (gap < 0).all() else
-                             "more fully than" if (gap > 0).all() else
-                             "sometimes more, sometimes less fully than"),
-        "limited_time_vs_bytes": ("about the same as" if abs(time_ratio - bytes_ratio) < 0.05
-                                  else "above" if time_ratio > bytes_ratio else "below"),
         "limited_time_ratios": _join([f"{r:.2f}" for r in pairs["elapsed_on_over_off"]]),
-        "limited_reps_word": "agree" if spread < 0.1 else "disagree",
         "limited_model_bytes_on": f"{pairs['model_bytes_per_row_on'].mean():,.0f}",
         "limited_model_short": _pct([beyond.mean()]),  # measured over the model, less 1
-        "limited_pages_word": ("more" if pages_on > pages_off * 1.02 else
-                               "fewer" if pages_on < pages_off * 0.98 else "about as many"),
     }
 
 
-def latency_word(ratio_on_over_off: float) -> str:
-    """ON against OFF for one repetition: a quarter either way counts as a difference."""
-    return ("higher with doublewrite ON" if ratio_on_over_off > 1.25 else
-            "lower with doublewrite ON" if ratio_on_over_off < 0.8 else "about the same")
-
-
 def latency_figures(run: RecordedRun, small: int, limit: int) -> dict[str, str]:
-    """Median and p99 latency per repetition, and a word for each repetition (one word for
-    all of them when they agree)."""
+    """Median, p95, p99 and mean latency per repetition, ON and OFF."""
     pairs = _pairs(run, small, limit)
     f: dict[str, str] = {}
     for q, digits in (("p50", 2), ("p99", 0)):
         on, off = pairs[f"latency_{q}_on"], pairs[f"latency_{q}_off"]
-        words = [latency_word(r) for r in (on / off).to_numpy()]
         f[f"limited_{q}_on_reps"] = _join([f"{v:,.{digits}f}" for v in on])
         f[f"limited_{q}_off_reps"] = _join([f"{v:,.{digits}f}" for v in off])
-        f[f"limited_{q}_word"] = (
-            f"{words[0]} in every repetition" if len(set(words)) == 1 else
-            _join([f"{word} in repetition {rep}" for rep, word in
-                   zip(pairs["repetition"], words, strict=True)]))
     # The mean and the 95th percentile, where most of the time goes: sysbench's own mean
     # (which Little's law ties to the inserts per second: threads / rate).
     legs = leg_table(run.results)
