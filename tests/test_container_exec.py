@@ -120,3 +120,15 @@ def test_reading_a_missing_file_is_one_line(container):
     with pytest.raises(ContainerError, match="could not read /tmp/absent") as error:
         read_file(container, "/tmp/absent")
     assert "\n" not in str(error.value)
+
+
+@pytest.mark.slow
+@pytest.mark.lab_host
+def test_a_command_in_a_stopped_container_is_one_line(container):
+    stopped = container.client.containers.create(container.image.id, ["true"])
+    try:
+        with pytest.raises(ContainerError, match="is not running") as error:
+            run_in(stopped, ["echo", "hello"])
+        assert "\n" not in str(error.value) and stopped.name in str(error.value)
+    finally:
+        stopped.remove(force=True)

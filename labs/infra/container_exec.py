@@ -72,9 +72,13 @@ def run_in(container: Container, command: list[str], user: str = "",
     api = container.client.api
     path = f"{OUTPUT_DIR}/storage-labs-exec-{secrets.token_hex(8)}"
     old = _take_old_files(container, user)
-    exec_id = api.exec_create(container.id, ["sh", "-c", WRAPPER, "sh", path, str(len(old)),
-                                             *old, *command],
-                              user=user, environment=environment or {})["Id"]
+    try:
+        exec_id = api.exec_create(container.id, ["sh", "-c", WRAPPER, "sh", path, str(len(old)),
+                                                 *old, *command],
+                                  user=user, environment=environment or {})["Id"]
+    except docker.errors.APIError as error:  # most often: the container is not running
+        raise ContainerError(f"`{' '.join(command)}` in container {container.name}: "
+                             f"{first_line(error)}") from None
     streamed = api.exec_start(exec_id)
     exit_code = _exit_code(api, exec_id, command)
     output = whole_output(streamed)
