@@ -77,6 +77,8 @@ def run_in(container: Container, command: list[str], user: str = "",
                                                  *old, *command],
                                   user=user, environment=environment or {})["Id"]
     except docker.errors.APIError as error:  # most often: the container is not running
+        for left in old:  # still there: the next command removes them
+            _keep_old_file(container, user, left)
         raise ContainerError(f"`{' '.join(command)}` in container {container.name}: "
                              f"{first_line(error)}") from None
     streamed = api.exec_start(exec_id)
