@@ -65,3 +65,20 @@ def test_exercise_4_gives_the_time_at_the_recorded_runs_throughput():
     assert 1.96**2 * (1 - 1e-4) / (1e-4 * 0.01**2) <= trials
     assert f["ex4_trials"] == f"{trials / 1e8:.1f} × 10⁸"
     assert f["ex4_minutes"] == f"{trials / throughput / 60:.0f}" and trials / throughput > 60
+
+
+def test_the_exact_values_are_inside_the_simulations_intervals():
+    # "the exact values are inside the 95 % intervals"
+    from labs.records import shipped_run
+
+    wide = page.estimate_table(shipped_run("quorum"))
+    for op in wide.index:
+        assert wide.loc[op, "ci95_low"] <= wide.loc[op, "exact"] <= wide.loc[op, "ci95_high"], op
+
+
+def test_the_zone_exercises_answers_follow_from_the_model():
+    # Exercise 1: "losing the largest zone leaves 3, so writes survive."
+    assert model.describe(5, 3, 3, azs=3).as_dict()["lose_az"]["write"]
+    # Exercise 2: "so writes stop (they need 4) and reads survive (they need 3)."
+    lose_az = model.describe(6, 4, 3, azs=2).as_dict()["lose_az"]
+    assert not lose_az["write"] and lose_az["read"]
