@@ -13,7 +13,8 @@
    the waiting commit and the rows each survivor holds are counted; the copies come back.
 5. The power cuts, one per synchronous_commit setting: every copy loses its power at once,
    and the rows the most advanced standby lacks are counted (labs/quorum_commit/power_cut.py).
-   `--part power-cut` runs steps 1, 2 and the even layout's round trips, then this one.
+   `--part power-cut` runs steps 1, 2 and the even layout's round trips, then this one;
+   `--part sweep` (the quick profile's) runs steps 1 to 4 and no power cut.
 
 Everything the lab makes is journaled in a LabWorkspace: `clean` removes it after a crash.
 """
@@ -56,9 +57,10 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     disk = machine.data_disk(host, p.data_disk)
     # Three set-up steps, a round-trip step per layout and a step per point and layout,
     # the drill's five, the power cuts' steps, and the teardown (the power-cut part: one
-    # round-trip step instead of the sweep and the drill).
-    cut_steps = power_cut.STEPS_PER_CUT * len(p.cut_settings)
-    progress.expect(3 + (len(LAYOUTS) * (1 + len(points(p))) + 5 if p.part == "all" else 1)
+    # round-trip step instead of the sweep and the drill; the sweep part: no power cut).
+    sweeps, cuts = p.part in ("all", "sweep"), p.part in ("all", "power-cut")
+    cut_steps = power_cut.STEPS_PER_CUT * len(p.cut_settings) if cuts else 0
+    progress.expect(3 + (len(LAYOUTS) * (1 + len(points(p))) + 5 if sweeps else 1)
                     + cut_steps + 1)
     run_id = new_run_id(host.name)
     started = time.monotonic()
@@ -84,13 +86,14 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
         progress.step("the flush a standby makes before it answers (fio: 8 KiB, fdatasync)")
         flush = measure_flush(ws, rec, point, p)
         progress.detail(f"flush p50 {flush['p50_ms']:.2f} ms, p99 {flush['p99_ms']:.2f} ms")
-        if p.part == "all":
+        if sweeps:
             rtts = sweep(copies, rec, p, progress, flush)
             drill(copies, rec, p, progress)
         else:
             progress.step("even: netem on each standby's link; the round trips, measured")
             rtts = measure_layout(copies, rec, p, "even")
-        power_cut.cuts(copies, rec, p, progress, disk, flush["p50_ms"], rtts)
+        if cuts:
+            power_cut.cuts(copies, rec, p, progress, disk, flush["p50_ms"], rtts)
         rec.add_result(config="lab", workload="all", metric="wall_time",
                        value=round(time.monotonic() - started, 1), unit="s")
         progress.step("stopping the six servers, removing the namespaces and the file "
