@@ -42,7 +42,20 @@ def expected_duration_line(lab: str, host: str, profile: str) -> str | None:
     seconds = measured_quick_seconds(lab, host) if profile == "quick" else None
     if seconds is None:
         return None
-    about = f"{seconds:.0f} s" if seconds < 90 else f"{round(seconds / 60)} min"
+    return f"expected: {quick_time_note(lab, host)}"
+
+
+def about(seconds: float) -> str:
+    """'about 56 s' under a minute and a half, else 'about 7 min'."""
+    return f"about {seconds:.0f} s" if seconds < 90 else f"about {round(seconds / 60)} min"
+
+
+def quick_time_note(lab: str, host: str) -> str | None:
+    """How long the quick profile took on a host of this kind, and where, in one phrase
+    (None where it was never measured)."""
+    seconds = measured_quick_seconds(lab, host)
+    if seconds is None:
+        return None
     boot = "; starting the lab VMs comes on top" if _host_kind(host) == "vm" else ""
-    return (f"expected: about {about} (as this quick profile took on a 2-core machine "
-            f"without KVM{boot})")
+    return (f"{about(seconds)} (as this quick profile took on a 2-core machine without "
+            f"KVM{boot})")

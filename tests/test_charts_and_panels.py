@@ -71,6 +71,19 @@ def test_static_panel_shows_the_command():
             "--seed 1 --block-kib 64") in html and "labs-panel-static" in html
 
 
+def test_static_panel_says_what_the_lab_needs_and_how_long_a_quick_run_took():
+    from labs import template, timings
+    from labs.torn_pages import page as torn_page
+
+    html = make_panel().static_html()
+    assert f"<strong>Needs:</strong> {template.NEEDS}." in html
+    assert "<strong>Time:</strong>" not in html  # the template's quick run was never timed
+    seconds = timings.measured_quick_seconds("torn-pages", "local")
+    assert seconds is not None
+    torn = torn_page.panel().static_html()
+    assert f"with --quick, {timings.about(seconds)} (as this quick profile took" in torn
+
+
 def test_static_panel_escapes_html():
     html = make_panel(title="<script>alert(1)</script>").static_html()
     assert "<script>" not in html and "&lt;script&gt;" in html

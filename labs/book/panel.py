@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import importlib
 import shlex
 import subprocess
 import sys
@@ -31,6 +32,7 @@ from labs.errors import LabError
 from labs.lab import LabParameters
 from labs.progress import parse_step_line
 from labs.records import RecordedRun, newest_run
+from labs.timings import quick_time_note
 
 
 def shell_command(params: LabParameters, needs_root: bool) -> str:
@@ -71,9 +73,26 @@ class LabPanel:
                **{k: v for k, v in values.items() if k != "profile"}})
         return shell_command(params, self.needs_root)
 
+    def facts(self) -> list[tuple[str, str]]:
+        """What the lab needs, and how long its quick profile took (where it was measured):
+        (label, text) pairs, shown under the command."""
+        package = importlib.import_module(self.parameters.__module__.rpartition(".")[0])
+        host = getattr(self.defaults, "host", "local")
+        facts = [("Needs", f"{package.NEEDS}.")]
+        took = quick_time_note(self.parameters.LAB, host)
+        if took:
+            facts.append(("Time", f"with --quick, {took}."))
+        return facts
+
+    def facts_html(self) -> str:
+        return "".join(f"<p><strong>{label}:</strong> {html.escape(text)}</p>"
+                       for label, text in self.facts())
+
     def static_html(self) -> str:
-        """What the static site shows: the shell command that makes the same run."""
+        """What the static site shows: the shell command that makes the same run, what it
+        needs and how long a quick run took."""
         command = html.escape(self.command())
+        facts = self.facts_html()
         return (
             '<div class="labs-panel-static admonition tip">'
             f'<p class="admonition-title">Run this lab yourself: {html.escape(self.title)}</p>'
@@ -81,7 +100,7 @@ class LabPanel:
             "project folder (see <em>Set up and run the labs</em> in the appendix), then "
             "rebuild the book; or open this page as a notebook with a Python kernel, where "
             "a control panel appears here.</p>"
-            f"<pre><code>{command}</code></pre></div>"
+            f"<pre><code>{command}</code></pre>{facts}</div>"
         )
 
     # --- the live panel (only with a kernel) -------------------------------------------
@@ -152,7 +171,8 @@ class LabPanel:
             control.observe(show_command, names="value")
         button.on_click(on_run)
         show_command()
-        return w.VBox([w.HTML(f"<b>{html.escape(self.title)}</b>"), *controls.values(),
+        return w.VBox([w.HTML(f"<b>{html.escape(self.title)}</b>{self.facts_html()}"),
+                       *controls.values(),
                        command_text, w.HBox([button, progress]), output])
 
     def run_command(self, shell_text: str, progress: Any = None) -> RecordedRun:
