@@ -53,7 +53,8 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     available_mib = available_memory_mib(host)
     if available_mib < needed_mib:
         raise UsageError(f"host {host.name} has {available_mib} MiB available; "
-                         f"six copies need about {needed_mib} MiB")
+                         f"six copies need about {needed_mib} MiB (a lab VM started with "
+                         "`python -m labs vm up` and its default memory has enough)")
     disk = machine.data_disk(host, p.data_disk)
     # Three set-up steps, a round-trip step per layout and a step per point and layout,
     # the drill's five, the power cuts' steps, and the teardown (the power-cut part: one

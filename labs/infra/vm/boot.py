@@ -1,6 +1,6 @@
 """Starting lab VMs: cold the first time, then resumed from a saved state in seconds.
 
-    vms = up(pair=False, memory_mib=1024, cpus=2)   # -> list[VMState]; journaled first
+    vms = up(pair=False, memory_mib=1536, cpus=2)   # -> list[VMState]; journaled first
     up(release="trixie")                            # Debian 13's image and kernel
     up(cold=True)                                   # boot, even where a saved state exists
 
@@ -120,7 +120,7 @@ class Started:
     pair_ports: tuple[int, int] | None  # its peer keeps them if it has to start again
 
 
-def up(*, pair: bool = False, memory_mib: int = 1024, cpus: int = 2, data_disk_mib: int = 1024,
+def up(*, pair: bool = False, memory_mib: int = 1536, cpus: int = 2, data_disk_mib: int = 1024,
        slow_iops: int = 200, slow_bps: int = 0, boot_timeout_s: float | None = None,
        release: str = DEFAULT_RELEASE, cold: bool = False,
        log: Callable[[str], None] = print) -> list[VMState]:
