@@ -72,13 +72,16 @@ def vm_modules(items: list[pytest.Item]) -> set[str]:
 
 
 def group_of(item: pytest.Item, modules_with_vms: set[str]) -> str:
-    """VM_GROUP for a test that uses the lab VMs, or that lives beside such tests (a test
-    that reaches a VM fixture through request.getfixturevalue shows none in its signature),
-    unless it uses the container engine (the container labs stay in one group)."""
+    """VM_GROUP for a test that uses the lab VMs, or that lives beside such tests and drives
+    a lab host (a test that reaches a VM fixture through request.getfixturevalue shows none
+    in its signature, and is marked lab_host instead), unless it uses the container engine
+    (the container labs stay in one group). A test beside them that drives no lab host (bad
+    input, parsers: what `make test-fast` runs without any VM) goes to the host group, off
+    CI's longest path."""
     fixtures = _fixtures(item)
     if VM_FIXTURES & fixtures:
         return VM_GROUP
-    if "docker_engine" in fixtures:
+    if "docker_engine" in fixtures or item.get_closest_marker("lab_host") is None:
         return HOST_GROUP
     return VM_GROUP if item.nodeid.split("::", 1)[0] in modules_with_vms else HOST_GROUP
 
