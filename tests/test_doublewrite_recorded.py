@@ -16,6 +16,17 @@ from labs.records import shipped_run
 
 PAGE = PROJECT_ROOT / "book" / "torn-pages" / "doublewrite.md"
 
+# The page's claim sections, named in the messages of the tests that back their verdicts.
+BYTES = "The bytes nearly double, the write operations do not"
+LIMITED = "On a write-limited device, the time follows the bytes"
+LATENCY = "Doublewrite slows the inserts that wait for a free page"
+NO_LIMIT = "Without a write limit, the time grows less than the bytes"
+LARGE_POOL = "With a large buffer pool, there is nothing to copy"
+ARTICLE = "Beside the article: the shape, but not a ratio above 2"
+TORN_ON = "With doublewrite ON, a torn page is repaired"
+TORN_OFF = "Without doublewrite, the torn page's table is lost"
+SAFE = "Turning it off is safe only where a page cannot tear"
+
 
 @pytest.fixture(scope="module")
 def run():
@@ -57,8 +68,11 @@ def test_every_pair_used_the_same_rows_and_only_on_legs_doublewrote(run):
     small_pool = min(run.meta["parameters"]["buffer_pools_mib"])
     assert (on[on["buffer_pool_mib"] == small_pool]["innodb_dblwr_pages_written"] > 0).all()
     # "The lab's server reported it as `ON`, and its counters show pages going through the
-    # doublewrite area all the same"
-    assert page.server_variable(run, "innodb_use_atomic_writes") == "ON"
+    # doublewrite area all the same". This also backs the verdict of "Turning it off is safe
+    # only where a page cannot tear": "The lab had no device that writes 16 KiB whole".
+    assert page.server_variable(run, "innodb_use_atomic_writes") == "ON", (
+        f"backs the verdict of '{SAFE}': only with it ON do the doublewritten pages show "
+        "that the loop device promised no atomic writes")
 
 
 def test_every_leg_ran_with_the_settings_the_lab_lists(run):
@@ -69,11 +83,14 @@ def test_every_leg_ran_with_the_settings_the_lab_lists(run):
 
 
 def test_bytes_nearly_double_while_operations_barely_grow(run, small):
+    """Backs the verdict of "The bytes nearly double, the write operations do not" and its
+    Summary bullet."""
     pairs = tables.pair_table(run.results)
     for pair in pairs[pairs["buffer_pool_mib"] == small].itertuples():
-        assert pair.bytes_on_over_off > 1.5, pair.setting
-        assert pair.writes_on / pair.writes_off < 1.3, pair.setting
-        assert pair.dblwr_pages_on / pair.dblwr_batches_on > 8, pair.setting
+        why = f"backs the verdict of '{BYTES}', {pair.setting}"
+        assert pair.bytes_on_over_off > 1.5, why
+        assert pair.writes_on / pair.writes_off < 1.3, why
+        assert pair.dblwr_pages_on / pair.dblwr_batches_on > 8, why
 
 
 def test_some_pages_skip_the_doublewrite_area(settings, small, limit):
@@ -82,41 +99,48 @@ def test_some_pages_skip_the_doublewrite_area(settings, small, limit):
 
 
 def test_the_write_limit_binds_and_doublewrite_costs_throughput(settings, small, limit):
+    """Backs the verdict of "Beside the article: the shape, but not a ratio above 2": "The
+    write-limited pair reproduces the shape of the article's result"."""
     row = settings.loc[(small, limit)]
-    assert row["elapsed_on_over_off"] > 1.5  # "reproduces the shape of that result"
+    assert row["elapsed_on_over_off"] > 1.5, f"backs the verdict of '{ARTICLE}'"
     assert row["tps_on"] <= row["model_tps_on"] * 1.05
     assert row["tps_off"] <= row["model_tps_off"] * 1.05
 
 
 def test_limited_pair_was_bandwidth_bound_and_on_wrote_more_pages_than_the_model_expects(
         run, small, limit):
-    # "every leg wrote at or near the limit ... ON used the limit about as fully as OFF, and
-    # the time ratio is about the same as the ratio of the bytes the device wrote": use of
-    # the limit by measured bytes.
+    """Backs the verdict of "On a write-limited device, the time follows the bytes" (partly
+    confirmed: the time followed the bytes, but the ON legs flushed more pages per row than
+    the model expects) and its Summary bullet."""
+    why = f"backs the verdict of '{LIMITED}'"
+    # "Every leg wrote at or near the limit, so this pair was bound by bandwidth, and its time
+    # followed its bytes." and "ON used the limit about as fully as OFF.": use of the limit
+    # by measured bytes.
     legs = tables.leg_table(run.results)
     legs = legs[(legs["buffer_pool_mib"] == small) & (legs["write_limit_mibps"] == limit)]
     use = formats.limit_use(legs, limit)
-    assert ((use > 0.85) & (use < 1.05)).all()
+    assert ((use > 0.85) & (use < 1.05)).all(), why
     on = use[legs["doublewrite"] == "ON"].to_numpy()
     off = use[legs["doublewrite"] == "OFF"].to_numpy()
-    assert (abs(on - off) < 0.03).all()
+    assert (abs(on - off) < 0.03).all(), why
     f = page.figures(run)
     pairs = tables.pair_table(run.results)
     pairs = pairs[(pairs["buffer_pool_mib"] == small) & (pairs["write_limit_mibps"] == limit)]
-    assert (abs(pairs["elapsed_on_over_off"] - pairs["bytes_on_over_off"]) < 0.05).all()
-    # "Their time ratio (T) was about the same as their measured bytes ratio (B)", the two
-    # means the page prints
-    assert abs(pairs["elapsed_on_over_off"].mean() - pairs["bytes_on_over_off"].mean()) < 0.05
+    assert (abs(pairs["elapsed_on_over_off"] - pairs["bytes_on_over_off"]) < 0.05).all(), why
+    # "the rows took T times as long to insert with doublewrite ON, about as much as the bytes
+    # grew", the two means the page prints
+    assert abs(pairs["elapsed_on_over_off"].mean() - pairs["bytes_on_over_off"].mean()) < 0.05, (
+        why)
     # "the two repetitions agree (time ratios A and B)"
     assert pairs["elapsed_on_over_off"].max() - pairs["elapsed_on_over_off"].min() < 0.1
-    # "the ON legs wrote ..., N % more, because they flushed more pages per row": N is the
+    # "The ON legs wrote ..., N more, because they flushed more pages per row": N is the
     # measured bytes over the model's, less 1
-    assert (pairs["bytes_per_row_on"] > pairs["model_bytes_per_row_on"]).all()
+    assert (pairs["bytes_per_row_on"] > pairs["model_bytes_per_row_on"]).all(), why
     beyond = (pairs["bytes_per_row_on"] / pairs["model_bytes_per_row_on"]).mean() - 1
     assert f["limited_model_short"] == f"{beyond:.0%}".replace("%", " %")
     # "because they flushed more pages per row"
-    assert (pairs["pages_per_row_on"] > pairs["pages_per_row_off"] * 1.02).all()
-    # "the ON bars fall further short of their ticks than the OFF bars do"
+    assert (pairs["pages_per_row_on"] > pairs["pages_per_row_off"] * 1.02).all(), why
+    # "The ON bars therefore fall further short of their ticks than the OFF bars do."
     assert (pairs["tps_on"] / pairs["model_tps_on"] < pairs["tps_off"] / pairs["model_tps_off"]
             ).all()
     # the model chart: limited dots above the curve, unlimited ones below
@@ -127,29 +151,34 @@ def test_limited_pair_was_bandwidth_bound_and_on_wrote_more_pages_than_the_model
 
 
 def test_latencies_per_repetition_are_as_the_text_states(run, small, limit):
+    """Backs the verdict of "Doublewrite slows the inserts that wait for a free page": "The
+    medians showed no such rise." """
     pairs = tables.pair_table(run.results)
     pairs = pairs[(pairs["buffer_pool_mib"] == small) & (pairs["write_limit_mibps"] == limit)
                   ].sort_values("repetition")
     assert list(pairs["repetition"]) == [1, 2]
     p50 = (pairs["latency_p50_on"] / pairs["latency_p50_off"]).to_numpy()
-    # "(repetitions 1 and 2): lower with doublewrite ON in the first repetition, about the
-    # same in the second": lower by more than a fifth, the same within a quarter.
-    assert p50[0] < 0.8 and 0.8 <= p50[1] <= 1.25, p50
-    # "The 99th percentile was ... higher with doublewrite ON in both repetitions."
+    # "The median insert took A ms ON and B ms OFF: lower ON in the first repetition, about
+    # the same in the second": lower by more than a fifth, the same within a quarter.
+    assert p50[0] < 0.8 and 0.8 <= p50[1] <= 1.25, f"backs the verdict of '{LATENCY}', {p50}"
+    # "The 99th percentile was ... higher ON in both."
     assert (pairs["latency_p99_on"] > pairs["latency_p99_off"] * 1.25).all()
 
 
 def test_large_pool_differences_are_not_doublewrite(run, large, limit):
-    # "no page was flushed ... not the doublewrite buffer's doing ... it is noise"
+    """Backs the verdict of "With a large buffer pool, there is nothing to copy"."""
+    # "InnoDB sent 0 pages through the doublewrite area ... not the doublewrite buffer's doing
+    # ... it is noise"
     f = page.figures(run)
-    assert f["large_pages_written"] == f["large_dblwr_pages"] == "0"
+    assert f["large_pages_written"] == f["large_dblwr_pages"] == "0", (
+        f"backs the verdict of '{LARGE_POOL}'")
     pairs = tables.pair_table(run.results)
     pairs = pairs[pairs["buffer_pool_mib"] == large]
     assert pairs["elapsed_on_over_off"].min() < 0.9 < 1.1 < pairs["elapsed_on_over_off"].max()
     assert 0 < int(f["large_on_faster"]) <= int(f["large_pairs"])
     assert 0 < int(f["large_first_faster"]) < int(f["large_pairs"])  # order is no pattern
     assert int(f["large_elapsed_max"]) < 15
-    # "the write limit did not bind ... so the page draws no model rate for them"
+    # "The limit never bound, so the page draws no model rate for them."
     assert float(f["large_limited_max_mibps"]) < limit / 2
     assert pairs["model_tps_on"].isna().all() and pairs["model_tps_off"].isna().all()
     run_host = run.meta["host"]
@@ -157,24 +186,32 @@ def test_large_pool_differences_are_not_doublewrite(run, large, limit):
 
 
 def test_without_a_limit_the_cpus_not_the_device_set_the_pace(settings, small, limit):
-    # "Here the time grew much less than the bytes."
+    """Backs the verdict of "Without a write limit, the time grows less than the bytes"."""
+    why = f"backs the verdict of '{NO_LIMIT}'"
+    # "took T times as long with doublewrite ON, much less than its bytes grew"
     row = settings.loc[(small, 0)]
-    assert row["elapsed_on_over_off"] < row["bytes_on_over_off"] - 0.2
-    # "took T times as long with doublewrite ON, less than on the limited device"
-    assert row["elapsed_on_over_off"] < settings.loc[(small, limit), "elapsed_on_over_off"]
+    assert row["elapsed_on_over_off"] < row["bytes_on_over_off"] - 0.2, why
+    # "while the time grew less than on the limited device"
+    assert row["elapsed_on_over_off"] < settings.loc[(small, limit), "elapsed_on_over_off"], why
 
 
 def test_the_limited_pair_sits_between_the_model_and_the_article(settings, small, limit):
-    # "That is below the article's 2.11 and above the model's 1.78 for this setting."
+    """Backs the verdict of "On a write-limited device, the time follows the bytes": the time
+    ratio passed the model's, which is why the verdict is only "partly confirmed"."""
+    # "That time ratio is below the article's A and above the model's M for this setting."
     row = settings.loc[(small, limit)]
-    assert row["model_ratio"] < row["elapsed_on_over_off"] < page.article_ratio()
+    assert row["model_ratio"] < row["elapsed_on_over_off"] < page.article_ratio(), (
+        f"backs the verdict of '{LIMITED}'")
 
 
 def test_the_large_pool_flushed_no_page_until_shutdown(run, large):
+    """Backs the verdict of "With a large buffer pool, there is nothing to copy", leg by leg:
+    "Its pages went out at shutdown." """
     legs = tables.leg_table(run.results)
     big = legs[legs["buffer_pool_mib"] == large]
     assert (big["innodb_pages_written"] == 0).all() and (big["innodb_dblwr_pages_written"] == 0
-                                                         ).all()
+                                                         ).all(), (
+        f"backs the verdict of '{LARGE_POOL}'")
     assert (big["device_bytes_per_row_with_shutdown"] > big["device_bytes_per_row"]).all()
     # "were within N % of each other ON and OFF"
     apart = page.figures(run)["large_bytes_apart"]
@@ -190,6 +227,9 @@ def test_the_model_chart_leaves_out_only_the_pairs_without_page_writes(run, larg
 
 
 def test_the_torn_page_mixes_two_versions(run):
+    """Backs "With doublewrite ON, a torn page is repaired": "The torn page really mixed two
+    versions: its header carried V1's log position, its trailer V0's, and its CRC-32C
+    checksum failed." """
     torn = tables.torn_table(run.results)
     for mode in ("ON", "OFF"):
         assert torn.loc["changed_bytes_first_part", mode] > 0
@@ -204,29 +244,38 @@ def test_the_torn_page_mixes_two_versions(run):
 
 
 def test_doublewrite_on_repaired_the_page_and_kept_every_row(run):
+    """Backs the verdict of "With doublewrite ON, a torn page is repaired" and its Summary
+    bullet: "MariaDB started, and all 48 rows were there with the updated value. `CHECK
+    TABLE` found nothing wrong." """
+    why = f"backs the verdict of '{TORN_ON}'"
     on = tables.torn_table(run.results)["ON"]
-    assert on["restart_completed"] == 1 and on["log_recovered_from_doublewrite"] == 1
-    assert on["rows_visible"] == on["rows_new_version"] == 48
-    assert on["check_table_ok"] == 1
+    assert on["restart_completed"] == 1 and on["log_recovered_from_doublewrite"] == 1, why
+    assert on["rows_visible"] == on["rows_new_version"] == 48, why
+    assert on["check_table_ok"] == 1, why
     said = page.server_said(run, "ON")
     assert "from the doublewrite buffer" in said
 
 
 def test_doublewrite_off_stopped_recovery_and_forcing_it_lost_a_commit(run):
+    """Backs the verdict of "Without doublewrite, the torn page's table is lost" and its
+    Summary bullet: "The server did not start ... Forced to start at level 1, it could not
+    read the torn table." """
+    why = f"backs the verdict of '{TORN_OFF}'"
     off = tables.torn_table(run.results)["OFF"]
-    assert off["restart_completed"] == 0 and off["restart_exit_code"] != 0
+    assert off["restart_completed"] == 0 and off["restart_exit_code"] != 0, why
     said = page.server_said(run, "OFF")
     assert "Unable to apply log to corrupted page" in said
-    assert "Set innodb_force_recovery=1" in said  # "the log itself names the way out"
-    # force 1: "The other table ... showed the updated value: only the torn page's table is
-    # lost"
-    assert off["force1_started"] == 1 and off["force1_select_error_1877"] == 1
+    assert "Set innodb_force_recovery=1" in said  # "The log names the way out"
+    # force 1: "The other table, updated just before the crash, kept its update: only the
+    # torn page's table is lost."
+    assert off["force1_started"] == 1 and off["force1_select_error_1877"] == 1, why
     assert off["force1_other_rows_updated"] == 1
-    # force 6: "The torn table is still unreadable, and the other table now shows the value
-    # from before the update, without any error."
+    # force 6 (the Details of "Turning it off is safe only where a page cannot tear"): "The
+    # torn table is still unreadable, and the other table shows the value from before the
+    # update, without any error."
     assert off["force6_started"] == 1 and off["force6_select_error_1877"] == 1
     assert off["force6_other_rows_updated"] == 0 and off["force6_other_rows_visible"] == 2
-    # "At this level the server started read-only ... did not apply the redo log"
+    # "The server started read-only (its log says ...) and did not apply the redo log."
     log = (run.raw_dir / "torn" / "dblwr-off" / "force-recovery-6.log").read_text()
     assert "Started in read only mode" in log
 
@@ -242,9 +291,11 @@ def test_the_torn_exercise_quotes_the_table_its_solution_prints(run):
 
 
 def test_checksums_are_on_and_cannot_be_turned_off(run):
+    """Backs the verdict of "Turning it off is safe only where a page cannot tear": "This
+    server writes full_crc32 checksums and refused to write none, so the tear was loud"."""
     torn = tables.torn_table(run.results)
-    assert (torn.loc["checksum_full_crc32"] == 1).all()
-    assert (torn.loc["checksum_none_refused"] == 1).all()
+    assert (torn.loc["checksum_full_crc32"] == 1).all(), f"backs the verdict of '{SAFE}'"
+    assert (torn.loc["checksum_none_refused"] == 1).all(), f"backs the verdict of '{SAFE}'"
     assert page.figures(run)["innodb_checksum_algorithm"] == "full_crc32"
 
 
@@ -270,9 +321,11 @@ def test_the_page_names_the_shipped_run_and_links_its_sources():
 
 def test_doublewrite_costs_the_mean_and_the_95th_percentile_not_only_the_tail(run, small,
                                                                               limit):
-    # "the 95th percentile was 200 and 204 ms ON against 94 and 99 ms OFF, and the mean
-    # insert took 28.4 and 28.6 ms ON against 14.8 and 15.0 ms OFF (the client's threads
-    # divided by the inserts per second, as Little's law says)"
+    """Backs the verdict of "Doublewrite slows the inserts that wait for a free page": "the
+    95th percentile of insert latency was P ms with doublewrite ON, well above the OFF legs"."""
+    # "So the cost is not only in the slowest 1 %", and its Details: "The mean insert took M ms
+    # ON against N ms OFF (the client's threads divided by the inserts per second, as Little's
+    # law says)"
     legs = tables.leg_table(run.results)
     legs = legs[(legs["buffer_pool_mib"] == small) & (legs["write_limit_mibps"] == limit)]
     threads = run.meta["parameters"]["threads"]
@@ -280,7 +333,8 @@ def test_doublewrite_costs_the_mean_and_the_95th_percentile_not_only_the_tail(ru
             < 0.05 * legs["latency_avg"]).all()
     on = legs[legs["doublewrite"] == "ON"].sort_values("repetition")
     off = legs[legs["doublewrite"] == "OFF"].sort_values("repetition")
-    assert (on["latency_p95"].to_numpy() > 1.5 * off["latency_p95"].to_numpy()).all()
+    assert (on["latency_p95"].to_numpy() > 1.5 * off["latency_p95"].to_numpy()).all(), (
+        f"backs the verdict of '{LATENCY}'")
     assert (on["latency_avg"].to_numpy() > 1.5 * off["latency_avg"].to_numpy()).all()
     f = page.figures(run)
     assert f["limited_mean_on_reps"] == " and ".join(f"{v:.1f}" for v in on["latency_avg"])
@@ -288,8 +342,10 @@ def test_doublewrite_costs_the_mean_and_the_95th_percentile_not_only_the_tail(ru
 
 
 def test_the_no_limit_pair_passes_the_byte_models_ceiling_as_the_page_says(run, small):
-    # "Without a limit, this run's ON legs wrote 3.28 pages per row against 3.18, and their
-    # bytes per row grew 2.01 times, past the byte model's ceiling of 2 (the model said 1.95)"
+    """The Details of "Beside the article: the shape, but not a ratio above 2": how a measured
+    ratio can pass the model's figure."""
+    # "Without a limit, the ON legs wrote P pages per row against Q. Their bytes per row grew
+    # B times, past the byte model's ceiling of 2 (the model said M)"
     pairs = tables.pair_table(run.results)
     nolimit = pairs[(pairs["buffer_pool_mib"] == small) & (pairs["write_limit_mibps"] == 0)]
     setting = tables.setting_table(run.results).set_index(
@@ -300,16 +356,18 @@ def test_the_no_limit_pair_passes_the_byte_models_ceiling_as_the_page_says(run, 
 
 
 def test_no_pair_went_past_a_throughput_ratio_of_2(run):
-    # "Beside the article": "No pair of this run went above 2 either: the largest throughput
-    # ratio, OFF over ON, was X. So the run cannot explain the article's Y."
+    """Backs the verdict of "Beside the article: the shape, but not a ratio above 2" (partly
+    confirmed) and its Summary bullet: "But no pair passed 2: the largest throughput ratio,
+    OFF over ON, was X, so the run cannot explain the article's figure." """
     pairs = tables.pair_table(run.results)
     largest = pairs["tps_off_over_on"].max()
     f = page.figures(run)
-    assert largest < 2, f"Beside the article: a pair's throughput ratio {largest:.2f} passed 2"
-    assert (pairs["elapsed_on_over_off"] < 2).all(), "Beside the article: a time ratio passed 2"
-    assert f["max_tps_ratio"] == f"{largest:,.2f}", "Beside the article: the largest ratio"
+    why = f"backs the verdict of '{ARTICLE}'"
+    assert largest < 2, f"{why}: a pair's throughput ratio {largest:.2f} passed 2"
+    assert (pairs["elapsed_on_over_off"] < 2).all(), f"{why}: a time ratio passed 2"
+    assert f["max_tps_ratio"] == f"{largest:,.2f}", f"{why}: the largest ratio"
     assert float(f["max_tps_ratio"]) < 2 < float(f["article_ratio"]), (
-        "Beside the article: the run's largest ratio and the article's sit on either side of 2")
+        f"{why}: the run's largest ratio and the article's sit on either side of 2")
 
 
 def test_every_leg_flushed_neighbouring_pages(run):
@@ -321,8 +379,9 @@ def test_every_leg_flushed_neighbouring_pages(run):
 
 
 def test_the_torn_table_is_a_single_page(run):
-    # "A torn 16 KiB page": "The torn table is a single page: all 48 rows sit in one leaf page
-    # (page 3 of torn_t.ibd), which is also the root of the table's index."
+    # "With doublewrite ON, a torn page is repaired", its Details: "The torn table is a single
+    # page: its 48 rows of 230 letters sit in one leaf page (page 3 of `torn_t.ibd`), which is
+    # also the root of its index."
     expected = tables.torn_table(run.results).loc["rows_expected"]
     for mode in ("ON", "OFF"):
         info = json.loads((run.raw_dir / "torn" / f"dblwr-{mode.lower()}" / "pages.json"
@@ -330,18 +389,18 @@ def test_the_torn_table_is_a_single_page(run):
         for version in ("v0_clean_shutdown", "v1_written_home"):
             torn_page = info[version]
             assert torn_page["page_no"] == 3 and torn_page["level"] == 0, (
-                f"A torn 16 KiB page: page 3 is not a leaf in {mode}, {version}")
+                f"{TORN_ON}: page 3 is not a leaf in {mode}, {version}")
             assert torn_page["n_recs"] == expected[mode], (
-                f"A torn 16 KiB page: page 3 does not hold every row in {mode}, {version}")
+                f"{TORN_ON}: page 3 does not hold every row in {mode}, {version}")
 
 
 def test_the_off_server_already_started_at_force_recovery_1(run):
-    # "When turning it off is safe": "The lab's server already started at level 1, and the
-    # other table kept its committed update there. At level 6, on a copy of the same crashed
-    # data, the server showed that update's old value." Also "A torn 16 KiB page": "The
-    # server had already come up at level 1."
+    """Backs the verdict of "Turning it off is safe only where a page cannot tear": "the tear
+    was loud until level 6 hid a committed update". Its Details: "The lab's server already
+    started at level 1, and the other table kept its committed update there." """
+    why = f"backs the verdict of '{SAFE}'"
     off = tables.torn_table(run.results)["OFF"]
-    assert off["restart_completed"] == 0, "When turning it off is safe: a plain start refused"
-    assert off["force1_started"] == 1, "When turning it off is safe: level 1 started"
-    assert off["force1_other_rows_updated"] == 1, "When turning it off is safe: update kept"
-    assert off["force6_other_rows_updated"] == 0, "When turning it off is safe: old value at 6"
+    assert off["restart_completed"] == 0, f"{why}: a plain start refused"
+    assert off["force1_started"] == 1, f"{why}: level 1 started"
+    assert off["force1_other_rows_updated"] == 1, f"{why}: update kept"
+    assert off["force6_other_rows_updated"] == 0, f"{why}: old value at 6"
