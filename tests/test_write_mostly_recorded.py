@@ -14,10 +14,10 @@ from conftest import PROJECT_ROOT, glued_names
 
 from labs import rawfiles, records
 from labs.errors import UsageError
-from labs.write_mostly import charts, companions, model, reference, tables
+from labs.write_mostly import charts, companions, model, power_cut_page, reference, tables
 from labs.write_mostly import page as lab
 from labs.write_mostly.figures import NOT_MEASURED
-from labs.write_mostly.params import WRITE_BEHIND_CELLS, workload_groups
+from labs.write_mostly.params import CUT_SETTINGS, WRITE_BEHIND_CELLS, workload_groups
 from labs.write_mostly.reference import figure, stream_rate
 
 LAB_PAGE = PROJECT_ROOT / "book" / "write-mostly" / "lab.md"
@@ -48,8 +48,8 @@ def test_recorded_by_the_project_command_on_lab_vms(run, newer, loop):
     # with the full profile"
     assert run.meta["parameters"]["profile"] == "full"
     assert run.meta["parameters"]["legs_mode"] == "disks"
-    # "capped at 200 operations per second by QEMU (`throttling.iops-total`, below the
-    # guest)": what the run recorded as the cap's owner.
+    # "QEMU caps the slow leg at 200 operations per second (`throttling.iops-total`, below
+    # the guest)": what the run recorded as the cap's owner.
     cap_by = tables.run_settings(run.meta)["cap_by"]
     assert cap_by.startswith("QEMU") and "throttling.iops-total" in cap_by
     assert "below the guest" in cap_by
@@ -91,30 +91,36 @@ def test_every_figure_of_the_shipped_run_is_measured(run):
 
 
 def test_the_shapes_the_text_states(run):
+    """Backs the verdicts of '1. The slow leg: a cap plus a delay' (the delay is the larger
+    part), '2. Reads at the fast leg's pace, writes at the slow leg's' (writes at about the
+    slow leg's median), '3. The write-mostly leg serves no reads' and '5. The failure drills:
+    losing either leg loses no data', and the Summary's bullets on reads and writes."""
     f = lab.figures(run)
     results = run.results
     # Reads avoid the write-mostly leg; the plain mirror sends it some.
     for config in ("raid1-wm", "raid1-wm-bitmap", *WRITE_BEHIND_CELLS):
-        assert tables.read_share(results, config) < 0.01, config
+        assert tables.read_share(results, config) < 0.01, (
+            f"{config}: backs the verdict of '3. The write-mostly leg serves no reads'")
     assert tables.read_share(results, "raid1") > 0
-    # "Random writes at depth 1 took ... at the median ..., about the same as the slow
-    # leg's ..."
+    # "Random writes at depth 1 took ... at the median, about the same as the slow leg's own."
     wm_write = tables.measured(results, "raid1-wm", "randwrite-qd1", "clat_p50_us")
     slow_write = tables.measured(results, "slow-only", "randwrite-qd1", "clat_p50_us")
-    assert 0.85 <= wm_write / slow_write <= 1.15
-    # "So the slow leg's latency is not the cap's alone: the delay is the larger part."
+    assert 0.85 <= wm_write / slow_write <= 1.15, (
+        "backs the verdict of '2. Reads at the fast leg's pace, writes at the slow leg's'")
+    # "The delay is the larger part of the slow leg's latency"
     for op in ("read", "write"):
         cap = tables.measured(results, "slow-cap-only", f"rand{op}-qd1", "clat_p50_us")
         delay = tables.measured(results, "slow-delay-only", f"rand{op}-qd1", "clat_p50_us")
         both = tables.measured(results, "slow-only", f"rand{op}-qd1", "clat_p50_us")
-        assert delay > cap and both > cap, op
-    # "For writes, cap and delay together (...) were even faster than the delay alone"
+        assert delay > cap and both > cap, (
+            f"{op}: backs the verdict of '1. The slow leg: a cap plus a delay'")
+    # "For writes, cap and delay together were even faster than the delay alone"
     # (not for reads)
     both_beat_delay = {op: tables.measured(results, "slow-only", f"rand{op}-qd1", "clat_p50_us")
                          < tables.measured(results, "slow-delay-only", f"rand{op}-qd1",
                                            "clat_p50_us") for op in ("read", "write")}
     assert both_beat_delay == {"read": False, "write": True}
-    # "The parts as measured apart added up for reads ... They did not add up for writes"
+    # "The parts as measured apart added up for reads (...), not for writes"
     # (within 15 % of the sum counts as adding up).
     parts = tables.slow_leg_parts(results, run.meta).set_index(["config", "op"])
     adds_up = {op: abs(parts.loc[("slow-only", op), "measured_ms"]
@@ -122,8 +128,8 @@ def test_the_shapes_the_text_states(run):
                    <= 0.15 * parts.loc[("slow-only", op), "parts_sum_ms"]
                for op in ("read", "write")}
     assert adds_up == {"read": True, "write": False}
-    # "Every random write at depth 1 took ..., about the same as the slow leg's"
-    # and the model (cap + delay asked for) is below the mirror's measured write.
+    # "The model's ... is x below the mirror's median write": the model (cap + delay asked
+    # for) is below the mirror's measured write.
     assert float(f["wm_write_error_signed"]) < 0
     # The write-behind backlog model: fill time and the wait of the write that finds it full.
     wb = tables.write_behind_table(results, run.meta)
@@ -135,26 +141,33 @@ def test_the_shapes_the_text_states(run):
     assert f["plain_share"] != "0.0%"
     # "The delay alone came out N times what was asked": longer than asked, under emulation.
     assert float(f["delay_ratio"]) > 1.5
-    # "All 5 data checks of the other drills passed. ... the check failed, as it must."
+    # "All ... data checks of the other drills passed, and the control's check failed, as it
+    # must."
     checks = results[results.metric == "data_check_ok"]
     control = checks.workload == "data-check-one-block-moved"
-    assert (checks[~control].value == 1).all() and (checks[control].value == 0).all()
+    assert (checks[~control].value == 1).all() and (checks[control].value == 0).all(), (
+        "backs the verdict of '5. The failure drills: losing either leg loses no data'")
     assert f["checks_count"] == str(int((~control).sum()))
     assert (results[results.metric == "corruption_caught"].value == 1).all()
 
 
 def test_write_behind_by_slot_and_how_it_was_set_on_both_kernels(run, newer):
+    """Backs the verdict of 'Which layouts and kernels write behind' (section 4) and its
+    Summary bullet: on Debian 12 the usual layout held no writes behind."""
     old = tables.write_behind_table(run.results, run.meta).set_index("config")
     new = tables.write_behind_table(newer.results, newer.meta).set_index("config")
     for table in (old, new):
         assert set(table.index) == set(WRITE_BEHIND_CELLS)
         for slot in (0, 1):
-            # "How write-mostly was set did not matter on either"
+            # "How write-mostly was set made no difference on either kernel"
             create, sysfs = (table.loc[f"wb-slot{slot}-{how}", "max_backlog"] > 0
                              for how in ("create", "sysfs"))
             assert create == sysfs, slot
-    # "On Debian 12, writes went behind only with the slow leg in slot 0, whether it was
-    # marked at creation or through sysfs. On Debian 13, writes went behind in every cell."
+    # "On Debian 12 the usual layout (slow leg in slot 1, marked at creation) held 0 writes
+    # behind: writes went behind only with the slow leg in slot 0. On Debian 13, writes went
+    # behind in every cell."
+    assert old.loc["wb-slot1-create", "max_backlog"] == 0, (
+        "backs the verdict of 'Which layouts and kernels write behind'")
     assert set(old.index[old["max_backlog"] > 0]) == {"wb-slot0-create", "wb-slot0-sysfs"}
     assert (new["max_backlog"] > 0).all()
     # Where writes went behind, the flat-out writer's median is the fast leg's regime and its
@@ -294,8 +307,8 @@ def test_what_section_4_says_about_debian_13(run, newer):
             assert ((cells.loc[f"wb-slot{slot}-create", "max_backlog"] > 0)
                     == (cells.loc[f"wb-slot{slot}-sysfs", "max_backlog"] > 0))
     # "On Debian 13 the flat-out writer averaged 170 to 236 writes per second in its four
-    # cells. The model ... gives 201, the slow leg's pace, within 18% of each. So write-behind
-    # did not raise the sustained rate there either."
+    # cells. The model ... gives 201, the slow leg's pace, within 18% of each. So on Debian 13
+    # too, write-behind did not raise the sustained rate."
     rates, sustained = companions.sustained_rates(newer)
     assert len(rates) == 4 and sustained == pytest.approx(
         table["slow_iops"].iloc[0], rel=0.02)
@@ -307,6 +320,8 @@ def test_what_section_4_says_about_debian_13(run, newer):
 
 
 def test_what_section_7_says_about_the_loop_legs(run, loop):
+    """Backs the verdict of '7. Loop devices stand in for the VM's disks': writes went behind
+    in the same cells as on the VM's disks, and the slow loop leg was slower than the model."""
     results = loop.results
     # "ran inside a lab VM with Debian 12, on the same kernel as this page's main run"
     assert loop.meta["host"]["vm"]["release"] == "bookworm"
@@ -341,6 +356,9 @@ def test_what_section_7_says_about_the_loop_legs(run, loop):
 
 
 def test_section_2_reads_and_writes_as_the_text_states(run):
+    """Backs the verdict of '2. Reads at the fast leg's pace, writes at the slow leg's':
+    reads showed no cost of the mirror that stands out from the spread of the run's other
+    write-mostly arrays."""
     f, results = lab.figures(run), run.results
     fast = tables.measured(results, "fast-only", "randread-qd1", "clat_p50_us")
     wm = tables.measured(results, "raid1-wm", "randread-qd1", "clat_p50_us")
@@ -348,11 +366,14 @@ def test_section_2_reads_and_writes_as_the_text_states(run):
               for c in ("raid1-wm-bitmap", *WRITE_BEHIND_CELLS)]
     # The model (the fast leg's read) is below the write-mostly mirror's median ...
     assert fast < wm and float(f["wm_read_error_signed"]) < 0
-    # "The five other write-mostly arrays of the run read from the same fast leg. Their
-    # medians ran from ... to ..., some of them faster than the fast leg alone."
+    # "The five other write-mostly arrays read from the same fast leg, with medians from ...
+    # to ..., some faster than the fast leg alone."
     assert len(others) == 5 and None not in others
     assert min(others) < fast < max(others)
-    # "Random writes at depth 1 took <p50> at the median (<p99> at p99)"
+    # The verdict: the write-mostly mirror's median read lies within that spread.
+    assert min(others) < wm < max(others), (
+        "backs the verdict of '2. Reads at the fast leg's pace, writes at the slow leg's'")
+    # "Random writes at depth 1 took <p50> at the median" and "Random writes took <p99> at p99"
     p99 = tables.measured(results, "raid1-wm", "randwrite-qd1", "clat_p99_us")
     assert p99 > 2 * tables.measured(results, "raid1-wm", "randwrite-qd1", "clat_p50_us")
 
@@ -377,8 +398,8 @@ def test_the_flat_out_writer_behind_a_full_backlog(run):
         long = writes.index[writes["latency_ms"] > 500 * first["stall_model_s"]].tolist()
         gaps = [b - a for a, b in zip([-1, *long], long, strict=False)]
         assert long and all(gap > 256 for gap in gaps), config
-    # "Take the first cell of this page's run where write-behind worked: slot 0, write-mostly
-    # set at creation."
+    # "In the first cell where write-behind worked (slot 0, set at creation), the flat-out
+    # writer's median fell to ..."
     assert first["config"] == "wb-slot0-create"
     # "The first cell's log does not show the cycle that way": the first cell's longest wait
     # is well under a whole backlog's, while the cell named for the cycle has one close to it.
@@ -414,6 +435,8 @@ def test_the_flat_out_writer_behind_a_full_backlog(run):
 
 
 def test_the_resync_times_as_the_text_states(run):
+    """Backs the verdict of '6. Resync time is size over rate': for the smaller arrays the
+    model is well below the measured times, and each time is an upper bound (polls)."""
     f = lab.figures(run)
     resync = tables.resync_table(run.results, run.meta)
     series = resync[resync.config == "drill-resync-size"]
@@ -422,9 +445,10 @@ def test_the_resync_times_as_the_text_states(run):
     assert len(series) == 3 and series.size_mib.is_unique
     assert (f["replace_resync_mib"], f["replace_resync_s"]) == (f"{drill.size_mib:.0f}",
                                                                 f"{drill.resync_s:.1f}")
-    # "For the smaller sizes the model is well below the measured time."
+    # "For the smaller arrays the model is well below the measured time"
     others = series.iloc[1:]
-    assert ((others.model_s - others.resync_s) / others.resync_s < -0.2).all()
+    assert ((others.model_s - others.resync_s) / others.resync_s < -0.2).all(), (
+        "backs the verdict of '6. Resync time is size over rate'")
     # The table shows every timed resync, the model's error signed.
     shown = lab.resync_display(run)
     assert len(shown) == len(resync) and not shown.isna().any().any()
@@ -451,15 +475,15 @@ def test_the_resync_times_as_the_text_states(run):
     assert (abs(timed.done_s - timed.resync_s) < 0.01).all()
     assert f["resync_poll_wait"] == f"{polls.longest_wait_s.max():.1f} s"
     assert polls.longest_wait_s.max() > 2
-    # "The 128 MiB copy, for one, was still copying at 7.5 s (97.2%), and the next poll saw it
-    # done at 11.9 s."
+    # "The 128 MiB copy was still copying 7.5 s after its add (97.2% done); the next poll saw
+    # it done at 11.9 s."
     small = polls[polls.config == "drill-resync-size"].sort_values("size_mib").iloc[0]
     assert small.last_percent > 90 and small.done_s - small.last_running_s > 2
     assert f["resync_small_done_s"] == f"{small.done_s:.1f} s"
     # "did not keep one rate either": md's own figures differ by more than a fifth.
     assert polls.md_speed_mib_s.max() > 1.2 * polls.md_speed_mib_s.min()
-    # "Each of these times runs from the add to the first poll ...; this run kept no such
-    # lines": the run was timed by polls only (it predates the kernel-log times).
+    # "Each time runs from the add to the first poll ..." and "this run kept no such lines":
+    # the run was timed by polls only (it predates the kernel-log times).
     assert set(resync.timed_by) == {"polls"}
     # One rate everywhere: the text's, the refill chart's, the resync chart's title.
     rate = tables.model_resync_rate(run.results, run.meta)
@@ -469,7 +493,7 @@ def test_the_resync_times_as_the_text_states(run):
     title = charts.resync_model_chart(run.results, run.meta).to_dict()["title"]
     assert f"{series.size_mib.max():.0f} MiB array's rate" in title
     assert f["node_resync_h"] == f"{model.transfer_hours(3.5e12, rate):.0f}"
-    # "That is slower than streaming from peers at 40 MiB/s, the best case ..."
+    # "Those 34 hours are slower than streaming from peers at 40 MiB/s, the best case ..."
     assert rate < 0.8 * stream_rate(figure("stream_hours_min"))
 
 
@@ -492,15 +516,17 @@ def test_the_explain_page_says_what_the_lab_measures():
 # sign of (model - measured) / measured that backs it.
 MODEL_ERROR_DIRECTIONS = {
     "part_cap_write_error": (+1, "the model's ... is x above that (the cap alone)"),
-    "part_both_write_error": (-1, "the model of cap plus delay asked for is x below the writes"),
+    "part_both_write_error": (-1, "the model is x below the writes (backs the verdict of "
+                                  "'1. The slow leg: a cap plus a delay')"),
     "part_both_read_error": (-1, "... and y below the reads"),
     "wm_read_error": (-1, "the model, the fast leg's own ..., is x below that"),
-    "wm_write_error": (-1, "The model's ... is x below that median"),
+    "wm_write_error": (-1, "The model's ... is x below the mirror's median write"),
     "wb_write_rate_error": (+1, "in the first cell (the model is x above that)"),
     "wb_cycle_rate_error": (-1, "it measured ... (the model is x below that)"),
     "fill_error": (-1, "The first write that found it full ... (the model is x below that)"),
     "fill_from_fast_error": (+1, "Predicted instead from the fast leg's own rate ... above"),
-    "replace_resync_error": (-1, "there the model is x below the measurement"),
+    "replace_resync_error": (-1, "the model is ... x below for the replacement drill (backs "
+                                 "the verdict of '6. Resync time is size over rate')"),
 }
 
 
@@ -512,13 +538,42 @@ def test_the_model_is_above_or_below_as_the_text_says(run, name):
 
 
 def test_the_models_wait_for_a_full_backlog_is_within_one_percent(run):
+    """Backs the verdict of 'What write-behind buys a writer' (section 4) and its Summary
+    bullet: the write that found the backlog full waited the whole backlog at the slow leg's
+    pace, within 1% of the model."""
     # "the model's wait, the whole backlog at the slow leg's pace, is ... (within 1% of the
     # measurement)"
     assert abs(float(lab.figures(run)["stall_error_signed"])) < 0.01
 
 
 def test_the_loop_legs_models_are_above_or_below_as_the_text_says(run, loop):
+    """Backs the verdict of '7. Loop devices stand in for the VM's disks': cap plus delay is
+    below the slow loop leg's median write."""
     f = lab.figures(run)
     # "The model of cap plus delay, ..., is x below that." and "The cap alone let ... writes
     # per second through where ... were asked for (the model is y above that)."
     assert float(f["loop_slow_error_signed"]) < 0 < float(f["loop_cap_iops_error_signed"])
+
+
+def test_the_power_cut_verdict(run):
+    """Backs the verdict of '8. A power cut takes what write-behind held back' and its Summary
+    bullet: without write-behind the cuts took no acknowledged write; with it, the unsynced
+    writer to shuffled places lost writes in every cut, but fewer than the model's half
+    backlog, and its backlog never filled."""
+    cut_run = lab.companion_run("power-cut", PROJECT_ROOT / "data" / "runs")
+    assert cut_run is not None, "data/runs/write-mostly/SHIPPED-power-cut names no run"
+    table = power_cut_page.power_cut_table(cut_run)
+    alone = table[table["setting"].map(lambda name: CUT_SETTINGS[name].write_behind is None)]
+    assert len(alone) > 0 and (alone["acknowledged"] > 0).all()
+    # "Without write-behind, the cuts took none of ... acknowledged writes."
+    assert (alone["acknowledged_lost"] == 0).all()
+    assert lab.figures(run)["cut_wm_dsync_acked"] == f"{alone['acknowledged'].sum():,.0f}"
+    # "With it, the unsynced shuffled writer lost writes in every cut, but fewer than the
+    # model's half backlog: its backlog never filled."
+    unsynced = table[table["setting"].map(lambda name: bool(
+        CUT_SETTINGS[name].write_behind and CUT_SETTINGS[name].sync == "none"
+        and CUT_SETTINGS[name].order == "random"))]
+    assert len(unsynced) > 0 and (unsynced["acknowledged_lost"] > 0).all()
+    assert (unsynced["model_expected"] == unsynced["model_most"] / 2).all()
+    assert (unsynced["acknowledged_lost"] < unsynced["model_expected"]).all()
+    assert (unsynced["max_backlog_before_cut"] < unsynced["model_most"]).all()
