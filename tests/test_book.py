@@ -367,3 +367,15 @@ def test_rendered_text_has_no_nan_none_or_float_booleans(built_site, page):
         if len(column) >= 2:
             assert not set(column) <= {"0.0", "1.0"}, (
                 f"{page}: a yes/no column shown as numbers: {column}")
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_no_page_shows_markdown_source(built_site, page):
+    # A directive MyST did not read (a fence it took for text) shows its source, glue roles
+    # included, and builds without an error.
+    html = re.sub(r"<(script|style)\b.*?</\1>", " ", (built_site / page).read_text(),
+                  flags=re.S | re.I)
+    text = unescape(re.sub(r"<[^>]+>", " ", html))  # code blocks too: that is where it lands
+    source = re.search(r".{0,60}(\{glue:text\}|\{code-cell\}|\{admonition\}|\{term\}).{0,60}",
+                       text)
+    assert source is None, f"{page}: {source.group(0) if source else ''}"

@@ -81,7 +81,7 @@ def test_static_panel_says_what_the_lab_needs_and_how_long_a_quick_run_took():
     seconds = timings.measured_quick_seconds("torn-pages", "local")
     assert seconds is not None
     torn = torn_page.panel().static_html()
-    assert f"with --quick, {timings.about(seconds)} (as this quick profile took" in torn
+    assert f"with the quick profile (--quick), {timings.about(seconds)} (as this quick" in torn
 
 
 def test_static_panel_escapes_html():

@@ -81,7 +81,7 @@ class LabPanel:
         facts = [("Needs", f"{package.NEEDS}.")]
         took = quick_time_note(self.parameters.LAB, host)
         if took:
-            facts.append(("Time", f"with --quick, {took}."))
+            facts.append(("Time", f"with the quick profile (--quick), {took}."))
         return facts
 
     def facts_html(self) -> str:
