@@ -160,7 +160,9 @@ def test_settings_claims(run, figures):
     assert not slow.empty
     assert (slow["tps_off_over_on"] > 1).all()
     assert (slow["model_tps_off_over_on"] > 1).all()
-    # "for such a server the model puts the ratio at ..., smaller than in this lab"
+    # "for such a server the model puts the ratio at ..., smaller than in this lab"; also
+    # backs the verdict of 'Beside the article's figure' ("The lab's write-limited ratios are
+    # larger than a usual server's would be").
     assert (slow["model_tps_off_over_on_recycled"] < slow["model_tps_off_over_on"]).all()
     # "With full-page writes off, the WAL of every leg (N legs) held no page image at all"
     legs = tables.legs(run.results)
