@@ -39,10 +39,8 @@ def measured_quick_seconds(lab: str, host: str, path: Path = QUICK_RUNS_CSV) -> 
 def expected_duration_line(lab: str, host: str, profile: str) -> str | None:
     """What a run prints under its command line, before it starts: how long a quick run took
     when measured, for planning (None for other profiles, or where nothing was measured)."""
-    seconds = measured_quick_seconds(lab, host) if profile == "quick" else None
-    if seconds is None:
-        return None
-    return f"expected: {quick_time_note(lab, host)}"
+    note = quick_time_note(lab, host) if profile == "quick" else None
+    return f"expected: {note}" if note else None
 
 
 def about(seconds: float) -> str:
