@@ -11,7 +11,8 @@ combination of mirror slot and of how write-mostly was set), runs 4 KiB random r
 writes at queue depth 1 and 16, counts where the I/O landed per leg, logs every write of the
 write-behind cells, and runs failure drills each followed by a data check that catches a
 single lost or wrong 4 KiB piece. On a lab VM it also cuts the VM's power with writes in flight
-and counts the acknowledged writes the slow leg lacks (`--part power-cut` runs only that).
+and counts the acknowledged writes the slow leg lacks (`--part power-cut` runs only that;
+`--part sweep`, the quick profile's, everything else).
 
 params.py     parameters, profiles, the configurations and workloads compared
 legs.py       the two legs (VM disks or loop devices), the host check, the loop legs' limit

@@ -58,9 +58,10 @@ def region_blocks(write_s: float, cap_iops: float | None) -> int:
 
 
 def can_cut_power(host: Host, legs_mode: str, part: str) -> bool:
-    """Whether the drill can run here: a lab VM of this install, its two disks as the legs.
-    With --part power-cut, a host where it cannot is refused in one line."""
-    possible = (legs_mode == "disks" and not host.is_local
+    """Whether the drill runs here: a lab VM of this install, its two disks as the legs, and a
+    part that has it (not --part sweep). With --part power-cut, a host where it cannot is
+    refused in one line."""
+    possible = (part != "sweep" and legs_mode == "disks" and not host.is_local
                 and machine.read_state(host.name) is not None)
     if part == "power-cut" and not possible:
         raise UsageError(f"host {host.name}: --part power-cut cuts a lab VM's power and uses "
@@ -73,7 +74,9 @@ class PowerCut:
 
     def drill_power_cut(self) -> None:
         if not can_cut_power(self.host, self.legs.mode, self.params.part):
-            self.progress.detail("no power-cut drill: it needs a lab VM of this install and "
+            self.progress.detail("no power-cut drill: --part sweep leaves it out (--part "
+                                 "power-cut runs it)" if self.params.part == "sweep" else
+                                 "no power-cut drill: it needs a lab VM of this install and "
                                  "its two disks as the legs")
             return
         rng = random.Random(self.params.seed)

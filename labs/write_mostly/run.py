@@ -436,7 +436,7 @@ class WriteMostlyLab(Drills, PowerCut):
 
     def measure(self, configurations: tuple[Configuration, ...] = CONFIGURATIONS) -> None:
         self.prepare()
-        everything = self.params.part == "all"
+        everything = self.params.part in ("all", "sweep")
         if everything:
             self.prefill()
             for config in configurations:  # the fast leg and the slow leg's parts, no delay
