@@ -325,3 +325,18 @@ def test_the_large_write_exercise_adds_up(run):
     assert float(f["art_seq1m_top_A_mib_s"]) == pytest.approx(float(f["art_link_top_mib_s"]),
                                                               rel=0.05)
     assert cycle > expected  # "slower than that"
+
+
+def test_a_sweep_part_run_has_a_headline_without_pgbench(run):
+    # A reader's `--quick` run is the sweep part: no pgbench, no drill. Its headline for
+    # "your run beside the book's" keeps the 4 KiB writes and their model, and nothing else.
+    import dataclasses
+
+    sweep_rows = ~run.results["workload"].isin(["pgbench", "drill"])
+    sweep = dataclasses.replace(
+        run, meta={**run.meta, "parameters": {**run.meta["parameters"], "part": "sweep"}},
+        results=run.results[sweep_rows].reset_index(drop=True))
+    whole, part = page.headline(run), page.headline(sweep)
+    assert set(part["measure"]) == {m for m in whole["measure"] if m.startswith("4 KiB")}
+    assert part["model"].notna().all() and len(part) == len(model.PROTOCOLS)
+    page.latency_chart(sweep).to_dict()  # the panel's chart draws from it too

@@ -218,6 +218,8 @@ def headline(run: RecordedRun) -> pd.DataFrame:
         rows.append({"measure": f"4 KiB write p50 on DRBD, +{first:g} ms", "config": row.protocol,
                      "value": row.measured_ms, "unit": "ms", "better": "lower",
                      "model": row.model_ms})
+    if not (run.results["workload"] == "pgbench").any():  # --part sweep: no pgbench
+        return headline_table(rows)
     tps = pgbench_results(run)
     for row in tps[tps["protocol"] == "none"].itertuples():
         rows.append({"measure": "pgbench TPS, 10 clients", "config": BASELINE_LABELS[row.config],

@@ -18,6 +18,9 @@ The order of the steps matters:
    that follows, then pgbench at each round trip under C, and under A and B at the largest.
 4. The failover drill (labs/drbd/drill.py).
 
+`--part sweep` (the quick profile's) runs steps 1 and 2 without PostgreSQL: no pgbench on
+the bare disk, none on DRBD, no drill.
+
 Everything is made through a workspace per VM, journaled first: `python -m labs clean`
 removes what a killed run leaves (the resource, netem, mounts, the server).
 """
@@ -167,8 +170,7 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     peer_host = second.host
     largest = max(params.added_rtt_ms)
     others = [p for p in params.protocols if p != "C"]
-    progress.expect(12 + len(params.added_rtt_ms) * (3 + len(params.protocols))
-                    + 2 * len(others) + 4 * len(params.drill_protocols))
+    progress.expect(expected_steps(params, others))
     run_id = new_run_id(host.name)
     recorder = RunRecorder(params.LAB, params.as_record(), seed=params.seed, run_id=run_id,
                            lab_host=host.name, host=host_facts(host))
@@ -214,13 +216,32 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
         progress.detail(f"link: {link_mib_s:.1f} MiB/s")
         bring_up(pair, resource, major, rec, progress)
         sweep(params, pair, rec, progress)
-        set_added_rtt(pair, 0.0)  # the set-up is no measurement: no added delay to wait through
-        point = start_postgres(pair.primary, pair.device, "drbd", rec, progress)
-        pgbench_runs(params, pair, rec, progress, point, largest)
-        for protocol in params.drill_protocols:
-            drill.failover(params, pair, rec, progress, point, protocol, largest)
+        if params.part == "all":
+            databases(params, pair, rec, progress, largest)
         progress.step("stopping PostgreSQL, taking DRBD and netem down; writing the run")
     return load_run(recorder.final_path)
+
+
+def expected_steps(params: Parameters, others: list[str]) -> int:
+    """The run's top-level steps, for the progress bar: eight fixed ones (the disks alone,
+    zeroing, the link twice, DRBD up, DRBD disconnected, the teardown), two per round trip
+    and one per protocol there, the other protocols' job files at the largest; with the
+    whole lab, four for PostgreSQL's set-ups and pgbench runs, one more per round trip and
+    per other protocol, and four per drill."""
+    steps = 8 + len(params.added_rtt_ms) * (2 + len(params.protocols)) + len(others)
+    if params.part == "all":
+        steps += 4 + len(params.added_rtt_ms) + len(others) + 4 * len(params.drill_protocols)
+    return steps
+
+
+def databases(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progress,
+              largest: float) -> None:
+    """PostgreSQL on the mirror: pgbench at every point, then the failover drills."""
+    set_added_rtt(pair, 0.0)  # the set-up is no measurement: no added delay to wait through
+    point = start_postgres(pair.primary, pair.device, "drbd", rec, progress)
+    pgbench_runs(params, pair, rec, progress, point, largest)
+    for protocol in params.drill_protocols:
+        drill.failover(params, pair, rec, progress, point, protocol, largest)
 
 
 def run_fio(ws: LabWorkspace, rec: RunRecorder, jobs: list[fio.FioJob], device: str,
@@ -303,14 +324,8 @@ def measure_baselines(params: Parameters, pair: Pair, rec: RunRecorder,
                           added_rtt_ms=0.0, rtt_ms=None)
         fio_article_throughput(params, ws, rec, disk, f"local-{ws.host.name}",
                                protocol="none", added_rtt_ms=0.0, rtt_ms=None)
-    # pgbench on the primary's own disk: the article's "local disk", no DRBD anywhere.
-    ws, disk = pair.primary, pair.disk(pair.primary)
-    point = start_postgres(ws, disk, "local", rec, progress)
-    progress.step(f"baseline: pgbench on {ws.host.name}'s own disk, {params.pgbench_s} s")
-    pgbench_once(params, pair, rec, point, "local", protocol="none", added_rtt_ms=0.0,
-                 rtt_ms=None)
-    ws.remove("server", f"{point}/pg")
-    ws.remove("mount", point)
+    if params.part == "all":
+        pgbench_on_the_bare_disk(params, pair, rec, progress)
     progress.step("zeroing both disks whole, so that they hold the same bytes")
     for ws in pair.both:
         disk = pair.disk(ws)
@@ -321,6 +336,18 @@ def measure_baselines(params: Parameters, pair: Pair, rec: RunRecorder,
         # fio's region: an earlier run on the same VMs may have left anything anywhere.
         ws.run_guarded(["dd", "if=/dev/zero", f"of={disk}", "bs=1M", f"count={size_mib}",
                         "oflag=direct", "status=none"], [disk], timeout_s=1800)
+
+
+def pgbench_on_the_bare_disk(params: Parameters, pair: Pair, rec: RunRecorder,
+                             progress: Progress) -> None:
+    """pgbench on the primary's own disk: the article's "local disk", no DRBD anywhere."""
+    ws, disk = pair.primary, pair.disk(pair.primary)
+    point = start_postgres(ws, disk, "local", rec, progress)
+    progress.step(f"baseline: pgbench on {ws.host.name}'s own disk, {params.pgbench_s} s")
+    pgbench_once(params, pair, rec, point, "local", protocol="none", added_rtt_ms=0.0,
+                 rtt_ms=None)
+    ws.remove("server", f"{point}/pg")
+    ws.remove("mount", point)
 
 
 def bring_up(pair: Pair, resource: drbd.DrbdResource, major: int, rec: RunRecorder,
