@@ -170,8 +170,7 @@ def test_a_run_killed_while_the_databases_write_leaves_nothing_after_clean(ci_ru
                                                                            figures):
     # The commit legs only (--tear-delay-ms 0): with the torn-page legs' set-up the kill
     # would come two minutes later. The torn legs' devices are torn down by the ci run itself
-    # (test_the_vm_came_back_and_nothing_is_left_in_it), and killed by the fault-injection
-    # benchmark, which runs the lab's quick profile.
+    # (test_the_vm_came_back_and_nothing_is_left_in_it); they are journaled like the others.
     kill_once_it_prints(["run", "power-loss", "--host", VM, "--profile", "ci", "--engines",
                          "postgres", "--write-s", "60", "--tear-delay-ms", "0"],
                         {**os.environ, **lab_vms.env},
