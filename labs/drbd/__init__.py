@@ -9,7 +9,8 @@ the primary mid-write (a VM's power cut; on SSH hosts, its server frozen and its
 promotes the peer and counts the acknowledged writes the peer does not hold.
 
 params.py   the parameters and profiles
-run.py      the pair's checks, the baselines, the resource, the sweep and pgbench
+sides.py    the two hosts, checked before anything is made (a VM pair or two SSH hosts)
+run.py      the baselines, the resource, the sweep and pgbench (`--part sweep`: no pgbench)
 ssh_link.py the checks of the link between two SSH hosts (its route, its queueing discipline)
 drill.py    the failover drill: numbered commits, the failure, the count, the resync
 pair.py     the two hosts' workspaces and the small steps run.py and drill.py share
