@@ -103,13 +103,12 @@ def test_every_acknowledged_commit_is_on_the_survivors_and_then_everywhere(ci_ru
 
 def test_a_power_cut_of_every_copy_loses_nothing_acknowledged_under_on(ci_run):
     cuts = power_cut_page.cuts(ci_run).set_index("synchronous_commit")
-    assert list(cuts.index) == ["off", "on"]  # the ci profile's settings, in order
+    assert list(cuts.index) == ["on"]  # the ci profile's one cut
     assert (cuts["acknowledged"] > 0).all()
     # The safe setting: the answer waited for three standbys' flushes.
     assert cuts.loc["on", "acknowledged_lost"] == 0
     assert cuts.loc["on", "primary_acknowledged_found"] == cuts.loc["on", "acknowledged"]
     assert cuts.loc["on", "model_max_lost"] == 0
-    assert cuts.loc["off", "model_max_lost"] > 0
 
 
 def test_after_a_cut_no_standby_holds_a_commit_the_primary_lacks(ci_run):
@@ -117,7 +116,7 @@ def test_after_a_cut_no_standby_holds_a_commit_the_primary_lacks(ci_run):
     cuts = power_cut_page.cuts(ci_run)
     assert (cuts["acknowledged_found"] <= cuts["primary_acknowledged_found"]).all()
     held = power_cut_page.standbys(ci_run)
-    assert len(held) == 10  # five standbys, two cuts
+    assert len(held) == 5  # five standbys, one cut
     assert (held["acknowledged rows it held"] <= held["acknowledged"]).all()
     newest = held.groupby("synchronous_commit")["acknowledged rows it held"].max()
     assert dict(newest) == dict(zip(cuts["synchronous_commit"], cuts["acknowledged_found"],
