@@ -9,6 +9,8 @@ from labs.consistency import page
 from labs.records import shipped_run
 
 PAGE = PROJECT_ROOT / "book" / "quorum" / "consistency.md"
+AVAILABILITY_VERDICT = ("backs the verdict of 'Which requests a cluster with stopped nodes "
+                        "serves' and its Summary bullet")
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +29,10 @@ def test_the_shipped_run_is_a_full_run(run):
 
 
 def test_every_request_did_what_the_model_predicts_and_refusals_are_unavailable(figures, run):
-    # "N of the N requests did what the model predicts, and the refusals are Unavailable"
-    assert figures["operations_agreeing"] == figures["operations"] == "18"
+    # "All N requests did what the model predicts." "The N refusals were all `Unavailable`
+    # errors."
+    assert figures["operations_agreeing"] == figures["operations"] == "18", \
+        AVAILABILITY_VERDICT
     grid = page.availability(run)
     assert set(grid.loc[~grid["succeeded"], "outcome"]) == {"Unavailable"}
 
@@ -40,27 +44,36 @@ def test_one_stopped_keeps_quorum_and_two_stopped_keep_only_one(run):
     served_by_cell = grid.groupby(["stopped", "level"])["succeeded"].all()
     served = {key for key, ok in served_by_cell.items() if ok}
     assert served == {(0, "ONE"), (0, "QUORUM"), (0, "ALL"), (1, "ONE"), (1, "QUORUM"),
-                      (2, "ONE")}
+                      (2, "ONE")}, \
+        AVAILABILITY_VERDICT
 
 
 def test_no_guaranteed_read_was_stale_and_every_stale_read_only_met_missed_replicas(figures):
-    assert figures["overlap_stale"] == "0" and figures["guaranteed_stale"] == "0"
+    # "Not one of the N reads where R + W > N returned the old value, nor any read where
+    # R > missed."
+    assert figures["overlap_stale"] == "0" and figures["guaranteed_stale"] == "0", \
+        "backs the verdict of 'When a read returns an overwritten value' and its Summary bullet"
     assert int(figures["overlap_reads"]) > 0 and int(figures["guaranteed_reads"]) > 0
-    # "All N stale reads were answered only by replicas that had missed the write"
+    # "all N stale reads were answered only by replicas that had missed the write"
     assert int(figures["stale_total"]) > 0
-    assert figures["stale_only_missed"] == figures["stale_total"]
+    assert figures["stale_only_missed"] == figures["stale_total"], \
+        "backs 'When a read returns an overwritten value' and the Summary bullet on who " \
+        "answers a stale read"
 
 
 def test_staleness_depended_mostly_on_the_coordinator(run, figures):
+    """Backs the verdict of 'Which replicas answer, and who reads the old value' and its
+    Summary bullet (with the row C test below)."""
     # "depended on which node coordinated it": through a coordinator that missed the write
     # far more often than through one that holds it, and the uniform model's figure for each
     # group between the two.
     holder, missed = int(figures["possible_holder_pct"]), int(figures["possible_missed_pct"])
-    assert missed - holder >= 30
-    assert holder < int(figures["possible_holder_model_pct"]) < missed
-    assert holder < int(figures["possible_missed_model_pct"]) < missed
-    # "They differ only because the two groups hold different rows and levels": for any one
-    # row and level the model gives every coordinator the same figure.
+    verdict = "backs the verdict of 'Which replicas answer, and who reads the old value'"
+    assert missed - holder >= 30, verdict
+    assert holder < int(figures["possible_holder_model_pct"]) < missed, verdict
+    assert holder < int(figures["possible_missed_model_pct"]) < missed, verdict
+    # "Its two figures differ only because the groups hold different rows and levels": for
+    # any one row and level the model gives every coordinator the same figure.
     table = page.stale(run)
     assert (table.groupby(["case", "read_level"])["model_uniform_pct"].nunique() == 1).all()
     assert figures["possible_holder_reads"] == figures["possible_missed_reads"]
@@ -93,18 +106,19 @@ def test_hinted_handoff_was_off_and_the_provenance_says_so(run):
 
 
 def test_row_a_reached_both_live_replicas(figures):
-    # "this run confirms both applied it": no read at ONE of row A through node 1 or 2 was
+    # "This run confirms that both applied it": no read at ONE of row A through node 1 or 2 was
     # stale (each of them reads its own copy at ONE, or the other's).
     assert figures["a_one_n1_stale"] == figures["a_one_n2_stale"] == "0"
 
 
 def test_row_c_quorum_model_is_right_on_average_and_wrong_for_each_node(run, figures):
-    # "right on average, wrong for each client"
+    # "for row C at QUORUM it is right on average, wrong for each client"
     model_pct = int(figures["c_quorum_model_pct"])
     shares = [100 * int(figures[f"c_quorum_n{c}_stale"]) / int(figures[f"c_quorum_n{c}_reads"])
               for c in (1, 2, 3)]
-    assert abs(sum(shares) / 3 - model_pct) <= 10
-    assert all(abs(share - model_pct) >= 20 for share in shares)
+    verdict = "backs the verdict of 'Which replicas answer, and who reads the old value'"
+    assert abs(sum(shares) / 3 - model_pct) <= 10, verdict
+    assert all(abs(share - model_pct) >= 20 for share in shares), verdict
     # Every stale QUORUM read of row C asked nodes 2 and 3, the two that missed it.
     for coordinator in (2, 3):
         assert figures[f"c_quorum_n{coordinator}_asked_23_stale"] == \
