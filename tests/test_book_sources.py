@@ -25,3 +25,24 @@ def test_no_directive_fence_has_a_backtick_in_its_title(page):
 def test_the_check_finds_a_backtick_in_a_directive_title():
     assert FENCE_WITH_BACKTICK_IN_INFO.match("````{admonition} Details: with `off`")
     assert not FENCE_WITH_BACKTICK_IN_INFO.match("````{admonition} Details: with off")
+
+
+def glossary_terms(text: str) -> list[str]:
+    """The terms of the glossary directive, in the order they appear (a term starts at the
+    line's first column; its definition is indented)."""
+    body = text.split("```{glossary}\n", 1)[1].split("\n```", 1)[0]
+    return [line for line in body.splitlines() if line and not line.startswith(" ")]
+
+
+def test_the_glossary_is_in_alphabetical_order():
+    # A reader looks a term up by scanning: any term out of place is one they miss.
+    terms = glossary_terms((PROJECT_ROOT / "book" / "appendix" / "glossary.md").read_text())
+    assert len(terms) > 50
+    assert terms == sorted(terms, key=str.lower)
+
+
+def test_the_order_check_sees_a_misplaced_term():
+    text = "```{glossary}\nqcow2\n  a format.\n\nreadahead\n  more.\n\nqueue depth\n  x.\n```"
+    terms = glossary_terms(text)
+    assert terms == ["qcow2", "readahead", "queue depth"]
+    assert terms != sorted(terms, key=str.lower)

@@ -112,7 +112,7 @@ def test_row_a_reached_both_live_replicas(figures):
 
 
 def test_row_c_quorum_model_is_right_on_average_and_wrong_for_each_node(run, figures):
-    # "for row C at QUORUM it is right on average, wrong for each client"
+    # "For row C at QUORUM the model is right on average and wrong for each client"
     model_pct = int(figures["c_quorum_model_pct"])
     shares = [100 * int(figures[f"c_quorum_n{c}_stale"]) / int(figures[f"c_quorum_n{c}_reads"])
               for c in (1, 2, 3)]
