@@ -68,7 +68,8 @@ def test_exercise_4_gives_the_time_at_the_recorded_runs_throughput():
 
 
 def test_the_exact_values_are_inside_the_simulations_intervals():
-    # "the exact values are inside the 95 % intervals"
+    # "every exact value lies inside the simulation's 95 % interval": backs the verdict of
+    # "Does the formula match brute force?" and its Summary bullet (book/quorum/lab.md).
     from labs.records import shipped_run
 
     wide = page.estimate_table(shipped_run("quorum"))
