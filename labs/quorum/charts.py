@@ -167,6 +167,7 @@ def montecarlo_chart(results: pd.DataFrame) -> alt.VConcatChart:
                                      ("estimate:Q", "ci95_low:Q", "ci95_high:Q", "exact:Q")])
         exact = base.mark_tick(color="#D55E00", thickness=3, size=30).encode(x="exact:Q")
         rows.append(alt.layer(interval, estimate, exact).properties(width=460, height=60))
+    # A title in two lines: one line would be wider than the charts and the page's column.
     return alt.vconcat(*rows).resolve_scale(x="independent").properties(
-        title="Monte Carlo estimate with its 95 % interval (dot and bar) vs the exact value "
-              "(orange tick)")
+        title={"text": "Monte Carlo estimate beside the exact value",
+               "subtitle": "dot and bar: the estimate and its 95 % interval; orange tick: exact"})
