@@ -28,6 +28,27 @@ def project_git_commit() -> str:
         return "unknown"
 
 
+def load_averages() -> list[float]:
+    """This machine's load averages over 1, 5 and 15 minutes (empty where the system keeps
+    none). A lab VM's timings depend on the machine that emulates it, busy or quiet."""
+    try:
+        return [round(load, 2) for load in os.getloadavg()]
+    except OSError:
+        return []
+
+
+def cpu_model() -> str:
+    """The processor's model name from /proc/cpuinfo ("unknown" where it does not say)."""
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
 def local_host_facts() -> dict[str, Any]:
     """Facts about the machine this Python runs on (labs on other hosts add their own)."""
     memory_bytes = None
@@ -43,6 +64,7 @@ def local_host_facts() -> dict[str, Any]:
         "kernel": platform.release(),
         "machine": platform.machine(),
         "cpu_count": os.cpu_count(),
+        "cpu_model": cpu_model(),
         "memory_bytes": memory_bytes,
         "python": platform.python_version(),
         "lab_vm": False,

@@ -32,7 +32,7 @@ import pandas as pd
 
 from labs import PROJECT_ROOT
 from labs.errors import LabError
-from labs.local_facts import local_host_facts, project_git_commit
+from labs.local_facts import load_averages, local_host_facts, project_git_commit
 
 FORMAT_VERSION = 1
 RESULT_COLUMNS = ["lab", "run_id", "config", "workload", "metric", "value", "unit"]
@@ -141,6 +141,7 @@ class RunRecorder:
 
     def __post_init__(self) -> None:
         self.started_at = utc_now()
+        self.load_at_start = load_averages()
         self.git_commit = project_git_commit()  # the code that runs; a later edit is not it
         self.run_id = self.run_id or new_run_id(self.lab_host, self.started_at)
         self.root = Path(self.root or runs_root())
@@ -222,6 +223,9 @@ class RunRecorder:
             "commands": self.commands,
             "started_at": self.started_at.isoformat(),
             "finished_at": utc_now().isoformat(),
+            # How busy the machine running the lab was (it also emulates any lab VM): a run
+            # recorded on a busy machine says so.
+            "controller_load": {"at_start": self.load_at_start, "at_end": load_averages()},
         }
         validate_results(results, meta, self.staging / "results.csv")
         results.to_csv(self.staging / "results.csv", index=False)
@@ -434,33 +438,3 @@ def labs_with_runs(root: Path | None = None) -> list[str]:
     if not root.is_dir():
         return []
     return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
-
-
-def _commands_shown(commands: list[str], shown: int = 3) -> str:
-    """The run's first commands (the lab's own command line first), and how many more
-    run.json lists: a lab that records every command on its host records hundreds."""
-    if not commands:
-        return "-"
-    more = len(commands) - shown
-    return "; ".join(commands[:shown]) + (f"; and {more} more, listed in run.json" if more > 0
-                                          else "")
-
-
-def run_summary(run: RecordedRun) -> pd.DataFrame:
-    """Provenance of a run as a two-column table for a book page."""
-    meta = run.meta
-    host = meta["host"]
-    rows = [
-        ("run", f"{meta['lab']}/{meta['run_id']}"),
-        ("command", _commands_shown(meta["commands"])),
-        ("seed", "-" if meta["seed"] is None else str(meta["seed"])),
-        ("host", f"{host.get('name', '?')}, kernel {host.get('kernel', '?')}, "
-                 f"{host.get('cpu_count', '?')} CPUs"
-                 + (", lab VM" if host.get("lab_vm") else "")),
-        ("project commit", meta["git_commit"][:12] + ("-dirty" if meta["git_commit"].endswith(
-            "-dirty") else "")),
-        ("tools", ", ".join(f"{k} {v}" for k, v in sorted(meta["tool_versions"].items()))
-         or "-"),
-        ("started / finished (UTC)", f"{meta['started_at']} / {meta['finished_at']}"),
-    ]
-    return pd.DataFrame(rows, columns=["", "recorded run"])

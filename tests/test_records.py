@@ -8,6 +8,7 @@ import pytest
 from conftest import PROJECT_ROOT
 
 from labs import records
+from labs.book.provenance import run_summary
 from labs.errors import LabError
 from labs.records import RecordError, RunRecorder
 
@@ -37,6 +38,28 @@ def test_round_trip(tmp_path):
     assert loaded.results["qd"].tolist() == [1, 1]
     assert loaded.results["value"].tolist() == [1.5, 9.0]
     assert (loaded.raw_dir / "fio" / "job.json").read_text() == '{"jobs": []}'
+
+
+def test_a_run_records_how_busy_its_machine_was_and_its_provenance_shows_it(tmp_path):
+    # Every run keeps the 1, 5 and 15-minute load averages at its start and end; the book's
+    # provenance table shows the 1-minute ones, so a run recorded on a busy machine says so.
+    loaded = records.load_run(make_run(tmp_path))
+    load = loaded.meta["controller_load"]
+    assert len(load["at_start"]) == len(load["at_end"]) == 3
+    assert all(value >= 0 for value in load["at_start"] + load["at_end"])
+    table = run_summary(loaded).set_index("")["recorded run"]
+    shown = table["machine's load (1-minute average, start / end)"]
+    assert shown.startswith(f"{load['at_start'][0]:.2f} / {load['at_end'][0]:.2f} on ")
+    assert loaded.meta["host"]["cpu_model"]
+
+
+def test_a_run_that_kept_no_load_shows_none_and_a_lab_vm_shows_its_emulation(tmp_path):
+    loaded = records.load_run(make_run(tmp_path))
+    del loaded.meta["controller_load"]
+    loaded.meta["host"].update(lab_vm=True, vm={"accel": "tcg"})
+    table = run_summary(loaded).set_index("")["recorded run"]
+    assert "machine's load (1-minute average, start / end)" not in table.index
+    assert table["host"].endswith(", lab VM (TCG)")
 
 
 def test_failed_run_leaves_nothing_behind(tmp_path):

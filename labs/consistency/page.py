@@ -14,10 +14,11 @@ import pandas as pd
 
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.panel import LabPanel
+from labs.book.provenance import run_summary
 from labs.book.theme import dropdown
 from labs.consistency.params import CASES, NODES, OLD, Parameters
 from labs.models import consistency as model
-from labs.records import RecordedRun, run_summary
+from labs.records import RecordedRun
 
 MODEL_COLOR = "#D55E00"
 MISSED = {case: down for case, (_, _, down) in CASES.items()}  # nodes down at each overwrite

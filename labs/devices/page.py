@@ -10,6 +10,7 @@ import pandas as pd
 
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.panel import LabPanel
+from labs.book.provenance import run_summary
 from labs.book.tables import wrapping_table
 from labs.devices.explain import (
     ARTICLE_BLOCK_KIB,
@@ -29,7 +30,7 @@ from labs.devices.results import (  # noqa: F401  (the page's tables, for its co
     volume_busy_s,
 )
 from labs.models import cloud_volume
-from labs.records import RecordedRun, run_summary
+from labs.records import RecordedRun
 
 COLOURS = alt.Scale(domain=list(VOLUMES), range=["#999999", "#0072B2", "#E69F00"])
 ARTICLE_INSERT_RATIO = "1.6"  # the stored procedure in 10 sessions, sc1 against gp3

@@ -10,6 +10,7 @@ import pandas as pd
 
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.panel import LabPanel
+from labs.book.provenance import run_summary
 from labs.book.tables import wrapping_table
 from labs.drbd.figures import figures, mib_s_text, ms_text  # noqa: F401  (figures: for the page)
 from labs.drbd.params import Parameters
@@ -25,7 +26,7 @@ from labs.drbd.results import (  # noqa: F401  (the page's tables, for its code 
     sweep_bandwidths,
 )
 from labs.models import drbd as model
-from labs.records import RecordedRun, run_summary
+from labs.records import RecordedRun
 
 PROTOCOL_COLOURS = alt.Scale(domain=["A", "B", "C"], range=["#009E73", "#E69F00", "#0072B2"])
 # pgbench's runs without a mirror: the bare disk, and DRBD with its peer disconnected. Every

@@ -9,10 +9,11 @@ import pandas as pd
 
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.panel import LabPanel
+from labs.book.provenance import run_summary
 from labs.book.tables import wrapping_table
 from labs.power_loss import doublewrite_page, model, torn_page
 from labs.power_loss.params import Parameters
-from labs.records import RecordedRun, run_summary
+from labs.records import RecordedRun
 
 LABELS = {"postgres": "PostgreSQL", "mariadb": "MariaDB (InnoDB)"}
 

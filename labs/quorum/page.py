@@ -11,11 +11,12 @@ import numpy as np
 import pandas as pd
 
 from labs.book.panel import LabPanel
+from labs.book.provenance import run_summary
 from labs.models import quorum as model
 from labs.models import quorum_problems
 from labs.quorum import charts
 from labs.quorum.params import Parameters
-from labs.records import RecordedRun, run_summary
+from labs.records import RecordedRun
 
 P_NODE_GRID = np.logspace(-4, math.log10(0.5), 19)
 P_AZ_CHOICES = (0.0, 0.001, 0.01)

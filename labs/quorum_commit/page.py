@@ -14,10 +14,11 @@ import pandas as pd
 
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.panel import LabPanel
+from labs.book.provenance import run_summary
 from labs.book.theme import dropdown, slider
 from labs.quorum_commit import power_cut_page
 from labs.quorum_commit.params import LAYOUTS, STANDBYS, Parameters
-from labs.records import RecordedRun, run_summary
+from labs.records import RecordedRun
 
 MODEL_COLOR = "#D55E00"
 LAYOUT_TEXT = {"even": "every other zone at the cross-zone delay",

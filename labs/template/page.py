@@ -7,7 +7,8 @@ import pandas as pd
 
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.panel import LabPanel
-from labs.records import RecordedRun, run_summary
+from labs.book.provenance import run_summary
+from labs.records import RecordedRun
 from labs.template.params import Parameters
 
 

@@ -15,8 +15,9 @@ import pandas as pd
 
 from labs import PROJECT_ROOT
 from labs.book.panel import LabPanel
+from labs.book.provenance import run_summary
 from labs.book.tables import wrapping_table
-from labs.records import RecordedRun, run_summary
+from labs.records import RecordedRun
 from labs.torn_pages import charts, model, tables
 from labs.torn_pages.formats import NA, share_text
 from labs.torn_pages.formats import num as _num
