@@ -130,6 +130,13 @@ class LabParameters:
             argv += _format_option(item.name, getattr(self, item.name))
         return shlex.join(argv)
 
+    def changed_from_profile(self, ignore: tuple[str, ...] = ("host", "peer", "seed")) -> list[str]:
+        """The fields set apart from their profile's values (other than where the lab runs
+        and its seed): a quick run's measured time holds only for the quick profile as it is."""
+        base = type(self)(**{**self.PROFILES[self.profile], "profile": self.profile})
+        return [item.name for item in fields(self) if item.name not in ignore
+                and getattr(self, item.name) != getattr(base, item.name)]
+
     def as_record(self) -> dict[str, Any]:
         """What run.json keeps: every field, plus the command line that reproduces it."""
         record = {}

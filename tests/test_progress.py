@@ -208,3 +208,13 @@ def test_a_quick_run_says_how_long_it_took_when_measured_and_other_profiles_say_
     line = timings.expected_duration_line("devices", "vm1", "quick")
     assert line is not None and line.startswith("expected: about ")
     assert timings.expected_duration_line("devices", "vm1", "full") is None
+
+
+def test_the_expected_time_is_printed_only_for_the_quick_profile_as_it_is():
+    # `--quick --part all` runs more than the measured quick run: no expected time for it.
+    from labs.drbd.params import Parameters
+
+    quick = Parameters.for_profile("quick")
+    assert quick.changed_from_profile() == []
+    assert Parameters.for_profile("quick", seed=3, peer="vm3").changed_from_profile() == []
+    assert Parameters.for_profile("quick", part="all").changed_from_profile() == ["part"]

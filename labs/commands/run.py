@@ -48,7 +48,9 @@ def main(args: argparse.Namespace) -> int:
         return run_many(lab, args)
     params = lab.parameters.from_args(args)
     print(params.command_line(), flush=True)  # every run says how to reproduce it
-    expected = timings.expected_duration_line(lab.name, params.host, params.profile)
+    # The measured time holds for the profile as it is (another part, more cuts: not it).
+    expected = None if params.changed_from_profile() else timings.expected_duration_line(
+        lab.name, params.host, params.profile)
     if expected:  # for planning, beside the command (stderr is for progress and errors)
         print(expected, flush=True)
     run = lab.run_function()
