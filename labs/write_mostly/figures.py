@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from labs.book.provenance import load_at_start_and_end
 from labs.records import RecordedRun
 from labs.write_mostly import tables
 from labs.write_mostly.model import (
@@ -80,7 +81,7 @@ def run_figures(run: RecordedRun) -> dict[str, str]:
     f.update(_drills(results))
     wall = results[results.metric == "wall_time_s"].value
     f["wall_min"] = f"{wall.iloc[0] / 60:.0f}" if len(wall) else NOT_MEASURED
-    load = meta["host"].get("load_average", {}).get("controller_before")
+    load = load_at_start_and_end(meta)  # the machine's 1-minute load at the start and end
     f["load_before"] = f"{load[0]:.0f}" if load else NOT_MEASURED
     f.update(model_error("wm_write_error", 1000 * slow_leg_latency_ms(cap, delay) if cap else None,
                          tables.measured(results, "raid1-wm", "randwrite-qd1", "clat_p50_us")))

@@ -16,6 +16,7 @@ import pandas as pd
 
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.panel import LabPanel
+from labs.book.provenance import load_at_start_and_end
 from labs.records import RUN_ID_PATTERN, RecordedRun, load_run, runs_root
 from labs.write_mostly import charts, tables
 from labs.write_mostly.companions import (
@@ -80,7 +81,8 @@ def provenance(run: RecordedRun) -> pd.DataFrame:
     else:
         legs = (f"fast {parameters.get('fast_device')}; slow {parameters.get('slow_device')} "
                 f"{cap}, plus dm-delay {parameters.get('slow_delay_ms')} ms")
-    load = host.get("load_average", {})
+    # The recorder's load of the machine running QEMU (older runs kept it in their host facts).
+    load = load_at_start_and_end(meta)
     rows = [
         ("run", f"{meta['lab']}/{meta['run_id']} ({parameters.get('profile')} profile)"),
         ("command", parameters.get("command_line", "-")),
@@ -94,8 +96,7 @@ def provenance(run: RecordedRun) -> pd.DataFrame:
     ]
     if load:
         rows.append(("load of the machine running QEMU (1-min average, 2 cores)",
-                     f"{load['controller_before'][0]:.1f} before, "
-                     f"{load.get('controller_after', [float('nan')])[0]:.1f} after"))
+                     f"{load[0]:.1f} before, {load[1]:.1f} after"))
     return pd.DataFrame(rows, columns=["", "recorded run"])
 
 

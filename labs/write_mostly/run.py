@@ -7,7 +7,6 @@ device and journals every resource, so `python -m labs clean` can undo a killed 
 
 from __future__ import annotations
 
-import os
 import shlex
 import time
 from dataclasses import asdict
@@ -477,8 +476,6 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
               "legs_mode": mode, "configurations": [asdict(c) for c in CONFIGURATIONS],
               "workloads": {k: {"rw": v[0], "iodepth": v[1], "rate_iops": v[2],
                                 "bs": BLOCK_SIZE} for k, v in WORKLOADS.items()}}
-    # The machine is shared and a lab VM's timing depends on it: its load, before and after.
-    facts["load_average"] = {"controller_before": list(os.getloadavg())}
     recorder = RunRecorder(params.LAB, record, seed=params.seed, run_id=run_id,
                            lab_host=host.name, host=facts)
     with recorder as rec:
@@ -495,5 +492,4 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
             progress.step("taking the array and its devices down; writing the run")
         rec.add_result(config="lab", workload="wall", metric="wall_time_s",
                        value=time.monotonic() - started, unit="s", leg="none")
-        facts["load_average"]["controller_after"] = list(os.getloadavg())
     return load_run(recorder.final_path)
