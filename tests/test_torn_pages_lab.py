@@ -101,9 +101,9 @@ def test_images_per_transaction_jump_after_the_forced_checkpoint(quick_run):
     # Counted in the WAL itself (pg_walinspect), on both sides of the checkpoint's redo point.
     run = quick_run["run"]
     w = page._windows(run)
-    fresh, redo, width = w["fresh"], w["redo_at"], w["width"]
-    before = tables.window_mean(fresh, "fpi_per_tx", redo - width, redo)
-    after = tables.window_mean(fresh, "fpi_per_tx", redo, redo + width)
+    windows = page.burst_windows(w)
+    before = tables.window_mean(w["fresh"], "fpi_per_tx", *windows["before"])
+    after = tables.window_mean(w["fresh"], "fpi_per_tx", *windows["after"])
     assert after > before, (before, after)
     assert tables.window_mean(w["off"], "fpi_per_tx", 0, w["end"]) < 0.01
 

@@ -70,12 +70,10 @@ def test_the_burst_after_a_checkpoint_has_the_shape_the_text_states(run):
     # W s before the forced CHECKPOINT. It jumped to C in the W s after the CHECKPOINT began,
     # and fell to D by the end of the leg" -- and the model says the same.
     w = lab._windows(run)
-    fresh, width, redo = w["fresh"], w["width"], w["redo_at"]
+    fresh, windows = w["fresh"], lab.burst_windows(w)
     for column in ("fpi_per_tx", "model_fpi_per_tx"):
-        start = tables.window_mean(fresh, column, 0, width)
-        before = tables.window_mean(fresh, column, redo - width, redo)
-        after = tables.window_mean(fresh, column, redo, redo + width)
-        end = tables.window_mean(fresh, column, w["end"] - width, w["end"])
+        start, before, after, end = (tables.window_mean(fresh, column, *windows[name])
+                                     for name in ("start", "before", "after", "end"))
         verdict = "backs the verdict of 'The burst after a checkpoint'"
         assert start > before, (verdict, column, start, before)
         assert after > before, (verdict, column, after, before)
@@ -392,3 +390,22 @@ def test_the_exercises_legs_are_steady_legs_on_the_unlimited_disk(run):
     assert f["ex_timeout_s"] == f"{first['checkpoint_interval_s']:.0f}"
     steady = table[(table["disk"] == tables.NO_LIMIT) & (table["setting"] != tables.FORCED)]
     assert f["ex_hour_timeout_s"] == f"{steady.iloc[-1]['checkpoint_interval_s']:.0f}"
+
+
+def test_a_window_without_a_counted_interval_reaches_the_nearest_on_its_own_side():
+    # On a loaded machine the interval just before a checkpoint can stall; the "before"
+    # window must then take the last counted interval before it, never one after the redo
+    # point, and a window with no `widen` stays empty (NaN) rather than guessing.
+    import pandas as pd
+
+    table = pd.DataFrame({"inspected_interval_start": [0.0, 1.0, 2.0, 2.9, 3.0, 4.0],
+                          "inspected_commits": [100, 100, 100, 2, 100, 100],
+                          "fpi_per_tx": [0.5, 0.2, 0.1, 9.0, 0.8, 0.4]})
+    table["few_commits"] = table["inspected_commits"] < 10
+    assert math.isnan(tables.window_mean(table, "fpi_per_tx", 2.5, 3.0))
+    assert tables.window_mean(table, "fpi_per_tx", 2.5, 3.0, "earlier") == 0.1
+    assert tables.window_mean(table, "fpi_per_tx", 2.5, 2.95, "later") == 0.8
+    assert tables.window_mean(table, "fpi_per_tx", 0.0, 2.0, "earlier") == pytest.approx(0.35)
+    assert math.isnan(tables.window_mean(table, "fpi_per_tx", 5.0, 6.0, "later"))
+    with pytest.raises(ValueError):
+        tables.window_mean(table, "fpi_per_tx", 0.0, 1.0, "sideways")

@@ -93,11 +93,19 @@ def _windows(run: RecordedRun) -> dict[str, object]:
             "width": width}
 
 
+def burst_windows(w: dict[str, object]) -> dict[str, tuple[float, float, str]]:
+    """The four windows the page averages over: the leg's first seconds, the seconds just
+    before and just after the checkpoint's redo point, and the leg's last seconds. Each grows
+    away from the redo point (or into the leg) if it holds no counted interval."""
+    width, redo_at, end = w["width"], w["redo_at"], w["end"]
+    return {"start": (0, width, "later"), "before": (redo_at - width, redo_at, "earlier"),
+            "after": (redo_at, redo_at + width, "later"), "end": (end - width, end, "earlier")}
+
+
 def burst_figures(run: RecordedRun) -> dict[str, str]:
     w = _windows(run)
-    fresh, replay, redo_at, width, end = w["fresh"], w["replay"], w["redo_at"], w["width"], w["end"]
-    windows = {"start": (0, width), "before": (redo_at - width, redo_at),
-               "after": (redo_at, redo_at + width), "end": (end - width, end)}
+    fresh, replay, redo_at, width = w["fresh"], w["replay"], w["redo_at"], w["width"]
+    windows = burst_windows(w)
     out: dict[str, str] = {"burst_window_s": f"{width:.1f}", "burst_redo_at_s": f"{redo_at:.1f}"}
     lengths = pd.concat([w["fresh"], w["replay"], w["off"]])
     lengths = lengths["time_s"] - lengths["inspected_interval_start"]
@@ -106,7 +114,7 @@ def burst_figures(run: RecordedRun) -> dict[str, str]:
     out.update(_burst_totals(fresh))
     out.update(_burst_leg_figures(run, fresh))
     out.update(_stats_lag_figures(fresh))
-    start_pages = tables.window_mean(fresh, "accounts_pages_per_tx", 0, width)
+    start_pages = tables.window_mean(fresh, "accounts_pages_per_tx", 0, width, "later")
     out["fresh_pages_per_tx"] = _num(start_pages)
     legs = tables.legs(run.results)
     out["off_legs"] = str(int((legs["full_page_writes"] == "off").sum()))
@@ -122,9 +130,9 @@ def _burst_windows(fresh: pd.DataFrame, windows: dict[str, tuple[float, float]]
     """Images per transaction in each window, measured and modelled, and how far the model
     is from the measurement (the page says in which direction)."""
     out = {}
-    for name, (start, stop) in windows.items():
-        measured = tables.window_mean(fresh, "fpi_per_tx", start, stop)
-        modelled = tables.window_mean(fresh, "model_fpi_per_tx", start, stop)
+    for name, (start, stop, widen) in windows.items():
+        measured = tables.window_mean(fresh, "fpi_per_tx", start, stop, widen)
+        modelled = tables.window_mean(fresh, "model_fpi_per_tx", start, stop, widen)
         out[f"burst_{name}_fpi"] = _num(measured)
         out[f"burst_{name}_model"] = _num(modelled)
         out[f"burst_{name}_error"] = _pct(modelled / measured - 1 if measured else math.nan)
@@ -177,10 +185,10 @@ def _replay_figures(replay: pd.DataFrame, width: float, redo_at: float,
     modelled ("n/a" for a run without a replayed leg)."""
     if replay.empty:
         return dict.fromkeys(REPLAY_FIGURES, NA)
-    replay_start = tables.window_mean(replay, "fpi_per_tx", 0, width)
-    replay_pages = tables.window_mean(replay, "accounts_pages_per_tx", 0, width)
-    replay_end = tables.window_mean(replay, "fpi_per_tx", redo_at - width, redo_at)
-    replay_model = tables.window_mean(replay, "model_fpi_per_tx", 0, width)
+    replay_start = tables.window_mean(replay, "fpi_per_tx", 0, width, "later")
+    replay_pages = tables.window_mean(replay, "accounts_pages_per_tx", 0, width, "later")
+    replay_end = tables.window_mean(replay, "fpi_per_tx", redo_at - width, redo_at, "earlier")
+    replay_model = tables.window_mean(replay, "model_fpi_per_tx", 0, width, "later")
     ratio = start_pages / replay_pages if replay_pages else math.nan
     return {"replay_start_fpi": _num(replay_start), "replay_before_fpi": _num(replay_end),
             "replay_pages_per_tx": _num(replay_pages), "replay_pages_ratio": _num(ratio, 1),

@@ -231,17 +231,29 @@ def forced_checkpoints(results: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def window_mean(table: pd.DataFrame, column: str, start_s: float, end_s: float) -> float:
+def window_mean(table: pd.DataFrame, column: str, start_s: float, end_s: float,
+                widen: str | None = None) -> float:
     """Per-transaction average of a column over the intervals that begin in
     [start_s, end_s), weighted by each interval's commits; intervals with too few commits
-    (`few_commits`, as the burst chart leaves them out) do not count."""
-    begins = table["inspected_interval_start"]
-    kept = ~table["few_commits"] if "few_commits" in table else table["inspected_commits"] > 0
-    rows = table[(begins >= start_s) & (begins < end_s) & kept]
+    (`few_commits`, as the burst chart leaves them out) do not count.
+
+    A window can hold no such interval: on a loaded machine one interval beside a checkpoint
+    may stall, or be cut very short by the redo point. With `widen` ("earlier" or "later")
+    the window then takes the nearest counted interval on that side, which keeps it on its
+    own side of the checkpoint; without it the answer is NaN."""
+    if widen not in (None, "earlier", "later"):
+        raise ValueError(f"widen must be 'earlier' or 'later', not {widen!r}")
+    kept = table[~table["few_commits"]] if "few_commits" in table else \
+        table[table["inspected_commits"] > 0]
+    begins = kept["inspected_interval_start"]
+    rows = kept[(begins >= start_s) & (begins < end_s)]
+    if rows.empty and widen == "earlier":
+        rows = kept[begins < start_s].tail(1)
+    elif rows.empty and widen == "later":
+        rows = kept[begins >= end_s].head(1)
     if rows.empty:
         return float("nan")
-    weights = rows["inspected_commits"]
-    return float(np.average(rows[column], weights=weights))
+    return float(np.average(rows[column], weights=rows["inspected_commits"]))
 
 
 def stats_lag(table: pd.DataFrame) -> dict[str, float]:
