@@ -379,3 +379,17 @@ def test_no_page_shows_markdown_source(built_site, page):
     source = re.search(r".{0,60}(\{glue:text\}|\{code-cell\}|\{admonition\}|\{term\}).{0,60}",
                        text)
     assert source is None, f"{page}: {source.group(0) if source else ''}"
+
+
+UNITS = r"(?:%|ms|µs|s|B|KiB|MiB|GiB|MiB/s)"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_no_number_on_a_page_carries_its_unit_twice(built_site, page):
+    # A glued number that carries its unit (labs/book/number_text.py) beside the same unit
+    # written in the page reads "12 % %" or "2.5 ms ms".
+    html = re.sub(r"<(script|style)\b.*?</\1>", " ", (built_site / page).read_text(),
+                  flags=re.S | re.I)
+    text = " ".join(unescape(re.sub(r"<[^>]+>", "", html)).split())
+    doubled = re.search(rf".{{0,40}}\d {UNITS} {UNITS}(?![\w/]).{{0,40}}", text)
+    assert doubled is None, f"{page}: {doubled.group(0) if doubled else ''}"

@@ -23,10 +23,9 @@ from conftest import (
     run_cli,
 )
 
-from labs.consistency import page
+from labs.consistency import model, page
 from labs.consistency.params import CASES, NEW, OLD
 from labs.infra import images
-from labs.models import consistency as model
 from labs.records import list_runs, load_run
 
 pytestmark = pytest.mark.slow

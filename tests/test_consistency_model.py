@@ -5,8 +5,8 @@ from math import isclose
 
 import pytest
 
+from labs.consistency import model
 from labs.errors import UsageError
-from labs.models import consistency as model
 
 
 def test_levels_wait_for_one_a_majority_or_every_replica():

@@ -11,6 +11,7 @@ import json
 import pytest
 from conftest import PROJECT_ROOT
 
+from labs.book import number_text as nt
 from labs.doublewrite import formats, page, tables
 from labs.records import shipped_run
 
@@ -137,7 +138,7 @@ def test_limited_pair_was_bandwidth_bound_and_on_wrote_more_pages_than_the_model
     # measured bytes over the model's, less 1
     assert (pairs["bytes_per_row_on"] > pairs["model_bytes_per_row_on"]).all(), why
     beyond = (pairs["bytes_per_row_on"] / pairs["model_bytes_per_row_on"]).mean() - 1
-    assert f["limited_model_short"] == f"{beyond:.0%}".replace("%", " %")
+    assert f["limited_model_short"] == nt.percent(beyond)
     # "because they flushed more pages per row"
     assert (pairs["pages_per_row_on"] > pairs["pages_per_row_off"] * 1.02).all(), why
     # "The ON bars therefore fall further short of their ticks than the OFF bars do."

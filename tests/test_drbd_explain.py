@@ -11,7 +11,7 @@ from conftest import glued_names
 
 from labs.drbd import charts
 from labs.drbd import explain as page
-from labs.models import drbd
+from labs.drbd import model as drbd
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "book" / "drbd" / "explain.md"

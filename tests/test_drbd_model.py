@@ -1,4 +1,4 @@
-"""The DRBD model (labs/models/drbd.py): what each protocol waits for, and what a commit costs."""
+"""The DRBD model (labs/drbd/model.py): what each protocol waits for, and what a commit costs."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
+from labs.drbd import model as drbd
 from labs.errors import UsageError
-from labs.models import drbd
 
 GRID = [0.0, 0.1, 0.5, 1.0, 3.0, 8.0]
 

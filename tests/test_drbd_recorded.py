@@ -10,9 +10,8 @@ import pandas as pd
 import pytest
 
 from labs import records
-from labs.drbd import page
+from labs.drbd import model, page
 from labs.drbd.results import local_row
-from labs.models import drbd as model
 
 
 @pytest.fixture(scope="module")

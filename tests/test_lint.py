@@ -3,6 +3,7 @@ functions stay small: at most 60 lines and a McCabe complexity of 12 (ruff's C90
 pyproject.toml)."""
 
 import ast
+import re
 import subprocess
 import sys
 
@@ -57,3 +58,25 @@ def test_the_complexity_limit_is_12_in_every_linted_folder():
                 text=True)
             verdicts[complexity] = "C901" in result.stdout
         assert verdicts == {12: False, 13: True}, (folder, verdicts)
+
+
+# A percentage formatted in place ("{share:.0%}") reads "12%", where the book's convention
+# (labs/book/number_text.py) is "12 %" and never "0 %" for a share that is not 0.
+PERCENT_FORMAT = re.compile(r"\{[^{}\n]*:[+ ]?,?\.?\d*%\}")
+
+
+def percent_formats(source: str) -> list[str]:
+    return PERCENT_FORMAT.findall(source)
+
+
+def test_the_percent_check_finds_a_percentage_formatted_in_place():
+    assert percent_formats('x = f"{share:.0%} and {error:+.1%}"') == ["{share:.0%}",
+                                                                      "{error:+.1%}"]
+    assert percent_formats('x = nt.percent(share) + f"{n:,.0f}"') == []
+
+
+def test_every_percentage_in_labs_goes_through_the_one_number_format():
+    found = [f"{path.relative_to(PROJECT_ROOT)}: {spec}"
+             for path in sorted((PROJECT_ROOT / "labs").rglob("*.py"))
+             for spec in percent_formats(path.read_text())]
+    assert found == [], "use labs.book.number_text.percent:\n" + "\n".join(found)

@@ -119,10 +119,10 @@ def test_too_little_memory_is_refused_before_anything_is_made(monkeypatch):
         lab.run(Parameters.for_profile("ci"), host, progress=None)
 
 
-# --- the power cut's model (labs/models/quorum_power_cut.py) ---------------------------------
+# --- the power cut's model (labs/quorum_commit/power_cut_model.py) ---------------------------
 
 def test_the_window_shrinks_as_the_commit_waits_for_more():
-    from labs.models import quorum_power_cut as cut
+    from labs.quorum_commit import power_cut_model as cut
 
     # The way to s1, the round trip to s1 and to the third, a flush (a recorded run's, ms).
     out, near, kth, flush = 0.34, 2.7, 20.8, 2.8

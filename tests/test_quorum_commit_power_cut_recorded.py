@@ -5,8 +5,8 @@ describes the run's numbers or shape."""
 import pytest
 from conftest import PROJECT_ROOT, glued_names
 
-from labs.models import quorum_power_cut as model
 from labs.quorum_commit import page, power_cut_page
+from labs.quorum_commit import power_cut_model as model
 from labs.quorum_commit.params import CUT_SETTINGS
 
 PAGE = PROJECT_ROOT / "book" / "quorum" / "quorum-commit.md"

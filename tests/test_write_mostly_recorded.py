@@ -13,6 +13,7 @@ import pytest
 from conftest import PROJECT_ROOT, glued_names
 
 from labs import rawfiles, records
+from labs.book import number_text as nt
 from labs.errors import UsageError
 from labs.write_mostly import charts, companions, model, power_cut_page, reference, tables
 from labs.write_mostly import page as lab
@@ -220,12 +221,12 @@ def test_the_hyperconnect_figures_read_closely():
     # "At p99, p99.99 and the maximum the mirrored cluster's latency was higher"
     tail = latte[latte.percentile.isin(["99", "99.99", "max"])]
     assert len(tail) == 12 and (tail["RAID"] > tail["no RAID"]).all()
-    # "At p99.9 it was lower again, though by no more than 0.4%"
+    # "At p99.9 it was lower again, though by no more than 0.4 %"
     p999 = latte[latte.percentile == "99.9"]
     assert len(p999) == 4 and (p999["RAID"] < p999["no RAID"]).all()
     # "both near half a second"
     assert p999[["RAID", "no RAID"]].stack().between(450, 550).all()
-    assert f["hc_p999_change_max"] == "0.4%"
+    assert f["hc_p999_change_max"] == "0.4 %"
     assert set(reference.latte_display()["percentile"]) >= {"p99.9", "p99.99"}
     select = latte[latte.operation == "standard1_select_cache"].set_index("percentile")
     assert select.loc["95", "no RAID"] == 2.599 and select.loc["95", "RAID"] == 1.794
@@ -315,7 +316,7 @@ def test_what_section_4_says_about_debian_13(run, newer):
     worst = max(abs(sustained - r) / r for r in rates)
     assert worst < 0.25
     figures = lab.figures(run)
-    assert figures["new_wb_rate_error_max"] == f"{worst:.0%}"
+    assert figures["new_wb_rate_error_max"] == nt.percent(worst)
     assert figures["new_wb_rate_min"] == f"{min(rates):,.0f}"
 
 
@@ -404,7 +405,7 @@ def test_the_flat_out_writer_behind_a_full_backlog(run):
     # "The first cell's log does not show the cycle that way": the first cell's longest wait
     # is well under a whole backlog's, while the cell named for the cycle has one close to it.
     assert first["longest_wait_s"] < 0.5 * first["stall_model_s"]
-    assert f["wb_first_longest_wait"] == f"{first['longest_wait_s'] * 1000:.1f} ms"
+    assert f["wb_first_longest_wait"] == nt.duration_ms(first["longest_wait_s"] * 1000)
     cycle = wb[wb["fill_s"].notna()].iloc[0]
     assert abs(cycle["longest_wait_s"] - cycle["stall_model_s"]) < 0.1 * cycle["stall_model_s"]
     # "In the one cell whose backlog filled within the logged seconds (slot 0, write-mostly
@@ -414,7 +415,7 @@ def test_the_flat_out_writer_behind_a_full_backlog(run):
     assert f["wb_cycle_iops"] == f"{cycle['write_iops']:,.0f}"
     for row, key in ((cycle, "wb_cycle_rate_error"), (first, "wb_write_rate_error")):
         error = (sustained - row["write_iops"]) / row["write_iops"]
-        assert f[key] == f"{abs(error):.0%}"
+        assert f[key] == nt.percent(error, size_only=True)
         assert float(f[f"{key}_signed"]) == pytest.approx(error, abs=1e-4)
     # "In the run the mirror wrote faster than the fast leg alone before its backlog filled"
     assert wb[wb["fill_s"].notna()]["fill_write_iops"].median() > 1.15 * first["fast_iops"]
@@ -431,7 +432,7 @@ def test_the_flat_out_writer_behind_a_full_backlog(run):
     # measurement"
     from_fast = model.backlog_fill_s(256, first["fast_iops"], first["slow_iops"])
     fill_error = (from_fast - cycle["fill_s"]) / cycle["fill_s"]
-    assert f["fill_from_fast_error"] == f"{abs(fill_error):.0%}" and fill_error > 0
+    assert f["fill_from_fast_error"] == nt.percent(fill_error, size_only=True) and fill_error > 0
 
 
 def test_the_resync_times_as_the_text_states(run):
@@ -540,8 +541,8 @@ def test_the_model_is_above_or_below_as_the_text_says(run, name):
 def test_the_models_wait_for_a_full_backlog_is_within_one_percent(run):
     """Backs the verdict of 'What write-behind buys a writer' (section 4) and its Summary
     bullet: the write that found the backlog full waited the whole backlog at the slow leg's
-    pace, within 1% of the model."""
-    # "the model's wait, the whole backlog at the slow leg's pace, is ... (within 1% of the
+    pace, within 1 % of the model."""
+    # "the model's wait, the whole backlog at the slow leg's pace, is ... (within 1 % of the
     # measurement)"
     assert abs(float(lab.figures(run)["stall_error_signed"])) < 0.01
 

@@ -32,6 +32,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from labs import classes, records
+from labs.book import number_text as nt
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.errors import LabError
 from labs.records import RecordedRun
@@ -110,7 +111,7 @@ def difference(book: float, yours: float, unit: str, better: str) -> str:
     if book == 0 or yours == 0:
         return way
     ratio = yours / book
-    amount = (f"{abs(ratio - 1):.0%}".replace("%", " %") if 0.5 <= ratio <= 2 else
+    amount = (nt.percent(abs(ratio - 1)) if 0.5 <= ratio <= 2 else
               f"{max(ratio, 1 / ratio):.1f}x")
     if way in ("higher", "lower") and better != "neither":
         good = (ratio > 1) == (better == "higher")
@@ -337,8 +338,8 @@ def show_yours(lab: str, headline: Callable, shipped: RecordedRun, book: pd.Data
     lines = summary(book, mine)
     errors = (model_error(book), model_error(mine))
     if None not in errors:
-        lines.append(f"Against the model, the median error was {errors[1]:.0%} for your run "
-                     f"and {errors[0]:.0%} for the book's.".replace("%", " %"))
+        lines.append(f"Against the model, the median error was {nt.percent(errors[1])} for "
+                     f"your run and {nt.percent(errors[0])} for the book's.")
     profiles = {run.meta["parameters"].get("profile") for run in (yours, shipped)}
     if len(profiles) > 1 and None not in profiles:
         lines.append("The two runs used different profiles: a quick run measures for less "

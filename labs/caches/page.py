@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from labs.book import number_text as nt
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.panel import LabPanel
 from labs.caches import charts, tables
@@ -45,18 +46,6 @@ def panel() -> LabPanel:
                     defaults={"profile": "quick"}, needs_root=True)
 
 
-def _kib(value: float) -> str:
-    return f"{value / 1024:.1f} KiB" if value >= 1024 else f"{value:.0f} B"
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.0%}"
-
-
-def _ms(value: float) -> str:
-    return f"{value:.2f} ms" if value < 10 else f"{value:.0f} ms"
-
-
 def _one(table: pd.DataFrame, **where: object) -> pd.Series:
     rows = table
     for key, value in where.items():
@@ -72,8 +61,8 @@ def engine_summary(run: RecordedRun) -> pd.DataFrame:
     ra = tables.readahead_bytes(run) // 1024
     cold = table[(table.phase == "cold") & (table.readahead_kib == ra)]
     rows = [{"engine and setting": row.label, "row": f"{row.row_bytes:,} B",
-             "measured": _kib(row.measured), "model": _kib(row.model),
-             "error": _pct(row.error), "x the row": f"{row.amplification:,.1f}",
+             "measured": nt.size(row.measured), "model": nt.size(row.model),
+             "error": nt.percent(row.error, signed=True), "x the row": f"{row.amplification:,.1f}",
              "device reads": f"{row.device_reads_per_read:.2f}"}
             for row in cold.sort_values(["engine", "label", "row_bytes"]).itertuples()]
     return pd.DataFrame(rows)
@@ -92,19 +81,11 @@ def memory_summary(run: RecordedRun) -> pd.DataFrame:
         resident = row.resident_bytes if row.engine == "rocksdb" else \
             getattr(row, "data_resident_bytes", 0) + getattr(row, "index_resident_bytes", 0)
         rows.append({"engine and setting": label,
-                     "its files in the page cache": _mib(resident),
-                     "container page cache": _mib(row.container_page_cache_bytes),
-                     "engine's own cache": _mib(getattr(row, "block_cache_usage_bytes", 0))
+                     "its files in the page cache": nt.size(resident),
+                     "container page cache": nt.size(row.container_page_cache_bytes),
+                     "engine's own cache": nt.size(getattr(row, "block_cache_usage_bytes", 0))
                      if row.engine == "rocksdb" else "key cache only"})
     return pd.DataFrame(rows)
-
-
-def _mib(value: float) -> str:
-    return f"{value / 2**20:.1f} MiB" if value >= 2**20 / 10 else _kib(value)
-
-
-def _ratio(value: float) -> str:
-    return f"{value:.0%}"
 
 
 def _ms_of(value: float, unit: str) -> float:
@@ -173,18 +154,18 @@ def _block_figures(params: dict, block: pd.DataFrame, ra: int) -> dict[str, str]
         for readahead, suffix in ((ra, "ra"), (0, "ra0")):
             row = _one(block, method=method, readahead_kib=readahead, record_bytes=small,
                        phase="cold")
-            f[f"block_{method}_{suffix}"] = _kib(row.measured)
-            f[f"block_{method}_{suffix}_model"] = _kib(row.model)
+            f[f"block_{method}_{suffix}"] = nt.size(row.measured)
+            f[f"block_{method}_{suffix}_model"] = nt.size(row.model)
     buffered = _one(block, method="buffered", readahead_kib=ra, record_bytes=small,
                     phase="cold")
     f["block_buffered_amplification"] = f"{buffered.measured / small:.0f}"
     mmap = _one(block, method="mmap", readahead_kib=ra, record_bytes=small, phase="cold")
-    f["mmap_share"] = _ratio(mmap.measured / mmap.model)
+    f["mmap_share"] = nt.percent(mmap.measured / mmap.model)
     mmap_rows = (block.method == "mmap") & (block.readahead_kib == ra) & (block.phase == "cold")
-    f["mmap_error"] = _pct(block[mmap_rows].error.abs().max())
+    f["mmap_error"] = nt.percent(block[mmap_rows].error.abs().max(), signed=True)
     other_error = block[~mmap_rows].error.abs().max()
-    f["block_other_error"] = f"{other_error:.1%}" if other_error < 0.01 else f"{other_error:.0%}"
-    f["block_direct_warm"] = _kib(_one(block, method="direct", readahead_kib=ra,
+    f["block_other_error"] = nt.percent(other_error)
+    f["block_direct_warm"] = nt.size(_one(block, method="direct", readahead_kib=ra,
                                        record_bytes=small, phase="warm").measured)
     return f
 
@@ -206,13 +187,13 @@ def _engine_figures(params: dict, engine: pd.DataFrame, ra: int,
     cold = engine[engine.phase == "cold"]
     at_ra = cold[cold.readahead_kib == ra]
     smallest, largest = min(rows), max(rows)
-    f["rocks_direct_100"] = _kib(_cold_row(cold, "direct", "-", smallest, ra).measured)
-    f["rocks_buffered_100"] = _kib(_cold_row(cold, "buffered", "-", smallest, ra).measured)
-    f["rocks_error"] = f"{at_ra[at_ra.engine == 'rocksdb'].error.abs().max():.0%}"
+    f["rocks_direct_100"] = nt.size(_cold_row(cold, "direct", "-", smallest, ra).measured)
+    f["rocks_buffered_100"] = nt.size(_cold_row(cold, "buffered", "-", smallest, ra).measured)
+    f["rocks_error"] = nt.percent(at_ra[at_ra.engine == 'rocksdb'].error.abs().max())
     if cass_setting:
         f.update(_cassandra_cold_figures(cold, cass_setting, smallest, largest, ra))
-    f["engine_median_error"] = f"{at_ra.error.abs().median():.0%}"
-    f["engine_worst_error"] = f"{at_ra.error.abs().max():.0%}"
+    f["engine_median_error"] = nt.percent(at_ra.error.abs().median())
+    f["engine_worst_error"] = nt.percent(at_ra.error.abs().max())
     return f
 
 
@@ -222,9 +203,9 @@ def _cassandra_cold_figures(cold: pd.DataFrame, cass_setting: str, smallest: int
     for compression in ("lz4", "none"):
         for row_bytes, name in ((smallest, "100"), (largest, "4096")):
             row = _cold_row(cold, cass_setting, compression, row_bytes, ra)
-            f[f"cass_{compression}_{name}"] = _kib(row.measured)
-            f[f"cass_{compression}_{name}_model"] = _kib(row.model)
-    f["cass_none_4096_ra0"] = _kib(_cold_row(cold, cass_setting, "none", largest, 0).measured)
+            f[f"cass_{compression}_{name}"] = nt.size(row.measured)
+            f[f"cass_{compression}_{name}_model"] = nt.size(row.model)
+    f["cass_none_4096_ra0"] = nt.size(_cold_row(cold, cass_setting, "none", largest, 0).measured)
     return f
 
 
@@ -239,10 +220,10 @@ def _memory_figures(params: dict, results: pd.DataFrame, memory: pd.DataFrame, r
                      & (results.metric == "container_page_cache_bytes")
                      & (results.row_bytes == smallest) & (results.readahead_kib == ra)]
     for setting in ("buffered", "direct"):
-        f[f"rocks_{setting}_resident"] = _mib(rocks.loc[setting, "resident_bytes"])
+        f[f"rocks_{setting}_resident"] = nt.size(rocks.loc[setting, "resident_bytes"])
         start = before[(before.engine == "rocksdb") & (before.setting == setting)].value.iloc[0]
-        f[f"rocks_{setting}_cache_growth"] = _mib(
-            max(0.0, rocks.loc[setting, "container_page_cache_bytes"] - start))
+        growth = rocks.loc[setting, "container_page_cache_bytes"] - start
+        f[f"rocks_{setting}_cache_growth"] = nt.size(max(0.0, growth))
     if cass_setting:
         f.update(_cassandra_memory_figures(params, results, memory, mem, ra, cass_setting))
     return f
@@ -256,8 +237,8 @@ def _cassandra_memory_figures(params: dict, results: pd.DataFrame, memory: pd.Da
     standard = mem[(mem.engine == "cassandra") & (mem.setting == "standard")]
     for row in standard.itertuples():
         held = row.data_resident_bytes + row.index_resident_bytes
-        f[f"cass_{row.compression}_resident"] = _mib(held)
-        f[f"cass_{row.compression}_resident_per_read"] = _kib(held / reads)
+        f[f"cass_{row.compression}_resident"] = nt.size(held)
+        f[f"cass_{row.compression}_resident_per_read"] = nt.size(held / reads)
     big_row = memory[(memory.engine == "cassandra") & (memory.setting == cass_setting)
                      & (memory.compression == "none") & (memory.row_bytes == largest)
                      & (memory.readahead_kib == ra)].iloc[0]
@@ -279,7 +260,7 @@ def _sweep_figures(params: dict, results: pd.DataFrame, sweep: pd.DataFrame) -> 
     # working sets are small.
     rows_cache = sweep[sweep.cache == "row"]
     f["row_cache_most_ws_pct"] = (
-        f"{(rows_cache.hot_rows / rows_cache.capacity_units).max() * 100:.0f} %"
+        nt.percent((rows_cache.hot_rows / rows_cache.capacity_units).max())
         if len(rows_cache) else "not measured")
     setup = results[(results.leg == "sweep") & (results.phase == "setup")]
     page_rows = setup[setup.cache == "page"]
@@ -289,8 +270,8 @@ def _sweep_figures(params: dict, results: pd.DataFrame, sweep: pd.DataFrame) -> 
     f["sweep_worst_error"] = f"{sweep.error.abs().max():.2f}"
     top = sweep[sweep.fraction == sweep.fraction.max()]
     best = top[top.pattern == "zipf"].sort_values("measured").iloc[0]
-    f["zipf_largest"] = _ratio(best.measured)
-    f["uniform_largest"] = _ratio(_one(top, pattern="uniform", label=best.label).measured)
+    f["zipf_largest"] = nt.percent(best.measured)
+    f["uniform_largest"] = nt.percent(_one(top, pattern="uniform", label=best.label).measured)
     rocks = sweep[sweep.engine == "rocksdb"]
     block_cache, row_cache = rocks[rocks.cache == "block"], rocks[rocks.cache == "row"]
     f["rocks_block_error"] = f"{block_cache.error.abs().max():.2f}"
@@ -298,7 +279,7 @@ def _sweep_figures(params: dict, results: pd.DataFrame, sweep: pd.DataFrame) -> 
     if not cassandra_sweep.empty:
         f.update(_cassandra_sweep_figures(cassandra_sweep))
     f.update(_row_cache_figures(row_cache))
-    f["block_uniform_largest"] = _ratio(_one(top, engine="rocksdb", cache="block",
+    f["block_uniform_largest"] = nt.percent(_one(top, engine="rocksdb", cache="block",
                                              pattern="uniform").measured)
     return f
 
@@ -306,11 +287,11 @@ def _sweep_figures(params: dict, results: pd.DataFrame, sweep: pd.DataFrame) -> 
 def _cassandra_sweep_setup_figures(params: dict, page_rows: pd.DataFrame) -> dict[str, str]:
     """The page-cache sweep's memory limit, cache and cost of a miss."""
     f: dict[str, str] = {}
-    f["cass_sweep_limit"] = _mib(page_rows[page_rows.metric == "memory_limit_bytes"]
+    f["cass_sweep_limit"] = nt.size(page_rows[page_rows.metric == "memory_limit_bytes"]
                                  .value.iloc[0])
-    f["cass_sweep_cache"] = _mib(page_rows[page_rows.metric == "cache_bytes"].value.iloc[0])
+    f["cass_sweep_cache"] = nt.size(page_rows[page_rows.metric == "cache_bytes"].value.iloc[0])
     per_miss = page_rows[page_rows.metric == "bytes_per_miss"].value.iloc[0]
-    f["cass_bytes_per_miss"] = _kib(per_miss)
+    f["cass_bytes_per_miss"] = nt.size(per_miss)
     f["miss_vs_row"] = f"{per_miss / (params['sweep_row_kib'] * 1024):.1f}"
     return f
 
@@ -334,11 +315,12 @@ def _cassandra_sweep_figures(cassandra_sweep: pd.DataFrame) -> dict[str, str]:
 def _row_cache_figures(row_cache: pd.DataFrame) -> dict[str, str]:
     """RocksDB's row cache in the sweep."""
     f: dict[str, str] = {}
-    f["row_min"] = f"{row_cache.measured.min():.1%}"
+    f["row_min"] = nt.percent(row_cache.measured.min(), 1)
     f["row_error"] = f"{row_cache.error.abs().max():.3f}"
     largest_rows = row_cache[row_cache.fraction == row_cache.fraction.max()].set_index("pattern")
     zipf_row, uniform_row = (largest_rows.loc[k, "measured"] for k in ("zipf", "uniform"))
-    f["row_zipf_largest"], f["row_uniform_largest"] = f"{zipf_row:.1%}", f"{uniform_row:.1%}"
+    f["row_zipf_largest"] = nt.percent(zipf_row, 1)
+    f["row_uniform_largest"] = nt.percent(uniform_row, 1)
     return f
 
 
@@ -349,19 +331,19 @@ def _throttled_figures(params: dict, results: pd.DataFrame, engine: pd.DataFrame
     f["throttle_iops"] = f"{params['throttle_read_iops']:,}"
     f["throttle_kibps"] = f"{params['throttle_read_kibps']:,}"
     direct = _one(slow, engine="rocksdb", setting="direct", phase="cold")
-    f["slow_rocks_direct"] = _ms(direct.measured)
-    f["fast_rocks_direct"] = _ms(direct.unthrottled_ms)
-    f["slow_rocks_direct_model"] = _ms(direct.model)
+    f["slow_rocks_direct"] = nt.duration_ms(direct.measured)
+    f["fast_rocks_direct"] = nt.duration_ms(direct.unthrottled_ms)
+    f["slow_rocks_direct_model"] = nt.duration_ms(direct.model)
     warm_direct = _one(slow, engine="rocksdb", setting="direct", phase="warm")
-    f["slow_rocks_warm"] = _ms(warm_direct.measured)
-    f["fast_rocks_warm"] = _ms(warm_direct.unthrottled_ms)
+    f["slow_rocks_warm"] = nt.duration_ms(warm_direct.measured)
+    f["fast_rocks_warm"] = nt.duration_ms(warm_direct.unthrottled_ms)
     if not cass_slow.empty:
         f.update(_cassandra_throttled_figures(params, results, engine, cass_slow, ra))
     f["throttled_reads"] = f"{params['throttled_reads']:,}"
-    f["rocks_direct_slow_bytes"] = _kib(direct.device_bytes_per_read)
+    f["rocks_direct_slow_bytes"] = nt.size(direct.device_bytes_per_read)
     cold_slow = slow[slow.phase == "cold"]
-    f["slow_error"] = f"{cold_slow.error.abs().max():.0%}"
-    f["slow_error_median"] = f"{cold_slow.error.abs().median():.0%}"
+    f["slow_error"] = nt.percent(cold_slow.error.abs().max())
+    f["slow_error_median"] = nt.percent(cold_slow.error.abs().median())
     # What the throttle granted: device reads per second of a throttled cold read.
     granted = 1000 * cold_slow.device_reads_per_read / cold_slow.measured
     f["granted_iops_low"] = f"{granted.min():.1f}"
@@ -372,11 +354,11 @@ def _throttled_figures(params: dict, results: pd.DataFrame, engine: pd.DataFrame
 def _cassandra_throttled_figures(params: dict, results: pd.DataFrame, engine: pd.DataFrame,
                                  cass_slow: pd.DataFrame, ra: int) -> dict[str, str]:
     f: dict[str, str] = {}
-    f["slow_cass_lz4"] = _ms(cass_slow.measured.iloc[0])
-    f["fast_cass_lz4"] = _ms(cass_slow.unthrottled_ms.iloc[0])
-    f["slow_cass_lz4_model"] = _ms(cass_slow.model.iloc[0])
+    f["slow_cass_lz4"] = nt.duration_ms(cass_slow.measured.iloc[0])
+    f["fast_cass_lz4"] = nt.duration_ms(cass_slow.unthrottled_ms.iloc[0])
+    f["slow_cass_lz4_model"] = nt.duration_ms(cass_slow.model.iloc[0])
     f["ex_cass_ios"] = f"{cass_slow.device_reads_per_read.iloc[0]:.1f}"
-    f["cass_lz4_slow_bytes"] = _kib(cass_slow.device_bytes_per_read.iloc[0])
+    f["cass_lz4_slow_bytes"] = nt.size(cass_slow.device_bytes_per_read.iloc[0])
     # The same kind of read in section 2 (longer passes): the throttled passes read the
     # smallest rows with the device's own readahead.
     same = engine[(engine.engine == cass_slow.engine.iloc[0])
@@ -384,7 +366,7 @@ def _cassandra_throttled_figures(params: dict, results: pd.DataFrame, engine: pd
                   & (engine.compression == "lz4") & (engine.phase == "cold")
                   & (engine.row_bytes == min(params["row_sizes"]))
                   & (engine.readahead_kib == ra)]
-    f["cass_lz4_engine_bytes"] = (_kib(same.measured.iloc[0]) if len(same)
+    f["cass_lz4_engine_bytes"] = (nt.size(same.measured.iloc[0]) if len(same)
                                   else "not measured")
     # The unthrottled pass just before, same engine and setting: did the limits cause it?
     before = results[(results.leg == "unthrottled")
@@ -393,7 +375,7 @@ def _cassandra_throttled_figures(params: dict, results: pd.DataFrame, engine: pd
                      & (results.compression == "lz4")
                      & (results.phase == "cold")
                      & (results.metric == "device_bytes_per_read")].value
-    f["cass_lz4_fast_bytes"] = _kib(before.iloc[0]) if len(before) else "not measured"
+    f["cass_lz4_fast_bytes"] = nt.size(before.iloc[0]) if len(before) else "not measured"
     return f
 
 
@@ -401,22 +383,22 @@ def _exercise_figures(sweep: pd.DataFrame, cass_slow: pd.DataFrame) -> dict[str,
     from labs.caches import model
 
     f: dict[str, str] = {}
-    f["ex_page_100"] = _kib(model.cassandra_data_unit_bytes(100, False))
-    f["ex_chunk_100"] = _kib(model.cassandra_data_unit_bytes(100, True))
-    f["ex_direct_100"] = _kib(model.direct_read_bytes(100))
-    f["ex_direct_block"] = _kib(model.rocksdb_data_unit_bytes(4096 + 5, direct=True))
+    f["ex_page_100"] = nt.size(model.cassandra_data_unit_bytes(100, False))
+    f["ex_chunk_100"] = nt.size(model.cassandra_data_unit_bytes(100, True))
+    f["ex_direct_100"] = nt.size(model.direct_read_bytes(100))
+    f["ex_direct_block"] = nt.size(model.rocksdb_data_unit_bytes(4096 + 5, direct=True))
     point = _one(sweep, engine="rocksdb", cache="block", pattern="uniform",
                  fraction=sweep[sweep.engine == "rocksdb"].fraction.max())
     f["ex_capacity_blocks"] = f"{point.capacity_units:,.0f}"
     f["ex_ws_blocks"] = f"{point.working_set_units:,}"
-    f["ex_uniform_model"] = _ratio(model.uniform_hit_ratio(point.capacity_units,
+    f["ex_uniform_model"] = nt.percent(model.uniform_hit_ratio(point.capacity_units,
                                                            point.working_set_units))
-    f["ex_uniform_measured"] = _ratio(point.measured)
+    f["ex_uniform_measured"] = nt.percent(point.measured)
     row_point = _one(sweep, engine="rocksdb", cache="row", pattern="uniform",
                      fraction=point.fraction)
     f["ex_row_capacity"] = f"{row_point.capacity_units:,.0f}"
     f["ex_hot_rows"] = f"{point.hot_rows:,}"
-    f["ex_row_measured"] = f"{row_point.measured:.1%}"
+    f["ex_row_measured"] = nt.percent(row_point.measured, 1)
     # Rounded as the exercise quotes it, so that the solution follows from the question.
     ios = round(cass_slow.device_reads_per_read.iloc[0], 1) if not cass_slow.empty else 1.0
     f["ex_own_ms"] = "0.10 ms"

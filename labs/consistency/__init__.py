@@ -4,7 +4,7 @@ params.py   the parameters and profiles
 cluster.py  the three Cassandra containers, their driver sessions, stopping and starting
 run.py      the lab: which operations each level allows with 0, 1, 2 nodes stopped, then
             reads of rows that a stopped replica missed (which reads see the old value)
-page.py     the book page: the tables beside the model (labs/models/consistency.py)
+page.py     the book page: the tables beside the model (labs/consistency/model.py)
 """
 
 from labs.consistency.params import Parameters

@@ -1,5 +1,5 @@
 """What the consistency page shows: the availability grid and the stale reads, each beside
-the model (labs/models/consistency.py), the figures its text quotes, provenance, the panel.
+the model (labs/consistency/model.py), the figures its text quotes, provenance, the panel.
 
 Pure page code: it reads recorded runs and never touches a container.
 """
@@ -12,12 +12,13 @@ from collections import Counter
 import altair as alt
 import pandas as pd
 
+from labs.book import number_text as nt
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.panel import LabPanel
 from labs.book.provenance import run_summary
 from labs.book.theme import dropdown
+from labs.consistency import model
 from labs.consistency.params import CASES, NODES, OLD, Parameters
-from labs.models import consistency as model
 from labs.records import RecordedRun
 
 MODEL_COLOR = "#D55E00"
@@ -93,7 +94,7 @@ def stale_overview(run: RecordedRun) -> pd.DataFrame:
         row = {"row (written at; down)": CASE_SHORT[case], "read at": level,
                "R + W > N": yes_no[first["model_overlap_guaranteed"]],
                "R > missed": yes_no[first["model_fresh_guaranteed"]],
-               "uniform model": f"{first['model_uniform_pct']:.0f} %"}
+               "uniform model": nt.percent(first["model_uniform_pct"] / 100)}
         for item in group.to_dict("records"):
             row[f"stale via {item['coordinator']}"] = \
                 f"{item['stale_reads']} of {item['reads']}"

@@ -19,6 +19,7 @@ import random
 import secrets
 import time
 
+from labs.consistency import model
 from labs.consistency.cluster import Cluster
 from labs.consistency.params import CASES, NEW, NODES, OLD, Parameters
 from labs.errors import LabError
@@ -26,7 +27,6 @@ from labs.infra import images
 from labs.infra.facts import host_facts, require_memory_mib
 from labs.infra.hosts import Host
 from labs.infra.workspace import LabWorkspace
-from labs.models import consistency as model
 from labs.progress import Progress
 from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from labs.book import number_text as nt
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.panel import LabPanel
 from labs.book.provenance import run_summary
@@ -39,12 +40,6 @@ HEADLINE_DEPTH = 16
 LINUX_DIRTY_EXPIRE_S = 30  # vm.dirty_expire_centisecs' default: older dirty files go to disk
 
 
-def _pct(value: float) -> str:
-    """A signed percentage with one decimal; no "-0.0"."""
-    text = f"{value:+.1f}"
-    return "0.0" if text in ("+0.0", "-0.0") else text
-
-
 def _fio(table: pd.DataFrame, volume: str, workload: str, **where) -> pd.Series:
     """The one row of fio_results(run) for this volume, workload and (e.g.) depth."""
     rows = table[(table["volume"] == volume) & (table["workload"] == workload)]
@@ -71,7 +66,7 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f["sc1_deep_wait_s"] = f"{deep / throttle_of(run, 'sc1').iops_total:.1f}"
     f["measurements"] = str(len(modelled))
     f["within_5pct"] = str(int((modelled["error_pct"].abs() <= 5).sum()))
-    f["sc1_write_error"] = _pct(_fio(fio, 'sc1', 'write')['error_pct'])
+    f["sc1_write_error"] = nt.number(_fio(fio, 'sc1', 'write')['error_pct'], 1, signed=True)
     f.update(_sc1_block_figures(fio))
     f.update(_burst_figures(run))
     f.update(_sysbench_figures(run))
@@ -92,12 +87,12 @@ def _volume_figures(run: RecordedRun, fio: pd.DataFrame, volume: str, deep: int,
             f"{volume}_limit_mib_s": f"{limit.bps_total / cloud_volume.MIB:.1f}",
             f"{volume}_iops_size_kib": f"{limit.iops_size // 1024:,}",
             f"{volume}_deep_iops": f"{d['iops']:,.1f}",
-            f"{volume}_deep_error": _pct(d['error_pct']),
+            f"{volume}_deep_error": nt.number(d['error_pct'], 1, signed=True),
             f"{volume}_qd1_iops": f"{s['iops']:,.1f}",
             f"{volume}_qd1_model": f"{s['model_iops']:,.1f}",
             f"{volume}_qd1_ms": f"{s['lat_mean_ms']:.2f}",
             f"{volume}_seq_mib_s": f"{q['mib_s']:.1f}",
-            f"{volume}_seq_error": _pct(q['error_pct'])}
+            f"{volume}_seq_error": nt.number(q['error_pct'], 1, signed=True)}
 
 
 def _unthrottled_figures(fio: pd.DataFrame, shallow: int) -> dict[str, str]:
@@ -145,7 +140,7 @@ def _sysbench_figures(run: RecordedRun) -> dict[str, str]:
         f[f"sb_{volume}_ops"] = f"{sysb.loc[volume, 'ops_per_s']:,.1f}"
     for volume in ("gp3", "sc1"):
         f[f"sb_{volume}_model"] = f"{sysb.loc[volume, 'model_ops_per_s']:,.1f}"
-        f[f"sb_{volume}_error"] = _pct(sysb.loc[volume, 'error_pct'])
+        f[f"sb_{volume}_error"] = nt.number(sysb.loc[volume, 'error_pct'], 1, signed=True)
     ratio = sysb.loc["gp3", "ops_per_s"] / sysb.loc["sc1", "ops_per_s"]
     model_ratio = sysb.loc["gp3", "model_ops_per_s"] / sysb.loc["sc1", "model_ops_per_s"]
     f["sb_ratio"] = f"{ratio:.0f}"
@@ -212,7 +207,7 @@ def mariadb_figures(run: RecordedRun) -> dict[str, str]:
          "mdb_written_most_requests": f"{sc1_most['write_requests']:.0f}",
          "mdb_headroom": (f"{sc1_most['wall_s'] / sc1_most['busy_s']:.0f}"
                           if sc1_most["busy_s"] else "∞"),  # nothing reached it at all
-         "mdb_sc1_most_error": _pct(sc1_most["error_pct"]),
+         "mdb_sc1_most_error": nt.number(sc1_most["error_pct"], 1, signed=True),
          "mdb_short_written_mib": f"{short['written_mib'].max():.2f}",
          "mdb_scale": f"{ARTICLE_ROWS / params['rows']:,.0f}",
          "mdb_article_hours": f"{ARTICLE_ROWS / alone_rows_per_s / 3600:.1f}",

@@ -295,13 +295,13 @@ class DevicesLab:
 
     def file_systems(self) -> dict[str, str]:
         """An ext4 file system on each disk, mounted for the rest of the run: disk -> folder."""
-        points = {}
+        mount_points = {}
         for disk, device in self.target.disks.items():
             self.progress.step(f"an ext4 file system on {device}")
             self.throttle(disk, None)
             self.ws.make_filesystem(device, "ext4", label=f"dev-{disk}")
-            points[disk] = self.ws.mount(device, f"fileio-{disk}")
-        return points
+            mount_points[disk] = self.ws.mount(device, f"fileio-{disk}")
+        return mount_points
 
     def sysbench_plan(self) -> list[tuple[str, str, bool]]:
         """(volume, disk, repeat) in the order sysbench runs them: on a disk with the
@@ -315,14 +315,14 @@ class DevicesLab:
                 plan.append(("unthrottled", disk, True))
         return plan
 
-    def sysbench_runs(self, points: dict[str, str]) -> None:
+    def sysbench_runs(self, mount_points: dict[str, str]) -> None:
         options = sysbench_options(self.params)
         limits = {name: limit for name, _, limit in self.target.volumes}
         plan = self.sysbench_plan()
-        for disk, point in points.items():
+        for disk, mount_point in mount_points.items():
             self.progress.detail(f"sysbench fileio prepare: {options.total_size_mib} MiB of "
                                  f"files on {self.target.disks[disk]}")
-            self.host.sudo(f"cd {shlex.quote(point)} && "
+            self.host.sudo(f"cd {shlex.quote(mount_point)} && "
                            + shlex.join(sysbench.fileio_command("prepare", options))
                            + " >/dev/null", timeout_s=1800)
             for name, _, repeat in [step for step in plan if step[1] == disk]:
@@ -332,7 +332,7 @@ class DevicesLab:
                 self.throttle(disk, limits[name])
                 # Nothing of the files stays in the guest's memory from the preparation.
                 self.host.sudo("sync && echo 3 > /proc/sys/vm/drop_caches", timeout_s=300)
-                command = (f"cd {shlex.quote(point)} && "
+                command = (f"cd {shlex.quote(mount_point)} && "
                            + shlex.join(sysbench.fileio_command("run", options)))
                 self.rec.add_command(f"[{self.host.name}] {command}")
                 out = self.host.sudo(command, timeout_s=options.time_s + 600).stdout
@@ -351,11 +351,11 @@ class DevicesLab:
                 self.progress.detail(f"{label}: {result.reads_per_s:,.1f} reads/s, "
                                      f"{result.writes_per_s:,.1f} writes/s")
             self.throttle(disk, None)
-            self.host.sudo(f"cd {shlex.quote(point)} && "
+            self.host.sudo(f"cd {shlex.quote(mount_point)} && "
                            + shlex.join(sysbench.fileio_command("cleanup", options))
                            + " >/dev/null", timeout_s=600)
 
-    def mariadb_inserts(self, points: dict[str, str]) -> None:
+    def mariadb_inserts(self, mount_points: dict[str, str]) -> None:
         """The article's stored procedure: one server per disk, its temporary tables on that
         disk's file system; the volumes take turns at each session count, so a slow spell of
         the emulated processors does not fall on one volume alone."""
@@ -363,9 +363,9 @@ class DevicesLab:
         sockets, tmpdirs = {}, {}
         self.progress.step(f"MariaDB in {self.host.name}: one server per disk, its temporary "
                            "folder on the disk")
-        for disk, point in points.items():
+        for disk, mount_point in mount_points.items():
             data = f"{self.ws.work_dir}/mariadb-{disk}"  # on the VM's own disk, not the volume
-            tmpdirs[disk], sockets[disk] = f"{point}/mariadb-tmp", f"{data}/server.sock"
+            tmpdirs[disk], sockets[disk] = f"{mount_point}/mariadb-tmp", f"{data}/server.sock"
             # One after the other: two bootstraps side by side once crashed in 1 GiB.
             self.host.sudo(f"install -d -o mysql -g mysql {shlex.quote(tmpdirs[disk])} && "
                            + server.init_command(data), timeout_s=900)
@@ -403,7 +403,7 @@ class DevicesLab:
                                         metric=metric, value=value, unit=unit, **dims)
                 self.progress.detail(f"{name}: {result['wall_s']:.1f} s, "
                                      f"{result['written_bytes'] / 2**20:.1f} MiB written")
-        for disk in points:
+        for disk in mount_points:
             self.throttle(disk, None)
             self.ws.remove("server", f"{self.ws.work_dir}/mariadb-{disk}")
 
@@ -455,10 +455,10 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
         lab.fio_sweeps()
         if target.emulated:
             lab.burst()
-        points = lab.file_systems()
-        lab.sysbench_runs(points)
+        mount_points = lab.file_systems()
+        lab.sysbench_runs(mount_points)
         if target.emulated:  # the server comes from the lab VM's packages
-            lab.mariadb_inserts(points)
+            lab.mariadb_inserts(mount_points)
         progress.step("removing the file systems" + (", the disks' throttles back as booted"
                                                      if target.emulated else
                                                      " and the loop device with its file"))

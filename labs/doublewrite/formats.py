@@ -12,18 +12,15 @@ from datetime import datetime
 
 import pandas as pd
 
+from labs.book import number_text as nt
 from labs.doublewrite.model import MIB
 from labs.doublewrite.tables import leg_table, pair_table, tps_series
 from labs.records import RecordedRun
 from labs.tools import mariadb
 
 
-def _join(values: list[str]) -> str:
-    return values[0] if len(values) == 1 else ", ".join(values[:-1]) + " and " + values[-1]
-
-
 def _pct(values) -> str:
-    return _join([f"{v:.0%}".replace("%", " %") for v in values])
+    return nt.listed([nt.percent(v) for v in values])
 
 
 def limit_use(legs: pd.DataFrame, limit_mibps: float) -> pd.Series:
@@ -49,7 +46,7 @@ def limited_figures(run: RecordedRun, small: int, limit: int) -> dict[str, str]:
     return {
         "limited_use_on_reps": _pct(use["ON"]),
         "limited_use_off_reps": _pct(use["OFF"]),
-        "limited_time_ratios": _join([f"{r:.2f}" for r in pairs["elapsed_on_over_off"]]),
+        "limited_time_ratios": nt.listed([nt.number(r, 2) for r in pairs["elapsed_on_over_off"]]),
         "limited_model_bytes_on": f"{pairs['model_bytes_per_row_on'].mean():,.0f}",
         "limited_model_short": _pct([beyond.mean()]),  # measured over the model, less 1
     }
@@ -61,16 +58,17 @@ def latency_figures(run: RecordedRun, small: int, limit: int) -> dict[str, str]:
     f: dict[str, str] = {}
     for q, digits in (("p50", 2), ("p99", 0)):
         on, off = pairs[f"latency_{q}_on"], pairs[f"latency_{q}_off"]
-        f[f"limited_{q}_on_reps"] = _join([f"{v:,.{digits}f}" for v in on])
-        f[f"limited_{q}_off_reps"] = _join([f"{v:,.{digits}f}" for v in off])
+        f[f"limited_{q}_on_reps"] = nt.listed([nt.number(v, digits) for v in on])
+        f[f"limited_{q}_off_reps"] = nt.listed([nt.number(v, digits) for v in off])
     # The mean and the 95th percentile, where most of the time goes: sysbench's own mean
     # (which Little's law ties to the inserts per second: threads / rate).
     legs = leg_table(run.results)
     legs = legs[(legs["buffer_pool_mib"] == small) & (legs["write_limit_mibps"] == limit)]
     for side in ("ON", "OFF"):
         mine = legs[legs["doublewrite"] == side].sort_values("repetition")
-        f[f"limited_mean_{side.lower()}_reps"] = _join([f"{v:.1f}" for v in mine["latency_avg"]])
-        f[f"limited_p95_{side.lower()}_reps"] = _join([f"{v:,.0f}" for v in mine["latency_p95"]])
+        name = side.lower()
+        f[f"limited_mean_{name}_reps"] = nt.listed([nt.number(v, 1) for v in mine["latency_avg"]])
+        f[f"limited_p95_{name}_reps"] = nt.listed([nt.number(v, 0) for v in mine["latency_p95"]])
     return f
 
 

@@ -15,6 +15,7 @@ import altair as alt
 import pandas as pd
 
 from labs import PROJECT_ROOT
+from labs.book import number_text as nt
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.panel import LabPanel
 from labs.doublewrite import charts, formats
@@ -167,10 +168,6 @@ def fpw_figures(torn_run: RecordedRun) -> dict[str, float]:
 
 # --- figures ----------------------------------------------------------------------------------
 
-def _n(value: float, digits: int = 0) -> str:
-    return f"{value:,.{digits}f}"
-
-
 # The server variables figures() reports (the page quotes the numeric ones; the lab's live
 # test reads innodb_flush_method and innodb_checksum_algorithm from the same figures).
 QUOTED_SERVER_VARIABLES = ("innodb_checksum_algorithm", "innodb_flush_method",
@@ -186,15 +183,15 @@ def figures(run: RecordedRun) -> dict[str, str]:
     small, large = min(params["buffer_pools_mib"]), max(params["buffer_pools_mib"])
     limit = params["write_mibps"]
     f: dict[str, str] = {
-        "rows": _n(params["rows"]), "initial_rows": _n(params["initial_rows"]),
+        "rows": nt.number(params["rows"], 0), "initial_rows": nt.number(params["initial_rows"], 0),
         "threads": str(params["threads"]), "limit": str(limit), "small_pool": str(small),
         "large_pool": str(large), "repetitions": str(params["repetitions"]),
         "log_file_mib": str(params["log_file_mib"]),
         "article_ratio": f"{article_ratio():.2f}",
     }
     template = template_figures(run.results)
-    f["table_mib"] = _n(template["table_bytes"] / 2**20)
-    f["pool_over_table"] = _n(template["table_bytes"] / 2**20 / small, 1)
+    f["table_mib"] = nt.number(template["table_bytes"] / 2**20, 0)
+    f["pool_over_table"] = nt.number(template["table_bytes"] / 2**20 / small, 1)
     by = settings.set_index(["buffer_pool_mib", "write_limit_mibps"])
     for pool, tag in ((small, "small"), (large, "large")):
         for disk, limit_mibps in (("nolimit", 0), ("limited", limit)):
@@ -208,7 +205,7 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f.update(formats.figures(run))
     # The largest throughput ratio (OFF over ON) of any pair: the page sets it beside the
     # article's figure, which the run cannot explain when it stays below 2.
-    f["max_tps_ratio"] = _n(pairs["tps_off_over_on"].max(), 2)
+    f["max_tps_ratio"] = nt.number(pairs["tps_off_over_on"].max(), 2)
     f.update(_server_and_host_figures(run))
     return f
 
@@ -216,28 +213,28 @@ def figures(run: RecordedRun) -> dict[str, str]:
 def _setting_figures(row: pd.Series, key: str, limit_mibps: int) -> dict[str, str]:
     """One setting (buffer pool and disk limit), doublewrite ON beside OFF, under `key`."""
     f: dict[str, str] = {}
-    f[f"{key}_tps_on"] = _n(row["tps_on"])
-    f[f"{key}_tps_off"] = _n(row["tps_off"])
-    f[f"{key}_time_ratio"] = _n(row["elapsed_on_over_off"], 2)
-    f[f"{key}_bytes_on"] = _n(row["bytes_per_row_on"])
-    f[f"{key}_bytes_off"] = _n(row["bytes_per_row_off"])
-    f[f"{key}_bytes_ratio"] = _n(row["bytes_on_over_off"], 2)
-    f[f"{key}_model_ratio"] = _n(row["model_ratio"], 2)
-    f[f"{key}_pages_on"] = _n(row["pages_per_row_on"], 2)
-    f[f"{key}_pages_off"] = _n(row["pages_per_row_off"], 2)
-    f[f"{key}_share"] = f"{row['dblwr_share_on']:.0%}"
-    f[f"{key}_redo"] = _n(row["redo_bytes_per_row"])
-    f[f"{key}_p99_on"] = _n(row["latency_p99_on"], 1)
-    f[f"{key}_p99_off"] = _n(row["latency_p99_off"], 1)
-    f[f"{key}_p50_on"] = _n(row["latency_p50_on"], 2)
-    f[f"{key}_p50_off"] = _n(row["latency_p50_off"], 2)
-    f[f"{key}_writes_on"] = _n(row["writes_on"])
-    f[f"{key}_writes_off"] = _n(row["writes_off"])
-    f[f"{key}_batch_pages"] = (_n(row["dblwr_pages_on"] / row["dblwr_batches_on"])
+    f[f"{key}_tps_on"] = nt.number(row["tps_on"], 0)
+    f[f"{key}_tps_off"] = nt.number(row["tps_off"], 0)
+    f[f"{key}_time_ratio"] = nt.number(row["elapsed_on_over_off"], 2)
+    f[f"{key}_bytes_on"] = nt.number(row["bytes_per_row_on"], 0)
+    f[f"{key}_bytes_off"] = nt.number(row["bytes_per_row_off"], 0)
+    f[f"{key}_bytes_ratio"] = nt.number(row["bytes_on_over_off"], 2)
+    f[f"{key}_model_ratio"] = nt.number(row["model_ratio"], 2)
+    f[f"{key}_pages_on"] = nt.number(row["pages_per_row_on"], 2)
+    f[f"{key}_pages_off"] = nt.number(row["pages_per_row_off"], 2)
+    f[f"{key}_share"] = nt.percent(row['dblwr_share_on'])
+    f[f"{key}_redo"] = nt.number(row["redo_bytes_per_row"], 0)
+    f[f"{key}_p99_on"] = nt.number(row["latency_p99_on"], 1)
+    f[f"{key}_p99_off"] = nt.number(row["latency_p99_off"], 1)
+    f[f"{key}_p50_on"] = nt.number(row["latency_p50_on"], 2)
+    f[f"{key}_p50_off"] = nt.number(row["latency_p50_off"], 2)
+    f[f"{key}_writes_on"] = nt.number(row["writes_on"], 0)
+    f[f"{key}_writes_off"] = nt.number(row["writes_off"], 0)
+    f[f"{key}_batch_pages"] = (nt.number(row["dblwr_pages_on"] / row["dblwr_batches_on"], 0)
                                if row["dblwr_batches_on"] else "no")
     if limit_mibps and pd.notna(row.get("model_tps_on")):
-        f[f"{key}_model_tps_on"] = _n(row["model_tps_on"])
-        f[f"{key}_model_tps_off"] = _n(row["model_tps_off"])
+        f[f"{key}_model_tps_on"] = nt.number(row["model_tps_on"], 0)
+        f[f"{key}_model_tps_off"] = nt.number(row["model_tps_off"], 0)
     return f
 
 
@@ -245,10 +242,10 @@ def _server_and_host_figures(run: RecordedRun) -> dict[str, str]:
     """The server settings the page names, the run's wall time and the host's load."""
     f = {name: server_variable(run, name) for name in QUOTED_SERVER_VARIABLES}
     wall = run.results[run.results["metric"] == "wall_time"]["value"]
-    f["wall_min"] = _n(float(wall.iloc[0]) / 60, 0) if not wall.empty else "?"
+    f["wall_min"] = nt.number(float(wall.iloc[0]) / 60, 0) if not wall.empty else "?"
     host = run.meta["host"]
-    f["load_before"] = _n(host.get("load_average_before", [float("nan")])[0], 1)
-    f["load_after"] = _n(host.get("load_average_after", [float("nan")])[0], 1)
+    f["load_before"] = nt.number(host.get("load_average_before", [float("nan")])[0], 1)
+    f["load_after"] = nt.number(host.get("load_average_after", [float("nan")])[0], 1)
     f["cpus"] = str(host.get("cpu_count", "?"))
     return f
 
@@ -268,16 +265,16 @@ def _torn_figures(run: RecordedRun) -> dict[str, str]:
     info = json.loads((run.raw_dir / "torn" / "dblwr-on" / "pages.json").read_text())
     on = table["ON"]
     f = {
-        "torn_first_changed": _n(on["changed_bytes_first_part"]),
-        "torn_rest_changed": _n(on["changed_bytes_rest"]),
+        "torn_first_changed": nt.number(on["changed_bytes_first_part"], 0),
+        "torn_rest_changed": nt.number(on["changed_bytes_rest"], 0),
         "torn_v0_lsn": str(info["v0_clean_shutdown"]["lsn"]),
         "torn_v1_lsn": str(info["v1_written_home"]["lsn"]),
         "torn_copy_page": ", ".join(str(c["ibdata1_page"]) for c in info["doublewrite_copies"]
                                     ) or "none",
-        "torn_on_rows": _n(on.get("rows_visible", float("nan"))),
-        "torn_on_new_rows": _n(on.get("rows_new_version", float("nan"))),
-        "torn_on_restart_s": _n(on.get("restart_s", float("nan")), 1),
-        "torn_off_exit": _n(table["OFF"]["restart_exit_code"]),
+        "torn_on_rows": nt.number(on.get("rows_visible", float("nan")), 0),
+        "torn_on_new_rows": nt.number(on.get("rows_new_version", float("nan")), 0),
+        "torn_on_restart_s": nt.number(on.get("restart_s", float("nan")), 1),
+        "torn_off_exit": nt.number(table["OFF"]["restart_exit_code"], 0),
     }
     return f
 
@@ -285,17 +282,17 @@ def _torn_figures(run: RecordedRun) -> dict[str, str]:
 def _comparison_figures(run: RecordedRun, small: int, limit: int) -> dict[str, str]:
     by = setting_table(run.results).set_index(["buffer_pool_mib", "write_limit_mibps"])
     limited = by.loc[(small, limit)]
-    f = {"dw_copy_bytes": _n(PAGE_BYTES),
-         "dw_copies_per_row": _n(limited["pages_per_row_on"] * limited["dblwr_share_on"], 2),
-         "dw_limited_ratio": _n(limited["tps_off"] / limited["tps_on"], 2)}
+    f = {"dw_copy_bytes": nt.number(PAGE_BYTES, 0),
+         "dw_copies_per_row": nt.number(limited["pages_per_row_on"] * limited["dblwr_share_on"], 2),
+         "dw_limited_ratio": nt.number(limited["tps_off"] / limited["tps_on"], 2)}
     try:
         fpw = fpw_figures(shipped_run("torn-pages"))
     except (RecordError, KeyError, LabError):
         fpw = None
-    f["fpw_image_bytes"] = _n(fpw["image_bytes"]) if fpw else "?"
-    f["fpw_images_per_tx"] = _n(fpw["images_per_tx"], 2) if fpw else "?"
-    f["fpw_limit"] = _n(fpw["limit_mibps"]) if fpw else "?"
-    f["fpw_limited_ratio"] = _n(fpw["limited_tps_off_over_on"], 2) if fpw else "?"
+    f["fpw_image_bytes"] = nt.number(fpw["image_bytes"], 0) if fpw else "?"
+    f["fpw_images_per_tx"] = nt.number(fpw["images_per_tx"], 2) if fpw else "?"
+    f["fpw_limit"] = nt.number(fpw["limit_mibps"], 0) if fpw else "?"
+    f["fpw_limited_ratio"] = nt.number(fpw["limited_tps_off_over_on"], 2) if fpw else "?"
     return f
 
 
@@ -305,17 +302,18 @@ def _exercise_figures(run: RecordedRun, pairs: pd.DataFrame, small: int, limit: 
                   ].iloc[0]
     every = RowWrites(first["pages_per_row_off"], 1.0, first["redo_bytes_per_row"])
     predicted_on = first["tps_off"] / first["model_ratio"]
-    f = {"ex_pages_off": _n(first["pages_per_row_off"], 3),
-         "ex_redo": _n(first["redo_bytes_per_row"]),
+    f = {"ex_pages_off": nt.number(first["pages_per_row_off"], 3),
+         "ex_redo": nt.number(first["redo_bytes_per_row"], 0),
          "ex_share": f"{first['dblwr_share_on']:.2f}",
-         "ex_tps_off": _n(first["tps_off"]), "ex_tps_on": _n(first["tps_on"]),
-         "ex_ratio_every": _n(every.bytes_ratio(), 3),
-         "ex_ratio_share": _n(first["model_ratio"], 3),
-         "ex_pred_tps_on": _n(predicted_on),
-         "ex_pred_error": f"{(first['tps_on'] - predicted_on) / first['tps_on']:+.0%}",
-         "ex_pages_for_10pct": _n(pages_for_ratio(1.1, 1.0, first["redo_bytes_per_row"]), 4),
-         "ex_rows_per_page_10pct": _n(1 / pages_for_ratio(1.1, 1.0,
-                                                          first["redo_bytes_per_row"]))}
+         "ex_tps_off": nt.number(first["tps_off"], 0), "ex_tps_on": nt.number(first["tps_on"], 0),
+         "ex_ratio_every": nt.number(every.bytes_ratio(), 3),
+         "ex_ratio_share": nt.number(first["model_ratio"], 3),
+         "ex_pred_tps_on": nt.number(predicted_on, 0),
+         "ex_pred_error": nt.percent((first["tps_on"] - predicted_on) / first["tps_on"],
+                                     signed=True),
+         "ex_pages_for_10pct": nt.number(pages_for_ratio(1.1, 1.0, first["redo_bytes_per_row"]), 4),
+         "ex_rows_per_page_10pct": nt.number(1 / pages_for_ratio(1.1, 1.0,
+                                                          first["redo_bytes_per_row"]), 0)}
     return f
 
 
@@ -341,7 +339,7 @@ def exercise_predict(run: RecordedRun) -> str:
         predicted = pair["tps_off"] / model.bytes_ratio()
         lines.append(f"{label} (s = {share:.2f}): ratio {model.bytes_ratio():.3f}, ON predicted "
                      f"{predicted:,.0f} inserts/s, measured {pair['tps_on']:,.0f} "
-                     f"({(pair['tps_on'] - predicted) / predicted:+.0%})")
+                     f"({nt.percent((pair['tps_on'] - predicted) / predicted, signed=True)})")
     return "\n".join(lines)
 
 

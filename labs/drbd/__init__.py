@@ -4,7 +4,7 @@ Two lab VMs mirror one data disk each through DRBD over their private link (or t
 hosts of the inventory mirror a loop file each, over the link between their
 `link_address`es). The lab adds network delay with netem, measures the round trip it got,
 and at each delay measures small synchronous writes (fio) under protocols A, B and C and
-PostgreSQL's pgbench, beside the model in labs/models/drbd.py. A failover drill then fails
+PostgreSQL's pgbench, beside the model in labs/drbd/model.py. A failover drill then fails
 the primary mid-write (a VM's power cut; on SSH hosts, its server frozen and its link cut),
 promotes the peer and counts the acknowledged writes the peer does not hold.
 

@@ -24,7 +24,7 @@ LATENCY_EXPR = "max(LOCAL, datum.network_ms + datum.peer_writes * PEER)"
 COMMIT_EXPR = "max(DISK, datum.network_ms + datum.peer_writes * DISK)"
 RATIO_PCT_EXPR = "100 * (WORK + DISK) / (WORK + datum.commit_ms)"
 # Where protocol C's curve meets a ratio r (in %): the round trip a transaction of
-# WORK + DISK ms may add, (WORK + DISK) x (1 / r - 1), as models.drbd.added_commit_ms_for_ratio.
+# WORK + DISK ms may add, (WORK + DISK) x (1 / r - 1), as drbd.model.added_commit_ms_for_ratio.
 CROSSING_EXPR = "(WORK + DISK) * (100 / datum.ratio_pct - 1)"
 
 

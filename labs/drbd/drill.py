@@ -79,11 +79,11 @@ def disk_digests(ws: LabWorkspace, device: str, size_bytes: int) -> list[str]:
     return [line.strip() for line in out.splitlines() if line.strip()]
 
 
-def failover(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progress, point: str,
+def failover(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progress, mount_point: str,
              protocol: str, added_rtt_ms: float) -> None:
     primary, peer = pair.primary, pair.peer
     config = f"drill-{protocol}"
-    data = f"{point}/pg"
+    data = f"{mount_point}/pg"
     failure = "power is cut" if pair.vms else "server is frozen and its link cut"
     progress.step(f"drill under {protocol}, round trip +{added_rtt_ms:g} ms: commits, then "
                   f"{primary.host.name}'s {failure}")
@@ -115,10 +115,10 @@ def failover(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progres
     if pair.vms:
         resync_s, resync_kib = rejoin(pair)
     else:
-        resync_s, resync_kib = rejoin_after_link_cut(pair, point, added_rtt_ms)
+        resync_s, resync_kib = rejoin_after_link_cut(pair, mount_point, added_rtt_ms)
     differing_mib = _differing_mib(pair, rec, config)
     progress.step(f"drill under {protocol}: roles back ({primary.host.name} primary)")
-    switch_back(pair, point, data)
+    switch_back(pair, mount_point, data)
     dims = {"protocol": protocol, "added_rtt_ms": added_rtt_ms, "rtt_ms": rtt}
     _record_drill(rec, progress, config, dims, acked=acked, found=found, newest=newest,
                   rate=rate, notice_s=notice_s, resync_s=resync_s, resync_kib=resync_kib,
@@ -225,8 +225,8 @@ def take_over(pair: Pair, data: str, config: str, rec: RunRecorder, acked: int,
         drbdadm(peer, pair, drbd.disconnect_command(name))
         notice_s = time.monotonic() - cut_at
     drbdadm(peer, pair, drbd.primary_command(name))
-    point = peer.mount(pair.device, "takeover")
-    peer_data = f"{point}/{data.rsplit('/', 1)[-1]}"
+    mount_point = peer.mount(pair.device, "takeover")
+    peer_data = f"{mount_point}/{data.rsplit('/', 1)[-1]}"
     start = POSTGRES.restart_command(peer_data, "synchronous_commit", "on")
     peer.start_server(peer_data, start, stop=POSTGRES.stop_command(peer_data),
                       pid_file=POSTGRES.pid_file(peer_data))
@@ -237,7 +237,7 @@ def take_over(pair: Pair, data: str, config: str, rec: RunRecorder, acked: int,
                 peer.host.sudo(["cat", "--", POSTGRES.log_file(peer_data)],
                                timeout_s=60).stdout)
     peer.remove("server", peer_data)
-    peer.remove("mount", point)
+    peer.remove("mount", mount_point)
     return found, newest, notice_s
 
 
@@ -271,13 +271,13 @@ def wait_for_resync(pair: Pair, started: float, largest_kib: int) -> tuple[float
         time.sleep(0.5)
 
 
-def rejoin_after_link_cut(pair: Pair, point: str, added_rtt_ms: float) -> tuple[float, int]:
+def rejoin_after_link_cut(pair: Pair, mount_point: str, added_rtt_ms: float) -> tuple[float, int]:
     """The old primary (its server killed) steps down and throws away what only it wrote;
     then its link comes back and it resyncs from the new primary. Returns as rejoin does."""
     primary, peer, name = pair.primary, pair.peer, pair.resource.name
     # Safe: the lab's own mount of the lab's DRBD device; the journal keeps the entry, and
     # switch_back mounts it here again.
-    primary.run_guarded(["umount", point], [pair.device], timeout_s=300)
+    primary.run_guarded(["umount", mount_point], [pair.device], timeout_s=300)
     drbdadm(primary, pair, drbd.secondary_command(name))
     back_to_the_files_protocol(pair, peer)
     # The old primary forgets its runtime options (disconnect: StandAlone), then connects
@@ -305,11 +305,11 @@ def back_to_the_files_protocol(pair: Pair, ws: LabWorkspace) -> None:
                                                    protocol=pair.resource.protocol))
 
 
-def switch_back(pair: Pair, point: str, data: str) -> None:
+def switch_back(pair: Pair, mount_point: str, data: str) -> None:
     primary, peer, name = pair.primary, pair.peer, pair.resource.name
     drbdadm(peer, pair, drbd.secondary_command(name))
     drbdadm(primary, pair, drbd.primary_command(name))
     # The same file system, mounted again where it was (the journal's entry still holds).
-    primary.run_guarded(["mount", pair.device, point], [pair.device], timeout_s=300)
+    primary.run_guarded(["mount", pair.device, mount_point], [pair.device], timeout_s=300)
     primary.restart_server(data, POSTGRES.restart_command(data, "synchronous_commit", "on"))
 

@@ -1,6 +1,6 @@
 """What the DRBD explanation page shows: the model's tables and the numbers its text quotes.
 
-Pure page code: it calls the model (labs/models/drbd.py) and reads the published figures
+Pure page code: it calls the model (labs/drbd/model.py) and reads the published figures
 (data/reference/drbd-article.csv). Nothing here touches a host.
 """
 
@@ -11,7 +11,8 @@ from functools import cache
 import pandas as pd
 
 from labs import PROJECT_ROOT
-from labs.models import drbd
+from labs.book import number_text as nt
+from labs.drbd import model as drbd
 
 REFERENCE = PROJECT_ROOT / "data" / "reference" / "drbd-article.csv"
 RTT_MS = tuple(round(0.1 * k, 1) for k in range(101))  # 0 to 10 ms, the charts' x axis
@@ -116,10 +117,6 @@ def chart_work_ms() -> float:
     return round(sample_ms_per_transaction() - CHART_DISK_MS, 2)
 
 
-def _ms(value: float) -> str:
-    return f"{value:.2f}"
-
-
 def _latency(protocol: str, local_ms: float, peer_ms: float, rtt_ms: float) -> float:
     return drbd.write_latency_ms(protocol, local_write_ms=local_ms, peer_write_ms=peer_ms,
                                  rtt_ms=rtt_ms)
@@ -159,23 +156,23 @@ def explain_figures() -> dict[str, str]:
     f["sample_tps"] = f"{published('pgbench_sample_tps', SAMPLE):,.0f}"
     f["sample_latency_ms"] = f"{published('pgbench_sample_latency_average', SAMPLE):.2f}"
     one_at_a_time = sample_ms_per_transaction()
-    f["sample_ms_per_txn"] = _ms(one_at_a_time)
+    f["sample_ms_per_txn"] = nt.number(one_at_a_time, 2)
     added = {k: drbd.added_commit_ms_for_ratio(r, local_ms_per_transaction=one_at_a_time)
              for k, r in ratios.items()}
-    f["added_one_zone_ms"] = _ms(added["one zone"])
-    f["added_two_zones_ms"] = _ms(added["two zones"])
-    f["added_difference_ms"] = _ms(added["two zones"] - added["one zone"])
+    f["added_one_zone_ms"] = nt.number(added["one zone"], 2)
+    f["added_two_zones_ms"] = nt.number(added["two zones"], 2)
+    f["added_difference_ms"] = nt.number(added["two zones"] - added["one zone"], 2)
     clients = published("pgbench_clients", "all three databases")
     parallel = clients * one_at_a_time  # each client's own time if none waited for another
-    f["parallel_ms_per_txn"] = _ms(parallel)
+    f["parallel_ms_per_txn"] = nt.number(parallel, 2)
     for name, ratio in ratios.items():
         added_parallel = drbd.added_commit_ms_for_ratio(ratio, local_ms_per_transaction=parallel)
         f[f"parallel_{name.replace(' ', '_')}_ms"] = f"{added_parallel:.1f}"
     for row in sample_cases().itertuples():
         key = row.sample_from.replace(" ", "_")
-        f[f"case_{key}_local_ms"] = _ms(row.local_ms)
-        f[f"case_{key}_one_zone_ms"] = _ms(row.added_ms_one_zone)
-        f[f"case_{key}_two_zones_ms"] = _ms(row.added_ms_two_zones)
+        f[f"case_{key}_local_ms"] = nt.number(row.local_ms, 2)
+        f[f"case_{key}_one_zone_ms"] = nt.number(row.added_ms_one_zone, 2)
+        f[f"case_{key}_two_zones_ms"] = nt.number(row.added_ms_two_zones, 2)
     f["chart_disk_ms"] = f"{CHART_DISK_MS:g}"
     f["chart_work_ms"] = f"{chart_work_ms():.2f}"
     f.update(exercise_figures())

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from labs.drbd.formats import mib_s_text, ms_text
+from labs.book import number_text as nt
+from labs.drbd import model
 from labs.drbd.params import PING_COUNT
 from labs.drbd.results import (
     article_results,
@@ -21,17 +22,7 @@ from labs.drbd.results import (
     sweep_bandwidths,
     sweep_rtts,
 )
-from labs.models import drbd as model
 from labs.records import RecordedRun
-
-
-def _ms2(value: float) -> str:
-    return f"{value:.2f}"
-
-
-def _pct(value: float) -> str:
-    text = f"{value:+.0f}"
-    return "0" if text in ("+0", "-0") else text
 
 
 def figures(run: RecordedRun) -> dict[str, str]:
@@ -45,18 +36,19 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f.update(_local_figures(fio, host, peer))
     direct = fio[(fio["variant"] == "direct") & fio["protocol"].isin(model.PROTOCOLS)]
     at_top = _by_protocol_at(direct, top)
-    f["top_rtt_ms"] = ms_text(at_top["rtt_ms"].iloc[0])
+    f["top_rtt_ms"] = nt.number(at_top["rtt_ms"].iloc[0])
     f.update(_p50_and_model_figures("top", at_top))
     first = min(params["added_rtt_ms"])
     at_first = _by_protocol_at(direct, first)
-    f["first_rtt_ms"] = ms_text(at_first["rtt_ms"].iloc[0])
+    f["first_rtt_ms"] = nt.number(at_first["rtt_ms"].iloc[0])
     a_points = direct[direct["protocol"] == "A"]["write_p50_ms"]
     if not a_points.empty:
-        f["A_min_p50_ms"], f["A_max_p50_ms"] = ms_text(a_points.min()), ms_text(a_points.max())
+        f["A_min_p50_ms"] = nt.number(a_points.min())
+        f["A_max_p50_ms"] = nt.number(a_points.max())
     f.update(_p50_and_model_figures("first", at_first))
     sends = fio.attrs["send_ms"]
-    f["send_ms"] = ms_text(sends["direct"]["write_p50_ms"])
-    f["send_sync_ms"] = ms_text(sends["fdatasync"]["sync_p50_ms"])
+    f["send_ms"] = nt.number(sends["direct"]["write_p50_ms"])
+    f["send_sync_ms"] = nt.number(sends["fdatasync"]["sync_p50_ms"])
     modelled = fio[fio["model_ms"].notna()]
     for variant in ("direct", "fdatasync"):
         f.update(_model_error_figures(modelled, variant, first))
@@ -82,8 +74,8 @@ def _setup_figures(params: dict, pings: pd.DataFrame, top: float) -> dict[str, s
             "added_list": ", ".join(f"{a:g}" for a in params["added_rtt_ms"]),
             "fio_s": str(params["fio_s"]), "pgbench_s": str(params["pgbench_s"]),
             "drill_s": str(params["drill_s"]), "ping_count": str(PING_COUNT),
-            "link_rtt_ms": ms_text(pings.loc["link", "rtt_p50_ms"]),
-            "link_rtt_p99_ms": ms_text(pings.loc["link", "rtt_p99_ms"])}
+            "link_rtt_ms": nt.number(pings.loc["link", "rtt_p50_ms"]),
+            "link_rtt_p99_ms": nt.number(pings.loc["link", "rtt_p99_ms"])}
 
 
 def _local_figures(fio: pd.DataFrame, host: str, peer: str) -> dict[str, str]:
@@ -92,8 +84,8 @@ def _local_figures(fio: pd.DataFrame, host: str, peer: str) -> dict[str, str]:
     for name, config in (("local", f"local-{host}"), ("peer", f"local-{peer}"),
                          ("disc", "drbd-disconnected")):
         direct, synced = local_row(fio, config, "direct"), local_row(fio, config, "fdatasync")
-        f[f"{name}_p50_ms"] = ms_text(direct["write_p50_ms"])
-        f[f"{name}_sync_ms"] = ms_text(synced["measured_ms"])
+        f[f"{name}_p50_ms"] = nt.number(direct["write_p50_ms"])
+        f[f"{name}_sync_ms"] = nt.number(synced["measured_ms"])
     return f
 
 
@@ -104,8 +96,8 @@ def _by_protocol_at(direct: pd.DataFrame, added: float) -> pd.DataFrame:
 def _p50_and_model_figures(label: str, at: pd.DataFrame) -> dict[str, str]:
     f = {}
     for protocol in at.index:
-        f[f"{label}_{protocol}_p50_ms"] = ms_text(at.loc[protocol, "write_p50_ms"])
-        f[f"{label}_{protocol}_model_ms"] = ms_text(at.loc[protocol, "model_ms"])
+        f[f"{label}_{protocol}_p50_ms"] = nt.number(at.loc[protocol, "write_p50_ms"])
+        f[f"{label}_{protocol}_model_ms"] = nt.number(at.loc[protocol, "model_ms"])
     return f
 
 
@@ -128,12 +120,12 @@ def _protocol_error_figures(name: str, mine: pd.DataFrame, first: float) -> dict
     if not delayed.empty:
         f[f"{name}_delayed_max_abs_error_pct"] = f"{delayed.abs().max():.0f}"
         f[f"{name}_delayed_min_abs_error_pct"] = f"{delayed.abs().min():.0f}"
-        f[f"{name}_delayed_min_error_pct"] = _pct(delayed.min())
+        f[f"{name}_delayed_min_error_pct"] = nt.number(delayed.min(), 0, signed=True)
     f[f"{name}_max_abs_error_pct"] = f"{mine['error_pct'].abs().max():.0f}"
     f[f"{name}_min_abs_error_pct"] = f"{mine['error_pct'].abs().min():.0f}"
     first_row = mine[mine["added_rtt_ms"] == first]
     if not first_row.empty:
-        f[f"{name}_first_error_pct"] = _pct(first_row["error_pct"].iloc[0])
+        f[f"{name}_first_error_pct"] = nt.number(first_row["error_pct"].iloc[0], 0, signed=True)
     return f
 
 
@@ -143,7 +135,7 @@ def _c_above_model_figures(modelled: pd.DataFrame) -> dict[str, str]:
     f = {"direct_C_above_count": str(int((c_direct["error_pct"] > 0).sum())),
          "direct_C_points": str(len(c_direct))}
     above_ms = c_direct["measured_ms"] - c_direct["model_ms"]
-    f["direct_C_above_max_ms"] = ms_text(above_ms.max())
+    f["direct_C_above_max_ms"] = nt.number(above_ms.max())
     return f
 
 
@@ -155,13 +147,13 @@ def _write_and_flush_figures(modelled: pd.DataFrame, at_top: pd.DataFrame, first
     for protocol in [p for p in ("C",) if p in at_top.index]:
         for label, added in (("first", first), ("top", top)):
             row = synced.loc[(protocol, added)]
-            f[f"{label}_{protocol}_sync_p50_ms"] = ms_text(row["sync_p50_ms"])
-            f[f"{label}_{protocol}_cycle_ms"] = ms_text(row["measured_ms"])
-            f[f"{label}_{protocol}_cycle_model_ms"] = ms_text(row["model_ms"])
-            f[f"{label}_{protocol}_cycle_error_pct"] = _pct(row["error_pct"])
+            f[f"{label}_{protocol}_sync_p50_ms"] = nt.number(row["sync_p50_ms"])
+            f[f"{label}_{protocol}_cycle_ms"] = nt.number(row["measured_ms"])
+            f[f"{label}_{protocol}_cycle_model_ms"] = nt.number(row["model_ms"])
+            f[f"{label}_{protocol}_cycle_error_pct"] = nt.number(row["error_pct"], 0, signed=True)
             # What each write-and-flush pair really took (1 / IOPS): fio's libaio engine
             # sends the fdatasync while the write is still on its way, so the two overlap.
-            f[f"{label}_{protocol}_fio_pair_ms"] = ms_text(row["cycle_ms"])
+            f[f"{label}_{protocol}_fio_pair_ms"] = nt.number(row["cycle_ms"])
             f[f"{label}_{protocol}_fio_pair_trips"] = f"{row['cycle_ms'] / row['rtt_ms']:.1f}"
     return f
 
@@ -176,13 +168,13 @@ def _tps_figures(tps: pd.DataFrame) -> dict[str, str]:
     f["tps_ratio_first_pct"] = f"{c['ratio_pct'].iloc[0]:.0f}"
     f["tps_ratio_last_pct"] = f"{c['ratio_pct'].iloc[-1]:.0f}"
     f["tps_max_abs_error_pct"] = f"{tps['error_pct'].abs().max():.0f}"
-    f["cpu_ms"] = ms_text(tps.attrs["cpu_ms"])
+    f["cpu_ms"] = nt.number(tps.attrs["cpu_ms"])
     f["tps_model_first_pct"] = f"{c['model_ratio_pct'].iloc[0]:.0f}"
     f["tps_model_last_pct"] = f"{c['model_ratio_pct'].iloc[-1]:.0f}"
     f["tps_fall_points"] = f"{c['ratio_pct'].iloc[0] - c['ratio_pct'].iloc[-1]:.0f}"
     f["tps_model_fall_points"] = \
         f"{c['model_ratio_pct'].iloc[0] - c['model_ratio_pct'].iloc[-1]:.0f}"
-    f["c_cpu_ms_per_tx_last"] = ms_text(c["cpu_ms_per_tx"].iloc[-1])
+    f["c_cpu_ms_per_tx_last"] = nt.number(c["cpu_ms_per_tx"].iloc[-1])
     return f
 
 
@@ -203,23 +195,24 @@ def _cpu_figures(run: RecordedRun, tps: pd.DataFrame) -> dict[str, str]:
     mirrored = tps[tps["protocol"].isin(model.PROTOCOLS)]
     f["cores"] = str(run.meta["host"]["controller"]["cpu_count"])
     f["local_primary_cores"] = f"{local['primary_cores']:.1f}"
-    f["local_primary_cpu_ms_per_tx"] = ms_text(local["primary_cpu_ms_per_tx"])
-    f["mirror_primary_cpu_ms_per_tx_min"] = ms_text(mirrored["primary_cpu_ms_per_tx"].min())
-    f["mirror_primary_cpu_ms_per_tx_max"] = ms_text(mirrored["primary_cpu_ms_per_tx"].max())
+    f["local_primary_cpu_ms_per_tx"] = nt.number(local["primary_cpu_ms_per_tx"])
+    f["mirror_primary_cpu_ms_per_tx_min"] = nt.number(mirrored["primary_cpu_ms_per_tx"].min())
+    f["mirror_primary_cpu_ms_per_tx_max"] = nt.number(mirrored["primary_cpu_ms_per_tx"].max())
     f["local_both_cores"] = f"{local['both_cores']:.2f}"
     f["mirror_both_cores_min"] = f"{mirrored['both_cores'].min():.2f}"
     f["mirror_both_cores_max"] = f"{mirrored['both_cores'].max():.2f}"
     f["mirror_peer_cores_min"] = f"{mirrored['peer_cores'].min():.1f}"
     f["mirror_peer_cores_max"] = f"{mirrored['peer_cores'].max():.1f}"
-    f["local_cpu_ms_per_tx"] = ms_text(local["primary_cpu_ms_per_tx"] + local["peer_cpu_ms_per_tx"])
-    f["mirror_cpu_ms_per_tx_min"] = ms_text(mirrored["cpu_ms_per_tx"].min())
-    f["mirror_cpu_ms_per_tx_max"] = ms_text(mirrored["cpu_ms_per_tx"].max())
+    f["local_cpu_ms_per_tx"] = nt.number(local["primary_cpu_ms_per_tx"]
+                                         + local["peer_cpu_ms_per_tx"])
+    f["mirror_cpu_ms_per_tx_min"] = nt.number(mirrored["cpu_ms_per_tx"].min())
+    f["mirror_cpu_ms_per_tx_max"] = nt.number(mirrored["cpu_ms_per_tx"].max())
     f["cpu_ratio_min_pct"] = f"{mirrored['cpu_ratio_pct'].min():.0f}"
     f["cpu_ratio_max_pct"] = f"{mirrored['cpu_ratio_pct'].max():.0f}"
     apart = 100 * (mirrored["ratio_pct"] / mirrored["cpu_ratio_pct"] - 1)
     f["cpu_max_abs_error_pct"] = f"{apart.abs().max():.0f}"
-    f["mirror_peer_cpu_ms_per_tx_min"] = ms_text(mirrored["peer_cpu_ms_per_tx"].min())
-    f["mirror_peer_cpu_ms_per_tx_max"] = ms_text(mirrored["peer_cpu_ms_per_tx"].max())
+    f["mirror_peer_cpu_ms_per_tx_min"] = nt.number(mirrored["peer_cpu_ms_per_tx"].min())
+    f["mirror_peer_cpu_ms_per_tx_max"] = nt.number(mirrored["peer_cpu_ms_per_tx"].max())
     f["sent_kib_per_tx_min"] = f"{mirrored['sent_kib_per_tx'].min():.0f}"
     f["sent_kib_per_tx_max"] = f"{mirrored['sent_kib_per_tx'].max():.0f}"
     return f
@@ -257,15 +250,15 @@ def _drill_protocol_figures(drill: pd.DataFrame, protocol: str) -> dict[str, str
     f[f"drill_{protocol}_resync_mib_s"] = f"{row['resync_mib_s']:.1f}"
     f[f"drill_{protocol}_rate"] = f"{row['commits_per_s']:.0f}"
     f[f"drill_{protocol}_differing_mib"] = f"{row['differing_mib']:.0f}"
-    f[f"drill_{protocol}_rtt_ms"] = ms_text(row["rtt_ms"])
-    f[f"drill_{protocol}_commit_ms"] = ms_text(1000 / row["commits_per_s"])
+    f[f"drill_{protocol}_rtt_ms"] = nt.number(row["rtt_ms"])
+    f[f"drill_{protocol}_commit_ms"] = nt.number(1000 / row["commits_per_s"])
     if protocol != "A" and "A" in drill.index:
         f.update(_beyond_a_figures(drill, protocol))
     # What protocol A's model expects to lose: the commits made during the time an
     # acknowledged write still travels to the peer (half a round trip, Little's law).
     expected = row["commits_per_s"] * row["rtt_ms"] / 2000
     f[f"drill_{protocol}_expected_lost"] = f"{expected:.1f}"
-    f[f"drill_{protocol}_half_rtt_ms"] = ms_text(row["rtt_ms"] / 2)
+    f[f"drill_{protocol}_half_rtt_ms"] = nt.number(row["rtt_ms"] / 2)
     f[f"drill_{protocol}_newest"] = f"{row['newest_found']:,.0f}"
     unacked = max(0, row["newest_found"] - row["acknowledged"])
     f[f"drill_{protocol}_unacked_found"] = f"{unacked:,.0f}"
@@ -279,7 +272,7 @@ def _beyond_a_figures(drill: pd.DataFrame, protocol: str) -> dict[str, str]:
     so its time is the client's and PostgreSQL's own), in ms and in round trips of the link."""
     commit_ms = 1000 / drill.loc[protocol, "commits_per_s"]
     beyond_ms = commit_ms - 1000 / drill.loc["A", "commits_per_s"]
-    return {f"drill_{protocol}_beyond_a_ms": ms_text(beyond_ms),
+    return {f"drill_{protocol}_beyond_a_ms": nt.number(beyond_ms),
             f"drill_{protocol}_beyond_a_trips": f"{beyond_ms / drill.loc[protocol, 'rtt_ms']:.1f}"}
 
 
@@ -290,16 +283,19 @@ def _exercise_figures(fio: pd.DataFrame, sends: dict, at_top: pd.DataFrame,
     f = {}
     peer_ms = local_row(fio, f"local-{peer}", "direct")["write_p50_ms"]
     send_plus_peer = sends["direct"]["write_p50_ms"] + peer_ms
-    f["ex_send_ms"], f["ex_peer_ms"] = _ms2(sends["direct"]["write_p50_ms"]), _ms2(peer_ms)
-    f["ex_send_plus_peer_ms"] = _ms2(send_plus_peer)
+    f["ex_send_ms"] = nt.number(sends["direct"]["write_p50_ms"], 2)
+    f["ex_peer_ms"] = nt.number(peer_ms, 2)
+    f["ex_send_plus_peer_ms"] = nt.number(send_plus_peer, 2)
     if "C" in at_top.index:
         top_c = at_top.loc["C"]
-        f["ex_c_p50_ms"], f["ex_rtt_ms"] = _ms2(top_c["write_p50_ms"]), _ms2(top_c["rtt_ms"])
-        f["ex_c_beyond_rtt_ms"] = _ms2(top_c["write_p50_ms"] - top_c["rtt_ms"])
-        f["ex_unexplained_ms"] = _ms2(top_c["write_p50_ms"] - top_c["rtt_ms"] - send_plus_peer)
-    f["ex_zone_c_ms"] = ms_text(model.write_latency_ms("C", local_write_ms=0.1, peer_write_ms=0.1,
-                                                   rtt_ms=0.5))
-    f["ex_zone_c_lab_send_ms"] = ms_text(model.write_latency_ms(
+        f["ex_c_p50_ms"] = nt.number(top_c["write_p50_ms"], 2)
+        f["ex_rtt_ms"] = nt.number(top_c["rtt_ms"], 2)
+        f["ex_c_beyond_rtt_ms"] = nt.number(top_c["write_p50_ms"] - top_c["rtt_ms"], 2)
+        unexplained_ms = top_c["write_p50_ms"] - top_c["rtt_ms"] - send_plus_peer
+        f["ex_unexplained_ms"] = nt.number(unexplained_ms, 2)
+    f["ex_zone_c_ms"] = nt.number(model.write_latency_ms("C", local_write_ms=0.1, peer_write_ms=0.1,
+                                                   rtt_ms=0.5), None)
+    f["ex_zone_c_lab_send_ms"] = nt.number(model.write_latency_ms(
         "C", local_write_ms=0.1, peer_write_ms=0.1, rtt_ms=0.5,
         send_ms=sends["direct"]["write_p50_ms"]))
     return f
@@ -313,7 +309,7 @@ def b_and_c_figures(direct: pd.DataFrame) -> dict[str, str]:
     if not {"B", "C"} <= set(by_protocol.columns):
         return {}
     gap = by_protocol["C"] - by_protocol["B"]
-    return {"bc_gap_min_ms": ms_text(gap.min()), "bc_gap_max_ms": ms_text(gap.max())}
+    return {"bc_gap_min_ms": nt.number(gap.min()), "bc_gap_max_ms": nt.number(gap.max())}
 
 
 def pgbench_figures(tps: pd.DataFrame, top: float) -> dict[str, str]:
@@ -324,7 +320,7 @@ def pgbench_figures(tps: pd.DataFrame, top: float) -> dict[str, str]:
     disconnected = tps[tps["config"] == "drbd-disconnected"].iloc[0]
     f["disc_tps"] = f"{disconnected['tps']:,.0f}"
     f["disc_tps_pct"] = f"{disconnected['ratio_pct']:.0f}"
-    f["disc_cpu_ms_per_tx"] = ms_text(disconnected["cpu_ms_per_tx"])
+    f["disc_cpu_ms_per_tx"] = nt.number(disconnected["cpu_ms_per_tx"])
     f["disc_both_cores"] = f"{disconnected['both_cores']:.2f}"
     f["base_both_cores"] = f"{base['both_cores']:.2f}"
     c = tps[tps["protocol"] == "C"].set_index("added_rtt_ms").sort_index()
@@ -334,12 +330,12 @@ def pgbench_figures(tps: pd.DataFrame, top: float) -> dict[str, str]:
         f["c_below_top_added"] = f"{below.max():g}"
         f["tps_ratio_below_top_min_pct"] = f"{c.loc[below, 'ratio_pct'].min():.0f}"
         f["tps_ratio_below_top_max_pct"] = f"{c.loc[below, 'ratio_pct'].max():.0f}"
-        f["c_rtt_top_ms"] = ms_text(c.loc[top, "rtt_ms"])
+        f["c_rtt_top_ms"] = nt.number(c.loc[top, "rtt_ms"])
         f["c_cpu_gap_below_top_max"] = f"{gap[below].max():.0f}"
         f["c_cpu_ratio_top_pct"] = f"{c.loc[top, 'cpu_ratio_pct']:.0f}"
         f["c_both_cores_top"] = f"{c.loc[top, 'both_cores']:.2f}"
         f["c_both_cores_below_top_min"] = f"{c.loc[below, 'both_cores'].min():.2f}"
-        f["c_cpu_ms_per_tx_below_top_max"] = ms_text(c.loc[below, "cpu_ms_per_tx"].max())
+        f["c_cpu_ms_per_tx_below_top_max"] = nt.number(c.loc[below, "cpu_ms_per_tx"].max())
     return f
 
 
@@ -389,17 +385,17 @@ def _article_job_figures(rows: pd.DataFrame, key: str, host: str, first: float,
     """One job's rate on the local disk, DRBD disconnected, and each protocol at the first
     and largest round trip."""
     local = rows[rows["config"] == f"local-{host}"].iloc[0]
-    f = {f"art_{key}_local_mib_s": mib_s_text(local["mib_s"])}
-    f[f"art_{key}_disc_mib_s"] = mib_s_text(
-        rows[rows["config"] == "drbd-disconnected"]["mib_s"].iloc[0])
+    f = {f"art_{key}_local_mib_s": nt.number(local["mib_s"])}
+    disconnected = rows[rows["config"] == "drbd-disconnected"]["mib_s"].iloc[0]
+    f[f"art_{key}_disc_mib_s"] = nt.number(disconnected)
     for label, added in (("first", first), ("top", top)):
         for row in rows[rows["added_rtt_ms"] == added].itertuples():
             if row.protocol not in model.PROTOCOLS:
                 continue
             name = f"art_{key}_{label}_{row.protocol}"
-            f[f"{name}_mib_s"] = mib_s_text(row.mib_s)
-            f[f"{name}_model_mib_s"] = mib_s_text(row.model_mib_s)
-            f[f"{name}_error_pct"] = _pct(row.error_pct)
+            f[f"{name}_mib_s"] = nt.number(row.mib_s)
+            f[f"{name}_model_mib_s"] = nt.number(row.model_mib_s)
+            f[f"{name}_error_pct"] = nt.number(row.error_pct, 0, signed=True)
             f[f"{name}_pct_local"] = f"{100 * row.mib_s / local['mib_s']:.1f}"
     return f
 
@@ -417,15 +413,16 @@ def _large_write_exercise(run: RecordedRun, table: pd.DataFrame, bandwidths: dic
     send = send_ms(fio_results(run), "direct", part="cycle_ms")
     peer = table[(table["config"] == f"local-{run.meta['parameters']['peer']}")
                  & (table["job"] == "seq-write-1m")]["cycle_ms"].iloc[0]
-    f = {"ex_art_cycle_ms": ms_text(row["cycle_ms"]),
+    # One decimal at least, whatever the size: the exercise adds these up.
+    f = {"ex_art_cycle_ms": nt.number(row["cycle_ms"], 1),
          "ex_art_link_mib_s": f"{bandwidths[top]:.2f}",
-         "ex_art_transfer_ms": ms_text(transfer),
-         "ex_art_rtt_ms": ms_text(row["rtt_ms"]),
-         "ex_art_send_ms": ms_text(send),
-         "ex_art_peer_ms": ms_text(peer)}
+         "ex_art_transfer_ms": nt.number(transfer, 1),
+         "ex_art_rtt_ms": nt.number(row["rtt_ms"]),
+         "ex_art_send_ms": nt.number(send),
+         "ex_art_peer_ms": nt.number(peer)}
     expected = transfer + row["rtt_ms"] + send + peer
-    f["ex_art_expected_ms"] = ms_text(expected)
-    f["ex_art_gap_ms"] = ms_text(abs(expected - row["cycle_ms"]))
+    f["ex_art_expected_ms"] = nt.number(expected, 1)
+    f["ex_art_gap_ms"] = nt.number(abs(expected - row["cycle_ms"]))
     f.update(_c_beyond_a_figures(table, row, top))
     return f
 
@@ -438,11 +435,11 @@ def _c_beyond_a_figures(table: pd.DataFrame, row: pd.Series, top: float) -> dict
     if a_top.empty:
         return {}
     a_row = a_top.iloc[0]
-    return {"art_seq1m_top_c_beyond_a_ms": ms_text(row["cycle_ms"] - a_row["cycle_ms"]),
+    return {"art_seq1m_top_c_beyond_a_ms": nt.number(row["cycle_ms"] - a_row["cycle_ms"]),
             "art_seq1m_top_a_saved_pct":
                 f"{100 * (row['cycle_ms'] - a_row['cycle_ms']) / row['cycle_ms']:.0f}",
             # A 1 MiB write's time is 1000 / (MiB/s) ms.
-            "art_seq1m_top_model_c_beyond_a_ms": ms_text(
+            "art_seq1m_top_model_c_beyond_a_ms": nt.number(
                 1000 / row["model_mib_s"] - 1000 / a_row["model_mib_s"])}
 
 
@@ -475,6 +472,6 @@ def _worst_miss_figures(table: pd.DataFrame, modelled: pd.DataFrame) -> dict[str
          "art_worst_error_pct": f"{abs(worst['error_pct']):.0f}"}
     seq_there = table[(table["job"] == "seq-write-1m") & (table["protocol"] == worst["protocol"])
                       & (table["added_rtt_ms"] == worst["added_rtt_ms"])].iloc[0]
-    f["art_worst_seq1m_mib_s"] = mib_s_text(seq_there["mib_s"])
-    f["art_worst_link_mib_s"] = mib_s_text(seq_there["link_mib_s"])
+    f["art_worst_seq1m_mib_s"] = nt.number(seq_there["mib_s"])
+    f["art_worst_link_mib_s"] = nt.number(seq_there["link_mib_s"])
     return f

@@ -8,11 +8,13 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from labs.book import number_text as nt
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.panel import LabPanel
 from labs.book.provenance import run_summary
 from labs.book.tables import wrapping_table
-from labs.drbd.figures import figures, mib_s_text, ms_text  # noqa: F401  (figures: for the page)
+from labs.drbd import model
+from labs.drbd.figures import figures  # noqa: F401  (figures: for the page)
 from labs.drbd.params import Parameters
 from labs.drbd.results import (  # noqa: F401  (the page's tables, for its code cells and tests)
     ARTICLE_JOB_LABELS,
@@ -25,7 +27,6 @@ from labs.drbd.results import (  # noqa: F401  (the page's tables, for its code 
     resync_results,
     sweep_bandwidths,
 )
-from labs.models import drbd as model
 from labs.records import RecordedRun
 
 PROTOCOL_COLOURS = alt.Scale(domain=["A", "B", "C"], range=["#009E73", "#E69F00", "#0072B2"])
@@ -104,8 +105,8 @@ def article_table(run: RecordedRun):
              zip(table["config"], table["order"], table["protocol"], table["added_rtt_ms"],
                  table["rtt_ms"], strict=True)]
     wide = pd.DataFrame({"where": where, "label": table["label"],
-                         "value": [f"{mib_s_text(m)}" if pd.isna(p) else
-                                   f"{mib_s_text(m)} ({mib_s_text(p)})" for m, p in
+                         "value": [f"{nt.number(m)}" if pd.isna(p) else
+                                   f"{nt.number(m)} ({nt.number(p)})" for m, p in
                                    zip(table["mib_s"], table["model_mib_s"], strict=True)]})
     wide = wide.pivot(index="where", columns="label", values="value")
     wide = wide.reindex(index=list(dict.fromkeys(where)),
@@ -114,7 +115,7 @@ def article_table(run: RecordedRun):
     # The link's bandwidth the model used for each mirrored row (one TCP stream, measured).
     streams = dict(zip(where, table["link_mib_s"], strict=True))
     wide["one TCP stream"] = ["" if where_.startswith(("local", "DRBD, peer")) else
-                              mib_s_text(streams[where_]) for where_ in wide.index]
+                              nt.number(streams[where_]) for where_ in wide.index]
     return wrapping_table(wide.reset_index().rename(columns={"where": "MiB/s (model)"}))
 
 
@@ -170,7 +171,7 @@ def drill_table(run: RecordedRun):
     table = drill_results(run).sort_values("protocol", ascending=False)
     return wrapping_table(pd.DataFrame({
         "protocol": table["protocol"],
-        "round trip (ms)": table["rtt_ms"].map(ms_text),
+        "round trip (ms)": table["rtt_ms"].map(nt.number),
         "commits acknowledged": table["acknowledged"].map("{:,.0f}".format),
         "found on the survivor": table["found"].map("{:,.0f}".format),
         "lost": table["lost"].map("{:,.0f}".format),

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from labs.drbd.model import PROTOCOLS
 from labs.errors import UsageError
 from labs.lab import LabParameters, option
-from labs.models.drbd import PROTOCOLS
 
 PING_COUNT = 20  # pings per round-trip measurement, 0.2 s apart
 LINK_PROBE_PORT = 7790  # DRBD's own connection uses 7789

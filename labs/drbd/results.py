@@ -1,6 +1,6 @@
 """The DRBD lab's recorded run as tables, each measurement beside the model.
 
-The model (labs/models/drbd.py) takes its inputs from the same run, never from the text:
+The model (labs/drbd/model.py) takes its inputs from the same run, never from the text:
 
 - a write on DRBD with its peer disconnected is the local write (DRBD's own cost included);
 - the peer's disk write is fio on the peer's own disk, measured before DRBD started;
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from labs.models import drbd as model
+from labs.drbd import model
 from labs.records import RecordedRun
 
 CLIENTS = 10  # pgbench -c 10 (labs/drbd/run.py)

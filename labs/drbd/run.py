@@ -146,10 +146,10 @@ def databases(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progre
               largest: float) -> None:
     """PostgreSQL on the mirror: pgbench at every point, then the failover drills."""
     set_added_rtt(pair, 0.0)  # the set-up is no measurement: no added delay to wait through
-    point = start_postgres(pair.primary, pair.device, "drbd", rec, progress)
-    pgbench_runs(params, pair, rec, progress, point, largest)
+    mount_point = start_postgres(pair.primary, pair.device, "drbd", rec, progress)
+    pgbench_runs(params, pair, rec, progress, mount_point, largest)
     for protocol in params.drill_protocols:
-        drill.failover(params, pair, rec, progress, point, protocol, largest)
+        drill.failover(params, pair, rec, progress, mount_point, protocol, largest)
 
 
 def run_fio(ws: LabWorkspace, rec: RunRecorder, jobs: list[fio.FioJob], device: str,
@@ -250,12 +250,12 @@ def pgbench_on_the_bare_disk(params: Parameters, pair: Pair, rec: RunRecorder,
                              progress: Progress) -> None:
     """pgbench on the primary's own disk: the article's "local disk", no DRBD anywhere."""
     ws, disk = pair.primary, pair.disk(pair.primary)
-    point = start_postgres(ws, disk, "local", rec, progress)
+    mount_point = start_postgres(ws, disk, "local", rec, progress)
     progress.step(f"baseline: pgbench on {ws.host.name}'s own disk, {params.pgbench_s} s")
-    pgbench_once(params, pair, rec, point, "local", protocol="none", added_rtt_ms=0.0,
+    pgbench_once(params, pair, rec, mount_point, "local", protocol="none", added_rtt_ms=0.0,
                  rtt_ms=None)
-    ws.remove("server", f"{point}/pg")
-    ws.remove("mount", point)
+    ws.remove("server", f"{mount_point}/pg")
+    ws.remove("mount", mount_point)
 
 
 def bring_up(pair: Pair, resource: drbd.DrbdResource, major: int, rec: RunRecorder,
@@ -330,8 +330,8 @@ def start_postgres(ws: LabWorkspace, device: str, name: str, rec: RunRecorder,
     progress.step(f"ext4 on {device}, PostgreSQL on it, pgbench's tables "
                   f"(scale {PGBENCH_SCALE})")
     ws.make_filesystem(device, "ext4", label=f"{name}lab")
-    point = ws.mount(device, name)
-    data = f"{point}/pg"
+    mount_point = ws.mount(device, name)
+    data = f"{mount_point}/pg"
     ws.host.sudo(POSTGRES.init_command(data), timeout_s=900)
     ws.start_server(data, POSTGRES.start_command(data, "synchronous_commit", "on"),
                     stop=POSTGRES.stop_command(data), pid_file=POSTGRES.pid_file(data))
@@ -339,12 +339,12 @@ def start_postgres(ws: LabWorkspace, device: str, name: str, rec: RunRecorder,
     rec.add_tool_version("postgres", version.stdout.strip())
     init = pgbench.init_command(PGBENCH_SCALE, PGBENCH_CLIENTS, extra=["-h", data])
     ws.host.sudo(f"runuser -u postgres -- {shlex.join(init)}", timeout_s=1800)
-    return point
+    return mount_point
 
 
-def pgbench_once(params: Parameters, pair: Pair, rec: RunRecorder, point: str, config: str,
+def pgbench_once(params: Parameters, pair: Pair, rec: RunRecorder, mount_point: str, config: str,
                  *, protocol: str, added_rtt_ms: float, rtt_ms: float | None) -> float:
-    data = f"{point}/pg"
+    data = f"{mount_point}/pg"
     command = pgbench.run_command(PGBENCH_CLIENTS, 2, params.pgbench_s, progress_s=1,
                                   extra=["-h", data])
     # DRBD's counters exist once the resource does (not for the bare disk's baseline).
@@ -390,12 +390,12 @@ def pgbench_once(params: Parameters, pair: Pair, rec: RunRecorder, point: str, c
 
 
 def pgbench_runs(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progress,
-                 point: str, largest: float) -> None:
+                 mount_point: str, largest: float) -> None:
     name = pair.resource.name
     set_added_rtt(pair, 0.0)
     progress.step(f"pgbench on DRBD with the peer disconnected, {params.pgbench_s} s")
     drbdadm(pair.primary, pair, drbd.disconnect_command(name))
-    pgbench_once(params, pair, rec, point, "drbd-disconnected", protocol="none",
+    pgbench_once(params, pair, rec, mount_point, "drbd-disconnected", protocol="none",
                  added_rtt_ms=0.0, rtt_ms=None)
     reconnect_and_resync(pair, rec, "resync-after-pgbench")
     drbdadm(pair.primary, pair, drbd.net_options_command(name, protocol="C"))
@@ -403,7 +403,7 @@ def pgbench_runs(params: Parameters, pair: Pair, rec: RunRecorder, progress: Pro
         set_added_rtt(pair, added)
         rtt = record_rtt(pair, rec, f"pgbench-added-{added:g}", added)
         progress.step(f"pgbench under C, round trip +{added:g} ms (measured {rtt:.1f} ms)")
-        pgbench_once(params, pair, rec, point, f"drbd-C-added-{added:g}", protocol="C",
+        pgbench_once(params, pair, rec, mount_point, f"drbd-C-added-{added:g}", protocol="C",
                      added_rtt_ms=added, rtt_ms=rtt)
     others = [p for p in params.protocols if p != "C"]
     if others:
@@ -412,6 +412,6 @@ def pgbench_runs(params: Parameters, pair: Pair, rec: RunRecorder, progress: Pro
         for protocol in others:
             progress.step(f"pgbench under {protocol}, round trip +{largest:g} ms")
             drbdadm(pair.primary, pair, drbd.net_options_command(name, protocol=protocol))
-            pgbench_once(params, pair, rec, point, f"drbd-{protocol}-added-{largest:g}",
+            pgbench_once(params, pair, rec, mount_point, f"drbd-{protocol}-added-{largest:g}",
                          protocol=protocol, added_rtt_ms=largest, rtt_ms=rtt)
         drbdadm(pair.primary, pair, drbd.net_options_command(name, protocol="C"))

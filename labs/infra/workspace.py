@@ -196,11 +196,11 @@ class LabWorkspace:
         _check_name(name)
         self.check_device(device)
         self.prepare()
-        point = f"{self.work_dir}/mnt/{name}"
-        self.host.sudo(["mkdir", "-p", point], timeout_s=60)
+        mount_point = f"{self.work_dir}/mnt/{name}"
+        self.host.sudo(["mkdir", "-p", mount_point], timeout_s=60)
         opts = ["-o", options] if options else []
-        self.journaled("mount", point, ["mount", *opts, device, point], device=device)
-        return point
+        self.journaled("mount", mount_point, ["mount", *opts, device, mount_point], device=device)
+        return mount_point
 
     def make_loop_filesystem(self, name: str, size_mib: int, fs: str = "ext4",
                              options: str = "", direct_io: bool = False) -> LoopFilesystem:
@@ -212,8 +212,8 @@ class LabWorkspace:
         """
         device = self.make_loop_device(name, size_mib, direct_io=direct_io)
         self.make_filesystem(device, fs, label=name)
-        point = self.mount(device, name, options)
-        return LoopFilesystem(f"{self.work_dir}/{name}.img", device, point, fs, size_mib)
+        mount_point = self.mount(device, name, options)
+        return LoopFilesystem(f"{self.work_dir}/{name}.img", device, mount_point, fs, size_mib)
 
     def make_md_raid1(self, name: str, members: Sequence[mdadm.Member], *,
                       bitmap: str = "none", write_behind: int | None = None,

@@ -8,6 +8,7 @@ from pathlib import Path
 import altair as alt
 import pandas as pd
 
+from labs.book import number_text as nt
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.power_loss.params import TORN_ROWS
 from labs.power_loss.torn_page import (
@@ -163,7 +164,7 @@ def _model_figures(table: pd.DataFrame, holds: dict[tuple, int]) -> dict[str, st
     return {
         "dw_model_total": f"{model_total:.0f}",
         "dw_torn_total": f"{int(torn_total)}",
-        "dw_model_error": f"{(torn_total - model_total) / model_total * 100:+.0f} %",
+        "dw_model_error": nt.percent((torn_total - model_total) / model_total, signed=True),
         "dw_hold_updates": str(in_hold),
         # "... % fewer than that count"
         "dw_hold_error": f"{abs(torn_total - in_hold) / in_hold * 100:.0f}",

@@ -7,6 +7,7 @@ from pathlib import Path
 import altair as alt
 import pandas as pd
 
+from labs.book import number_text as nt
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.power_loss import model
 from labs.power_loss.params import TORN_ROWS
@@ -170,7 +171,7 @@ def torn_figures(run: RecordedRun) -> dict[str, str]:
         "torn_unsafe_updated": f"{int(unsafe['rows_updated'].sum()):,}",
         "torn_model_total": f"{model_total:.0f}",
         "torn_damaged_total": f"{int(damaged_total)}",
-        "torn_model_error": f"{error:+.0f} %",
+        "torn_model_error": nt.percent(error / 100, signed=True),
         **hold_figures(hold_counts(run)),
         **rate_figures(table),
     }
@@ -201,7 +202,7 @@ def hold_figures(counts: pd.DataFrame) -> dict[str, str]:
     error = (damaged.sum() - in_hold.sum()) / in_hold.sum() * 100
     return {
         "torn_hold_total": f"{in_hold.sum()}",
-        "torn_hold_error": f"{error:+.0f} %",
+        "torn_hold_error": nt.percent(error / 100, signed=True),
         "torn_hold_apart": f"{(damaged - in_hold).abs().max()}",
     }
 

@@ -7,7 +7,7 @@ containers). Each keeps its data on the lab's file system and its Unix socket in
 beside it; the controller reaches every copy through `psql` on that socket, over SSH. Only
 replication travels over TCP: each standby streams from the primary's end of its own link.
 
-    copies = Copies(ws, point, token)
+    copies = Copies(ws, mount_point, token)
     copies.create()                      # initdb, five pg_basebackups, six servers
     copies.set_layout(params, "even")    # netem inside each standby's namespace
     copies.set_sync("ANY 3 (s1, s2, s3, s4, s5)")
@@ -49,10 +49,10 @@ class Copy:
 
 
 class Copies:
-    def __init__(self, ws: LabWorkspace, point: str, token: str, timeout_s: float = 600):
-        self.ws, self.point, self.timeout_s = ws, point, timeout_s
-        self.copies = [Copy(n, f"{point}/{'p0' if n == 0 else f's{n}'}",
-                            f"{point}/sockets/{'p0' if n == 0 else f's{n}'}",
+    def __init__(self, ws: LabWorkspace, mount_point: str, token: str, timeout_s: float = 600):
+        self.ws, self.mount_point, self.timeout_s = ws, mount_point, timeout_s
+        self.copies = [Copy(n, f"{mount_point}/{'p0' if n == 0 else f's{n}'}",
+                            f"{mount_point}/sockets/{'p0' if n == 0 else f's{n}'}",
                             "" if n == 0 else f"qc{token}s{n}")
                        for n in range(COPIES)]
 

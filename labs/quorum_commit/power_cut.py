@@ -9,7 +9,7 @@ the one that replayed the most is the one a failover would promote, and the lab 
 acknowledged rows it lacks. Then the primary starts too (its disk was never really lost),
 the standbys catch up, and the next setting gets its cut.
 
-The model beside each cut (labs/models/quorum_power_cut.py) reads the round trips and the
+The model beside each cut (labs/quorum_commit/power_cut_model.py) reads the round trips and the
 flush the lab measured before.
 """
 
@@ -23,8 +23,8 @@ from labs.errors import LabError
 from labs.infra.acks import AckStream, lost_window_ms
 from labs.infra.vm import power
 from labs.infra.vm.servers import SERVERS
-from labs.models import quorum_power_cut as model
 from labs.progress import Progress
+from labs.quorum_commit import power_cut_model as model
 from labs.quorum_commit.copies import Copies, lsn
 from labs.quorum_commit.params import Parameters
 from labs.records import RunRecorder
@@ -128,7 +128,7 @@ def _recover_standbys(copies: Copies, p: Parameters, progress: Progress, disk: s
     ws = copies.ws
     ws.reconnect()
     progress.step(f"{label}: the standbys recover without the primary; the count")
-    ws.run_guarded(["mount", disk, copies.point], [disk], timeout_s=300)
+    ws.run_guarded(["mount", disk, copies.mount_point], [disk], timeout_s=300)
     copies.after_reboot(p)
     recovering = time.monotonic()
     copies.restart([s.number for s in copies.standbys])

@@ -1,6 +1,6 @@
 """What the quorum-commit page shows of its power cuts: per synchronous_commit setting, the
 acknowledged commits the most advanced standby lacked after every copy lost its power,
-beside the model's most (labs/models/quorum_power_cut.py), and the figures its text quotes.
+beside the model's most (labs/quorum_commit/power_cut_model.py), and the figures its text quotes.
 
 The page reads the companion run named by data/runs/quorum-commit/SHIPPED-power-cut
 (`--part power-cut`). Pure page code: it reads recorded runs and never touches a VM.
@@ -14,7 +14,7 @@ import altair as alt
 import pandas as pd
 
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
-from labs.models import quorum_power_cut as model
+from labs.quorum_commit import power_cut_model as model
 from labs.records import SHIPPED_FILE, RecordedRun, load_run, runs_root
 
 COMPANION = f"{SHIPPED_FILE}-power-cut"
@@ -25,7 +25,7 @@ CUT_FIGURES = {"acked": ("acknowledged", "{:.0f}"), "lost": ("acknowledged_lost"
                "model_window_ms": ("model_window_ms", "{:.1f}"),
                "lost_window_ms": ("lost_window_ms", "{:.0f}"), "boot_s": ("boot_s", "{:.0f}"),
                "recovery_s": ("recovery_s", "{:.0f}")}
-# What the model's count is for each setting (labs/models/quorum_power_cut.py): a ceiling
+# What the model's count is for each setting (labs/quorum_commit/power_cut_model.py): a ceiling
 # where the setting promises it (on, remote_apply) or the manual states a worst case (off),
 # an estimate where it rests on the median flush (local, remote_write). Short words keep
 # the page's table narrow; the text says what each rests on.

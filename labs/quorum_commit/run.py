@@ -72,20 +72,20 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
         rec.add_command(p.command_line())
         progress.step(f"an ext4 file system on {disk}, for the six copies")
         ws.make_filesystem(disk, "ext4", label="quorum")
-        point = ws.mount(disk, "data")
+        mount_point = ws.mount(disk, "data")
         for tool, command in (("postgres", f"{PG_BIN}/postgres --version"),
                               ("pgbench", "pgbench --version"), ("fio", "fio --version")):
             rec.add_tool_version(tool, host.sudo(command, timeout_s=60).stdout.strip())
         progress.step("a primary and five standbys (pg_basebackup), each standby in a "
                       "network namespace of its own")
-        copies = Copies(ws, point, secrets.token_hex(2))
+        copies = Copies(ws, mount_point, secrets.token_hex(2))
         for part, seconds in copies.create().items():
             rec.add_result(config="copies", workload="set-up", metric=f"{part}_s",
                            value=round(seconds, 1), unit="s")
         copies.psql(copies.primary, "CREATE TABLE commits (client int, "
                                     "at timestamptz DEFAULT clock_timestamp())")
         progress.step("the flush a standby makes before it answers (fio: 8 KiB, fdatasync)")
-        flush = measure_flush(ws, rec, point, p)
+        flush = measure_flush(ws, rec, mount_point, p)
         progress.detail(f"flush p50 {flush['p50_ms']:.2f} ms, p99 {flush['p99_ms']:.2f} ms")
         if sweeps:
             rtts = sweep(copies, rec, p, progress, flush)
@@ -104,9 +104,9 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
 
 # --- the model's inputs ----------------------------------------------------------------------
 
-def measure_flush(ws: LabWorkspace, rec: RunRecorder, point: str, p: Parameters) -> dict:
+def measure_flush(ws: LabWorkspace, rec: RunRecorder, mount_point: str, p: Parameters) -> dict:
     """One 8 KiB WAL-sized write and its fdatasync, again and again, on the copies' disk."""
-    job = fio.FioJob(name="flush", filename=f"{point}/flush.fio", rw="write", bs="8k",
+    job = fio.FioJob(name="flush", filename=f"{mount_point}/flush.fio", rw="write", bs="8k",
                      direct=False, ioengine="psync", size="16M",
                      runtime_s=max(2, min(p.point_s, 5)), options={"fdatasync": 1})
     # Safe: fio writes one file of its own on the lab's file system.
@@ -165,7 +165,7 @@ def sweep(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress,
         rtts[layout] = measure_layout(copies, rec, p, layout)
         progress.detail("round trips (ms): " + ", ".join(
             f"s{n} {rtt:.1f}" for n, rtt in sorted(rtts[layout].items())))
-    logs = f"{copies.point}/pgbench"
+    logs = f"{copies.mount_point}/pgbench"
     copies.ws.host.sudo(f"install -d -o postgres -g postgres {logs} && printf '%s\\n' "
                         f"{SCRIPT!r} > {logs}/commit.sql && chmod 644 {logs}/commit.sql",
                         timeout_s=60)

@@ -7,6 +7,7 @@ reads recorded runs, no host.
 
 from __future__ import annotations
 
+from labs.book import number_text as nt
 from labs.records import RecordedRun
 from labs.write_mostly import tables
 from labs.write_mostly.figures import NOT_MEASURED, model_error, run_figures, us
@@ -67,7 +68,7 @@ def release_figures(runs: dict[str, RecordedRun | None]) -> dict[str, str]:
                   f"{key}_wb_rate_min": f"{min(rates):,.0f}" if rates else NOT_MEASURED,
                   f"{key}_wb_rate_max": f"{max(rates):,.0f}" if rates else NOT_MEASURED,
                   f"{key}_wb_rate_model": f"{model:,.0f}" if model else NOT_MEASURED,
-                  f"{key}_wb_rate_error_max": f"{max(errors):.0%}" if errors
+                  f"{key}_wb_rate_error_max": nt.percent(max(errors)) if errors
                   else NOT_MEASURED})
     return f
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from labs.book import number_text as nt
 from labs.book.provenance import load_at_start_and_end
 from labs.records import RecordedRun
 from labs.write_mostly import tables
@@ -31,28 +32,26 @@ OTHER_WRITE_MOSTLY = ("raid1-wm-bitmap", "wb-slot1-create", "wb-slot1-sysfs", "w
 NODE_BYTES = 3.5e12  # one i4i.4xlarge node's local NVMe, as Hyperconnect gives it
 
 
-def us(value: float | None) -> str:
-    if value is None or pd.isna(value):
-        return NOT_MEASURED
-    return f"{value / 1000:.1f} ms" if value >= 1000 else f"{value:.0f} µs"
+def ms(value_ms: float | None) -> str:
+    return NOT_MEASURED if nt.missing(value_ms) else nt.duration_ms(value_ms)
+
+
+def us(value_us: float | None) -> str:
+    return ms(None if value_us is None else value_us / 1000)
 
 
 def seconds(value_s: float | None) -> str:
-    return us(None if value_s is None else value_s * 1e6)
-
-
-def ms(value_ms: float | None) -> str:
-    return us(None if value_ms is None else value_ms * 1000)
+    return ms(None if value_s is None else value_s * 1000)
 
 
 def model_error(name: str, model: float | None, measured: float | None) -> dict[str, str]:
-    """How far the model is from the measurement: NAME, its size ("12%"; the page says
+    """How far the model is from the measurement: NAME, its size ("12 %"; the page says
     whether above or below), and NAME_signed, (model - measured) / measured, which the
     claim tests read for the direction."""
     if model is None or measured is None or measured == 0:
         return {name: NOT_MEASURED, f"{name}_signed": NOT_MEASURED}
     error = relative_error(model, measured)
-    return {name: f"{abs(error):.0%}", f"{name}_signed": f"{error:+.4f}"}
+    return {name: nt.percent(error, size_only=True), f"{name}_signed": f"{error:+.4f}"}
 
 
 def run_figures(run: RecordedRun) -> dict[str, str]:
@@ -125,8 +124,8 @@ def _slow_leg(results: pd.DataFrame, meta: dict[str, Any], cap: float | None,
 def _mirrors(results: pd.DataFrame, p: Any) -> dict[str, str]:
     f = {}
     plain, wm = tables.read_share(results, "raid1"), tables.read_share(results, "raid1-wm")
-    f["plain_share"] = f"{plain:.1%}" if plain is not None else NOT_MEASURED
-    f["wm_share"] = f"{wm:.2%}" if wm is not None else NOT_MEASURED
+    f["plain_share"] = nt.percent(plain, 1) if plain is not None else NOT_MEASURED
+    f["wm_share"] = nt.percent(wm, 2) if wm is not None else NOT_MEASURED
     f["fast_read_p50"] = us(p("fast-only", "randread-qd1"))
     f["wm_read_p50"] = us(p("raid1-wm", "randread-qd1"))
     # The model of a write-mostly mirror's read is the fast leg's read; the other write-mostly
@@ -333,7 +332,7 @@ def resync_poll_figures(polls: pd.DataFrame) -> dict[str, str]:
     return {"resync_poll_wait": f"{polls['longest_wait_s'].max():.1f} s",
             "resync_small_size": f"{small.size_mib:.0f} MiB",
             "resync_small_last_s": f"{small.last_running_s:.1f} s",
-            "resync_small_percent": f"{small.last_percent:.1f}%",
+            "resync_small_percent": nt.percent(small.last_percent / 100, 1),
             "resync_small_done_s": f"{small.done_s:.1f} s",
             "resync_md_speed_min": f"{speeds.min():.0f} MiB/s",
             "resync_md_speed_max": f"{speeds.max():.0f} MiB/s"}

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from labs.book import number_text as nt
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.panel import LabPanel
 from labs.book.provenance import load_at_start_and_end
@@ -157,7 +158,7 @@ def resync_display(run: RecordedRun) -> pd.DataFrame:
                         else "instance replaced (section 5)"),
              "array size": f"{row.size_mib:.0f} MiB", "took": f"{row.resync_s:.1f} s",
              "size / rate": f"{row.model_s:.1f} s",
-             "model's error": f"{(row.model_s - row.resync_s) / row.resync_s:+.0%}"}
+             "model's error": nt.percent((row.model_s - row.resync_s) / row.resync_s, signed=True)}
             for row in tables.resync_table(run.results, run.meta).itertuples()]
     return pd.DataFrame(rows)
 

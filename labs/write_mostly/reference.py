@@ -11,6 +11,7 @@ from functools import cache
 import pandas as pd
 
 from labs import PROJECT_ROOT
+from labs.book import number_text as nt
 from labs.write_mostly.model import MD_SPEED_LIMIT_MAX_KIB_S, implied_rate_mib_s
 
 REFERENCE_CSV = PROJECT_ROOT / "data" / "reference" / "hyperconnect-super-disk.csv"
@@ -53,8 +54,7 @@ def latte_display() -> pd.DataFrame:
         "percentile": ["p" + p if p != "max" else "max" for p in table["percentile"]],
         "local NVMe only (ms)": table["no RAID"].map("{:.3f}".format),
         "write-mostly mirror (ms)": table["RAID"].map("{:.3f}".format),
-        # One decimal below 1 %, so that a small change does not read "-0%".
-        "change": table["change"].map(lambda c: f"{c:+.0%}" if abs(c) >= 0.01 else f"{c:+.1%}"),
+        "change": table["change"].map(lambda change: nt.percent(change, signed=True)),
     })
 
 
@@ -70,10 +70,10 @@ def article_figures() -> dict[str, str]:
     speed_kib_s = figure("recovery_md_speed_kib_s")
     hours = figure("rebuild_hours_reported")
     f = {
-        "hc_change_min": f"{-band['change'].max():.0%}",
-        "hc_change_max": f"{-band['change'].min():.0%}",
-        "hc_tail_change_max": f"{tail['change'].max():.0%}",
-        "hc_p999_change_max": f"{-p999['change'].min():.1%}",
+        "hc_change_min": nt.percent(-band['change'].max()),
+        "hc_change_max": nt.percent(-band['change'].min()),
+        "hc_tail_change_max": nt.percent(tail['change'].max()),
+        "hc_p999_change_max": nt.percent(-p999['change'].min(), 1),
         "hc_p50": f"{select.loc['50', 'no RAID']:.3f} ms and {select.loc['50', 'RAID']:.3f} ms",
         "hc_p95": f"{select.loc['95', 'no RAID']:.3f} ms and {select.loc['95', 'RAID']:.3f} ms",
         "hc_p90": f"{select.loc['90', 'no RAID']:.3f} ms and {select.loc['90', 'RAID']:.3f} ms",
@@ -89,7 +89,7 @@ def article_figures() -> dict[str, str]:
         "hc_speed_mb": f"{speed_kib_s * 1024 / 1e6:.0f} MB/s",
         "hc_finish_min": f"{figure('recovery_md_finish_min'):.1f}",
         "hc_estimate_h": f"{array_kib / speed_kib_s / 3600:.1f}",
-        "hc_ceiling_share": f"{speed_kib_s / MD_SPEED_LIMIT_MAX_KIB_S:.0%}",
+        "hc_ceiling_share": nt.percent(speed_kib_s / MD_SPEED_LIMIT_MAX_KIB_S),
         "hc_needed_mib_s": f"{implied_rate_mib_s(array_bytes, hours):,.0f} MiB/s",
         "hc_stream_rate_lo": f"{stream_rate(figure('stream_hours_max')):.0f} MiB/s",
         "hc_stream_rate_hi": f"{stream_rate(figure('stream_hours_min')):.0f} MiB/s",
