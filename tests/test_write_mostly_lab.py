@@ -332,6 +332,9 @@ def test_a_host_without_md_is_refused_in_one_line(tmp_path):
     (["--loop-slow-iops", "0"], "--loop-slow-iops"),
     (["--part", "everything"], "--part"),
     (["--part", "power-cut", "--legs", "loop"], "--part power-cut cuts a lab VM's power"),
+    (["--quick", "--data-mib", "100"], "--data-mib 100: the drills' checked data must fit"),
+    (["--power-cut-settings", "wm-dsync,all"], "--power-cut-settings all: use one of"),
+    (["--resync-sizes-mib", "64,x"], "--resync-sizes-mib"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
     env = {"LABS_STATE_DIR": str(tmp_path / "state"), "LABS_INVENTORY": str(tmp_path / "h.toml"),

@@ -16,7 +16,7 @@ from labs.errors import LabError, UsageError
 from labs.write_mostly import page, power_cut_page
 from labs.write_mostly.cut_blocks import CHECK_SCRIPT, WRITER_SCRIPT, parse_check
 from labs.write_mostly.model import HELD_TO_THE_SLOW_PACE, power_cut_lost
-from labs.write_mostly.params import ALL_CUTS, CUT_SETTINGS, PROFILE_SETTINGS, WRITE_BEHIND
+from labs.write_mostly.params import ALL_CUTS, CUT_SETTINGS, WRITE_BEHIND, Parameters
 from labs.write_mostly.power_cut import region_blocks
 
 TOKEN = "0123456789abcdef"
@@ -81,8 +81,9 @@ def test_shuffled_blocks_land_apart_and_blocks_in_order_side_by_side():
 
 def test_each_cut_setting_is_one_variable_apart_from_the_one_before():
     assert tuple(CUT_SETTINGS) == ALL_CUTS
-    for profile in PROFILE_SETTINGS.values():
-        assert set(profile.power_cut_settings) <= set(CUT_SETTINGS)
+    for profile in Parameters.PROFILES:
+        cuts = Parameters.for_profile(profile).power_cut_settings
+        assert cuts and set(cuts) <= set(CUT_SETTINGS)
     settings = list(CUT_SETTINGS.values())
     for earlier, later in zip(settings, settings[1:], strict=False):
         apart = [field for field in ("write_behind", "sync", "order")
@@ -123,7 +124,7 @@ def test_the_power_cut_run_was_recorded_by_the_project_command_on_a_lab_vm(cut_r
     assert meta["parameters"]["part"] == "power-cut" and meta["parameters"]["profile"] == "full"
     assert meta["host"]["lab_vm"] and not meta["git_commit"].endswith("-dirty")
     by = by_cut(cut_run)
-    cuts = PROFILE_SETTINGS["full"].power_cuts
+    cuts = Parameters.for_profile("full").power_cuts
     assert sorted(by.index) == sorted((s, c) for s in ALL_CUTS for c in range(1, cuts + 1))
 
 

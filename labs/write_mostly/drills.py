@@ -46,7 +46,7 @@ class Drills:
         # its header: a lost 4 KiB piece (zeros), a stale one or one from elsewhere all fail.
         # 64 KiB rather than 4 KiB blocks: the slow leg is limited in operations per second.
         return fio_tool.FioJob(name="data", filename=target, rw="write", bs=DATA_BLOCK_SIZE,
-                               iodepth=16, size=f"{self.profile.data_mib}M",
+                               iodepth=16, size=f"{self.scale.data_mib}M",
                                seed=self.params.seed,
                                options={"verify": "crc32c", **options})
 
@@ -92,8 +92,8 @@ class Drills:
         # The array keeps serving: reads and writes beyond the verified data.
         served = ("randread-qd16", "randwrite-qd16")
         outcomes = self.fio_batch([(f"{drill}/{workload}", [self.workload_job(
-            workload, array, runtime_s=self.profile.drill_runtime_s,
-            offset_mib=self.profile.data_mib, size_mib=self.profile.data_mib)])
+            workload, array, runtime_s=self.scale.drill_runtime_s,
+            offset_mib=self.scale.data_mib, size_mib=self.scale.data_mib)])
             for workload in served])
         for workload, (_doc, rows, deltas, _log) in zip(served, outcomes, strict=True):
             self.record_fio_rows(drill, rows, deltas, workload, WORKLOADS[workload][1],
@@ -119,7 +119,7 @@ class Drills:
     def drill_fast_leg_lost(self) -> None:
         """An instance replacement: the local disk comes back empty; rebuild from the slow leg."""
         drill = "drill-fast-leg-lost"
-        size_mib = self.profile.drill_array_mib
+        size_mib = self.scale.drill_array_mib
         self.progress.step(f"{drill}: the fast leg is replaced by an empty disk "
                            f"({size_mib} MiB array)")
         array = self.create_array([md.Member(self.legs.fast),
@@ -134,7 +134,7 @@ class Drills:
         self.zero_superblocks(self.legs.fast)
         self.check_device_then(self.legs.fast, [
             "dd", "if=/dev/zero", f"of={self.legs.fast}", "bs=1M",
-            f"count={self.profile.data_mib + 16}", "oflag=direct", "status=none"])
+            f"count={self.scale.data_mib + 16}", "oflag=direct", "status=none"])
         self.event(drill, "fast leg blank", t0)
         # As on a new instance: the old array's superblock goes, then a new array is created
         # from the surviving network disk and a missing slot.
@@ -176,14 +176,14 @@ class Drills:
 
     def reads_phase(self, array: str, drill: str, phase: str) -> None:
         _doc, rows, deltas, _log = self.fio(f"{drill}/randread-{phase}", [self.workload_job(
-            "randread-qd16", array, runtime_s=self.profile.drill_runtime_s,
-            size_mib=self.profile.data_mib)])
+            "randread-qd16", array, runtime_s=self.scale.drill_runtime_s,
+            size_mib=self.scale.data_mib)])
         self.record_fio_rows(drill, rows, deltas, "randread-qd16", 16, phase=phase)
 
     def drill_resync_sizes(self) -> None:
         """Resync time against array size: the recovery of a new fast leg, size by size."""
         drill = "drill-resync-size"
-        for size_mib in self.profile.resync_sizes_mib:
+        for size_mib in self.scale.resync_sizes_mib:
             self.progress.step(f"{drill}: {size_mib} MiB array, new fast leg")
             array = self.create_array([md.Member(self.legs.slow, write_mostly=True),
                                        md.Member("missing")], bitmap="internal",

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from labs.errors import UsageError
 from labs.infra.hosts import Host
 from labs.infra.workspace import LabWorkspace
-from labs.write_mostly.params import Parameters, Profile
+from labs.write_mostly.params import Parameters, Scale
 
 # One shell line that reports what the host's kernel and tools offer, one word per line.
 SUPPORT_PROBE = (
@@ -107,11 +107,11 @@ def disk_legs(host: Host, params: Parameters, vm_cap_iops: float | None) -> Legs
     return Legs("disks", fast, slow, cap_iops=vm_cap_iops or None, cap_by=cap_by)
 
 
-def loop_legs(ws: LabWorkspace, profile: Profile, cap_iops: int) -> Legs:
+def loop_legs(ws: LabWorkspace, scale: Scale, cap_iops: int) -> Legs:
     """Two loop devices over new files in the work dir; the slow one under a cgroup io limit."""
     # Safe: new sparse files inside the lab's own work dir, journaled before losetup.
-    fast = ws.make_loop_device("wm-fast", profile.leg_mib)
-    slow = ws.make_loop_device("wm-slow", profile.leg_mib)
+    fast = ws.make_loop_device("wm-fast", scale.leg_mib)
+    slow = ws.make_loop_device("wm-slow", scale.leg_mib)
     # A transient systemd scope per command: the limit lives and dies with the process, so
     # nothing is left to clean up. io.max limits reads and writes separately (riops, wiops).
     throttle = ["systemd-run", "--scope", "--quiet", "--collect",

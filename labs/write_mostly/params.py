@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from labs.errors import UsageError
 from labs.lab import LabParameters, option
@@ -29,13 +29,13 @@ ALL_CUTS = ("wm-dsync", "wb-dsync", "wb-nosync", "wb-nosync-in-order")  # CUT_SE
 
 
 @dataclass(frozen=True)
-class Profile:
-    """How long and how large: ci for the tests, quick for first tries, full for the book.
+class Scale:
+    """How long and how large a run is: the profile's values (ci for the tests, quick for
+    first tries, full for the book), or the ones given on the command line.
 
     Every profile runs every configuration, workload and drill; they differ in time and size.
     """
 
-    name: str
     runtime_s: float  # per fio workload
     region_mib: int  # the part of each leg the latency workloads touch
     data_mib: int  # the verified data the drills must keep intact
@@ -50,21 +50,6 @@ class Profile:
     def leg_mib(self) -> int:
         """How large each leg must be (loop legs are made this size)."""
         return max(*self.resync_sizes_mib, self.drill_array_mib, self.region_mib) + 16
-
-
-PROFILE_SETTINGS = {
-    "ci": Profile("ci", runtime_s=1, region_mib=32, data_mib=8, resync_sizes_mib=(32,),
-                  drill_runtime_s=1, drill_array_mib=32, power_cuts=1, power_cut_write_s=6,
-                  power_cut_settings=("wm-dsync", "wb-nosync")),
-    # Within 5 minutes with the VM's start: 1 s per workload (a slow leg's 200 writes at
-    # least), and the drills' checked data as small as the ci profile's.
-    "quick": Profile("quick", runtime_s=1, region_mib=64, data_mib=8,
-                     resync_sizes_mib=(32, 64), drill_runtime_s=1, drill_array_mib=64,
-                     power_cuts=1, power_cut_write_s=10, power_cut_settings=ALL_CUTS),
-    "full": Profile("full", runtime_s=5, region_mib=256, data_mib=64,
-                    resync_sizes_mib=(128, 256, 512), drill_runtime_s=3, drill_array_mib=256,
-                    power_cuts=2, power_cut_write_s=15, power_cut_settings=ALL_CUTS),
-}
 
 
 @dataclass(frozen=True)
@@ -148,9 +133,18 @@ CUT_SETTINGS = {s.name: s for s in (
 @dataclass
 class Parameters(LabParameters):
     LAB = "write-mostly"
-    # Sizes and times are in PROFILE_SETTINGS. The quick profile runs the part the chapter
-    # leads with (the power cuts, a minute each, are `--quick --part power-cut`).
-    PROFILES = {"ci": {}, "quick": {"part": "sweep"}, "full": {}}
+    PROFILES = {
+        "ci": {"runtime_s": 1.0, "region_mib": 32, "data_mib": 8, "resync_sizes_mib": (32,),
+               "drill_runtime_s": 1.0, "drill_array_mib": 32, "power_cuts": 1,
+               "power_cut_write_s": 6.0, "power_cut_settings": ("wm-dsync", "wb-nosync")},
+        # Within 5 minutes with the VM's start: the part the chapter leads with (the power
+        # cuts, a minute each, are `--quick --part power-cut`), 1 s per workload (a slow
+        # leg's 200 writes at least), and the drills' checked data as small as ci's.
+        "quick": {"part": "sweep", "runtime_s": 1.0, "region_mib": 64, "data_mib": 8,
+                  "resync_sizes_mib": (32, 64), "drill_runtime_s": 1.0,
+                  "drill_array_mib": 64, "power_cuts": 1, "power_cut_write_s": 10.0},
+        "full": {},
+    }
 
     host: str = option("vm1", "lab host with md and dm (default vm1: start it with "
                               "`python -m labs vm up`; `local` runs on this machine)")
@@ -174,13 +168,33 @@ class Parameters(LabParameters):
                               "and the leg drills, no power cut), or power-cut (only the "
                               "power-cut drill, which needs a lab VM and its two disks)",
                        choices=PARTS)
+    runtime_s: float = option(5.0, "seconds of each fio workload", minimum=1, maximum=3600)
+    region_mib: int = option(256, "MiB of each leg the latency workloads touch", minimum=8,
+                             maximum=65_536)
+    data_mib: int = option(64, "MiB of checked data each drill must keep intact", minimum=1,
+                           maximum=65_536)
+    resync_sizes_mib: tuple[int, ...] = option(
+        (128, 256, 512), "array sizes of the resync-against-size drill, comma-separated",
+        minimum=8, maximum=65_536)
+    drill_runtime_s: float = option(3.0, "seconds of the short workloads inside the drills",
+                                    minimum=1, maximum=3600)
+    drill_array_mib: int = option(256, "array size in the instance-replacement drill, MiB",
+                                  minimum=8, maximum=65_536)
+    power_cuts: int = option(2, "power cuts per setting (a lab VM with disk legs only)",
+                             minimum=1, maximum=100)
+    power_cut_write_s: float = option(15.0, "seconds of acknowledged writes before each cut",
+                                      minimum=3, maximum=3600)
+    power_cut_settings: tuple[str, ...] = option(
+        ALL_CUTS, "ways of writing before a cut, comma-separated, in the order they run",
+        choices=ALL_CUTS)
     allow_device: list[str] = option([], "let the lab use this block device although it did "
                                           "not create it (its data is destroyed); repeatable",
                                       metavar="PATH")
 
     @property
-    def settings(self) -> Profile:
-        return PROFILE_SETTINGS[self.profile]
+    def scale(self) -> Scale:
+        """How long and how large this run is, in one value the run passes around."""
+        return Scale(**{item.name: getattr(self, item.name) for item in fields(Scale)})
 
     def check(self) -> None:
         if self.fast_device and self.fast_device == self.slow_device:
@@ -188,6 +202,10 @@ class Parameters(LabParameters):
         if self.legs == "loop" and (self.fast_device or self.slow_device):
             raise UsageError("--legs loop makes its own loop devices: drop --fast-device and "
                              "--slow-device, or use --legs disks")
+        if self.data_mib > self.drill_array_mib or 2 * self.data_mib > self.scale.leg_mib:
+            raise UsageError(f"--data-mib {self.data_mib}: the drills' checked data must fit "
+                             f"in --drill-array-mib ({self.drill_array_mib}) and twice in a "
+                             f"leg ({self.scale.leg_mib} MiB)")
         if self.part == "power-cut" and self.legs == "loop":
             raise UsageError("--part power-cut cuts a lab VM's power and needs its two disks: "
                              "drop --legs loop")
@@ -205,11 +223,11 @@ def workload_groups(workloads: tuple[str, ...]) -> dict[str, list[str]]:
     return groups
 
 
-def major_steps(profile: Profile, part: str, power_cut: bool) -> int:
+def major_steps(scale: Scale, part: str, power_cut: bool) -> int:
     """How many top-level steps a run takes (for the progress bar)."""
     # two steps per cut: the writes and the cut, then the boot and the check
-    cuts = 2 * profile.power_cuts * len(profile.power_cut_settings) if power_cut else 0
+    cuts = 2 * scale.power_cuts * len(scale.power_cut_settings) if power_cut else 0
     if part == "power-cut":
         return 2 + cuts + 1  # prepare, delay, ..., teardown
     # prepare, delay, prefill, configurations, two drills, resync sizes, control, teardown
-    return 3 + len(CONFIGURATIONS) + 2 + len(profile.resync_sizes_mib) + 1 + cuts + 1
+    return 3 + len(CONFIGURATIONS) + 2 + len(scale.resync_sizes_mib) + 1 + cuts + 1

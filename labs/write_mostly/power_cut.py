@@ -80,13 +80,13 @@ class PowerCut:
                                  "its two disks as the legs")
             return
         rng = random.Random(self.params.seed)
-        for cut in range(1, self.profile.power_cuts + 1):
-            for name in self.profile.power_cut_settings:
+        for cut in range(1, self.scale.power_cuts + 1):
+            for name in self.scale.power_cut_settings:
                 self.cut_once(rng, cut, CUT_SETTINGS[name])
 
     def cut_once(self, rng: random.Random, cut: int, setting: CutSetting) -> None:
         host, name = self.host, setting.name
-        write_s = self.profile.power_cut_write_s
+        write_s = self.scale.power_cut_write_s
         blocks = region_blocks(write_s, self.legs.cap_iops)
         size_mib = -(-(blocks + 1) * BLOCK_BYTES // (1024 * 1024)) + 1
         self.progress.step(f"{DRILL} {cut}, {setting.label}: a fast leg in memory, {write_s:g} "
@@ -191,13 +191,13 @@ class PowerCut:
         """A loop device over a file in a tmpfs inside the VM: gone with the power."""
         ws = self.ws
         ws.prepare()
-        point = f"{ws.work_dir}/mnt/instance-store"
-        self.host.sudo(["mkdir", "-p", point], timeout_s=60)
+        mount_point = f"{ws.work_dir}/mnt/instance-store"
+        self.host.sudo(["mkdir", "-p", mount_point], timeout_s=60)
         # Safe: a new tmpfs on an empty folder inside the lab's own work dir.
-        ws.journaled("mount", point, ["mount", "-t", "tmpfs", "-o", f"size={size_mib + 32}m",
-                                      "lab-instance-store", point], device="tmpfs")
+        ws.journaled("mount", mount_point, ["mount", "-t", "tmpfs", "-o", f"size={size_mib + 32}m",
+                                      "lab-instance-store", mount_point], device="tmpfs")
         return ws.make_loop_device("wm-instance-store", size_mib + 16, direct_io=False,
-                                   folder=point)
+                                   folder=mount_point)
 
     def just_before_the_cut(self, array: str, before: dict[str, md.DiskStat]
                             ) -> tuple[int, md.DiskStat]:

@@ -16,7 +16,7 @@ import pandas as pd
 from labs.records import RecordedRun
 from labs.write_mostly.cut_blocks import parse_check
 from labs.write_mostly.model import power_cut_lost, slow_leg_latency_ms
-from labs.write_mostly.params import CUT_SETTINGS, PROFILE_SETTINGS
+from labs.write_mostly.params import CUT_SETTINGS, Parameters
 from labs.write_mostly.params import POWER_CUT_DRILL as DRILL
 from labs.write_mostly.tables import NOT_MEASURED
 
@@ -176,7 +176,7 @@ def _setting_figures(key: str, rows: pd.DataFrame) -> dict[str, str]:
 def page_cut_figures(run: RecordedRun | None) -> dict[str, str]:
     """power_cut_figures for the lab page, prefixed cut_: every name the page may quote,
     NOT_MEASURED where the run (or a shorter profile's fewer cuts) has none."""
-    cuts = range(1, PROFILE_SETTINGS["full"].power_cuts + 1)
+    cuts = range(1, Parameters.for_profile("full").power_cuts + 1)
     keys = [setting.replace("-", "_") for setting in CUT_SETTINGS]
     names = [*RUN_KEYS, *(f"{key}_{name}" for key in keys for name in SETTING_KEYS),
              *(f"{key}_{name}_{cut}" for key in keys for name in PER_CUT_KEYS for cut in cuts)]

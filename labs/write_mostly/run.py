@@ -49,7 +49,7 @@ class WriteMostlyLab(Drills, PowerCut):
         self.ws = workspace
         self.run = recorder
         self.params = params
-        self.profile = params.settings
+        self.scale = params.scale
         self.legs = legs
         self.progress = progress
         self.fio_runs = 0
@@ -185,7 +185,7 @@ class WriteMostlyLab(Drills, PowerCut):
             # Every write's completion latency, to see when the write-behind backlog fills.
             options.update(write_lat_log=log, log_avg_msec=0)
         return fio_tool.FioJob(name=name, filename=target, rw=rw, bs=BLOCK_SIZE, iodepth=qd,
-                               size=f"{size_mib or self.profile.region_mib}M",
+                               size=f"{size_mib or self.scale.region_mib}M",
                                runtime_s=runtime_s, seed=self.params.seed, options=options)
 
     def record_fio_rows(self, config: str, rows: list[dict[str, Any]], deltas: dict[str,
@@ -316,10 +316,11 @@ class WriteMostlyLab(Drills, PowerCut):
             size = int(rest[index])
             self.run.host[f"{leg}_leg"] = {"device": device, "size_bytes": size,
                                            "rotational": rest[2 + index].strip()}
-            needed = self.profile.leg_mib * 1024 * 1024 - 8 * 1024 * 1024
+            needed = self.scale.leg_mib * 1024 * 1024 - 8 * 1024 * 1024
             if size < needed:
-                raise LabError(f"{leg} leg {device} holds {size} bytes; the {self.profile.name}"
-                               f" profile needs at least {needed}")
+                raise LabError(f"{leg} leg {device} holds {size} bytes; this run's sizes "
+                               f"(--region-mib, --resync-sizes-mib, --drill-array-mib) need "
+                               f"at least {needed}")
         if self.legs.throttle:
             # What the cgroup limit really is, as the kernel reports it inside the scope.
             limit = self.host.sudo(self.legs.wrap(
@@ -334,11 +335,11 @@ class WriteMostlyLab(Drills, PowerCut):
         VM disks are thin (qcow2) and loop files sparse: a block never written reads back as
         zeros without touching a disk, far faster than a real read. A drive in service is full.
         """
-        self.progress.step(f"prefill: writing the first {self.profile.region_mib} MiB of "
+        self.progress.step(f"prefill: writing the first {self.scale.region_mib} MiB of "
                            "both legs")
         jobs = [(f"prefill/{leg}", [fio_tool.FioJob(
             name=f"prefill-{leg}", filename=device, rw="write", bs="1M", iodepth=4,
-            size=f"{self.profile.region_mib}M")])
+            size=f"{self.scale.region_mib}M")])
             for leg, device in (("fast", self.legs.fast), ("slow", self.legs.slow))]
         self.fio_batch(jobs)
 
@@ -351,7 +352,7 @@ class WriteMostlyLab(Drills, PowerCut):
             # mdadm's create mode cannot switch --write-mostly off again for a later device,
             # so the slow leg alone (with a missing slot) makes the array, and the fast leg is
             # added and recovered: the layout of a node whose local disk was replaced.
-            size = self.profile.region_mib
+            size = self.scale.region_mib
             target = self.create_array([md.Member(slow, write_mostly=True), md.Member("missing")],
                                        bitmap=config.bitmap, write_behind=config.write_behind,
                                        size_mib=size)
@@ -392,7 +393,7 @@ class WriteMostlyLab(Drills, PowerCut):
         target = self.build_mirror(config) if config.raid else self.leg_target(config)
         groups = workload_groups(config.workloads)
         self.progress.detail(f"{', '.join(w for g in groups.values() for w in g)}: "
-                             f"{self.profile.runtime_s:g} s each")
+                             f"{self.scale.runtime_s:g} s each")
         log = f"/tmp/labs-write-mostly-{config.name}"
         logs = {index: log for index, workloads in enumerate(groups.values())
                 if config.write_behind and "randwrite-qd1" in workloads}
@@ -400,7 +401,7 @@ class WriteMostlyLab(Drills, PowerCut):
         # the legs' counters: a process start costs seconds under emulation.
         outcomes = self.fio_batch([
             (f"{config.name}/{group}",
-             [self.workload_job(workload, target, runtime_s=self.profile.runtime_s,
+             [self.workload_job(workload, target, runtime_s=self.scale.runtime_s,
                                 log=log if config.write_behind and workload == "randwrite-qd1"
                                 else "") for workload in workloads])
             for group, workloads in groups.items()], logs=logs)
@@ -470,9 +471,9 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     vm_cap = facts.get("vm", {}).get("slow_iops")
     legs = disk_legs(host, params, vm_cap) if mode == "disks" else None
     power_cut = can_cut_power(host, mode, params.part)  # before anything is made
-    progress.expect(major_steps(params.settings, params.part, power_cut))
+    progress.expect(major_steps(params.scale, params.part, power_cut))
     run_id = new_run_id(host.name)
-    record = {**params.as_record(), "profile_settings": asdict(params.settings),
+    record = {**params.as_record(), "profile_settings": asdict(params.scale),
               "legs_mode": mode, "configurations": [asdict(c) for c in CONFIGURATIONS],
               "workloads": {k: {"rw": v[0], "iodepth": v[1], "rate_iops": v[2],
                                 "bs": BLOCK_SIZE} for k, v in WORKLOADS.items()}}
@@ -484,7 +485,7 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
                           allow_devices=params.allow_device, log=progress.detail,
                           on_command=rec.add_command) as workspace:
             if legs is None:
-                legs = loop_legs(workspace, params.settings, params.loop_slow_iops)
+                legs = loop_legs(workspace, params.scale, params.loop_slow_iops)
             rec.parameters.update(fast_device=legs.fast, slow_device=legs.slow,
                                   slow_cap_iops=legs.cap_iops, slow_cap_by=legs.cap_by)
             lab = WriteMostlyLab(host, workspace, rec, params, legs, progress)
