@@ -80,11 +80,38 @@ class LabParameters:
         return params
 
     @classmethod
+    def from_record(cls, recorded: dict[str, Any]) -> Self:
+        """The parameters a recorded run was made with (its run.json "parameters"), typed
+        and validated. A run made before a field existed takes that field from its profile;
+        what the record keeps beside the fields (its command line) is left out."""
+        hints = typing.get_type_hints(cls)
+        known = {item.name for item in fields(cls)} - {"profile"}
+        values = {}
+        for name, value in recorded.items():
+            if name in known:
+                kind, _element = _kind(hints[name])
+                values[name] = tuple(value) if kind is tuple and isinstance(value, list) \
+                    else value
+        profile = recorded.get("profile") or cls.default_profile()
+        if profile not in cls.PROFILES:
+            raise UsageError(f"{cls.LAB}: a run of unknown profile {profile!r}")
+        params = cls(**{**cls.PROFILES[profile], **values, "profile": profile})
+        # Types and ranges only: the cross-field rules (check) judge what a user asks for,
+        # and a record holds what the lab resolved (a loop run's own devices, say).
+        params.validate_fields()
+        return params
+
+    @classmethod
     def default_profile(cls) -> str:
         return "full" if "full" in cls.PROFILES else next(iter(cls.PROFILES))
 
     def validate(self) -> None:
         """Types, declared ranges and choices, then the lab's own cross-field rules."""
+        self.validate_fields()
+        self.check()
+
+    def validate_fields(self) -> None:
+        """Each field's type, declared range and choices, the host name and the profile."""
         hints = typing.get_type_hints(type(self))
         for item in fields(self):
             value = getattr(self, item.name)
@@ -109,7 +136,6 @@ class LabParameters:
             raise UsageError(f"--host {self.host!r}: not a host name")
         if self.profile not in self.PROFILES:
             raise UsageError(f"--profile {self.profile}: use {' or '.join(self.PROFILES)}")
-        self.check()
 
     def check(self) -> None:
         """The lab's own rules between fields (raise UsageError with one line)."""

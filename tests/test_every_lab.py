@@ -2,10 +2,10 @@
 
 For each lab: its parameters round-trip through the command line for every profile, its
 panel's shell command parses back into the panel's parameters, every recorded run of it
-loads, its page's figures and headline (labs.book.compare) can be computed from every
-recorded run, its page ends with the comparison cell, and every `{glue}` key its page uses
-is among those figures. (That the page side never imports the
-infrastructure is checked over all modules in test_layout.py.)
+loads and reads back as the lab's typed parameters, its page's figures and headline
+(labs.book.compare) can be computed from every recorded run, its page ends with the
+comparison cell, and every `{glue}` key its page uses is among those figures. (That the
+page side never imports the infrastructure is checked over all modules in test_layout.py.)
 """
 
 from __future__ import annotations
@@ -46,6 +46,29 @@ def test_the_panel_command_parses_back_into_its_parameters(lab):
     panel = page.panel()
     assert parse_back(command_arguments(panel.command())) == panel.defaults
     assert panel.parameters is lab.parameters
+
+
+@pytest.mark.parametrize("lab", [lab for lab in LABS if lab.book_page], ids=lambda lab: lab.name)
+def test_every_recorded_run_reads_back_as_its_labs_typed_parameters(lab):
+    # The page side can read a run's parameters as the lab's own dataclass: every value the
+    # run recorded, typed and in range (a run older than a field takes its profile's value).
+    for path in records.scan_runs(lab.name)[0]:
+        recorded = records.load_run(path).meta["parameters"]
+        params = lab.parameters.from_record(recorded)
+        for item in fields(params):
+            if item.name in recorded:
+                value = getattr(params, item.name)
+                assert (list(value) if isinstance(value, tuple) else value) == \
+                    recorded[item.name], (path.name, item.name)
+
+
+def test_a_record_missing_a_newer_field_takes_its_profiles_value():
+    from labs.write_mostly.params import Parameters
+
+    quick = Parameters.for_profile("quick")
+    older = {k: v for k, v in quick.as_record().items() if k != "power_cut_write_s"}
+    assert Parameters.from_record(older) == quick
+    assert Parameters.from_record({**older, "runtime_s": 2.0}).runtime_s == 2.0
 
 
 @pytest.mark.parametrize("lab", [lab for lab in LABS if lab.book_page], ids=lambda lab: lab.name)

@@ -16,7 +16,7 @@ from conftest import PROJECT_ROOT
 
 from labs import records
 from labs.infra.journal import Journal
-from labs.template import page
+from labs.template import findings, page
 
 
 def cli(env, *args, timeout=300):
@@ -40,6 +40,13 @@ def test_template_runs_records_and_matches_its_model(tmp_path):
     assert list(sizes["blocks"]) == [1, 4]
     assert (sizes["file_bytes"] == sizes["model_bytes"]).all()
     assert page.figures(run) == {"files": "2", "largest_error_bytes": "0"}
+    # The claim a page would make ("every file is as large as the model says"), as the
+    # finding behind it, with the run's parameters read back as the lab's dataclass.
+    found = findings.findings(run)
+    assert found.every_size_as_modelled and found.files == 2, "backs: every size as modelled"
+    assert found.params.blocks == (1, 4) and found.params.block_kib == 16
+    headline = page.headline(run)
+    assert list(headline["value"]) == list(headline["model"]) == [16 * 1024, 4 * 16 * 1024]
     assert page.chart(run).to_dict()["layer"]
     assert Journal("local", tmp_path / "state" / "journal-local.jsonl").live_entries() == []
     assert not list((tmp_path / "work").glob("template/*"))
@@ -65,3 +72,16 @@ def test_a_killed_template_run_is_cleaned_from_the_journal(tmp_path):
     assert not list((tmp_path / "work").glob("template/*"))
     assert records.list_runs("template", tmp_path / "runs") == []
     assert not list((tmp_path / "runs").glob("template/.staging-*"))
+
+
+def test_a_file_off_the_model_is_a_finding_the_claim_test_would_catch(tmp_path):
+    # The finding can be false: a run whose second file came out a block short.
+    import pandas as pd
+
+    rows = [{"blocks": b, "metric": m, "value": v} for b, m, v in (
+        (1, "file_bytes", 65536), (1, "model_bytes", 65536),
+        (4, "file_bytes", 196608), (4, "model_bytes", 262144))]
+    meta = {"parameters": {"profile": "full", "blocks": [1, 4], "block_kib": 64}}
+    found = findings.findings(records.RecordedRun(tmp_path, meta, pd.DataFrame(rows)))
+    assert not found.every_size_as_modelled
+    assert found.largest_error_bytes == 65536 and found.params.blocks == (1, 4)

@@ -7,7 +7,10 @@ them with the model (blocks x block size). Replace each part with your lab's:
 __init__.py  NAME, DESCRIPTION, BOOK_PAGE, NEEDS and the Parameters class (this file)
 params.py    the parameters dataclass: fields with ranges, PROFILES, cross-field check()
 run.py       run(params, host, progress) -> RecordedRun: the only part that touches a host
-page.py      figures(run), chart(run), provenance(run), panel(): what the book page shows
+findings.py  findings(run) -> Findings: typed numbers and yes/no answers about one run, which
+             the page formats and the claim tests assert (never the page's words)
+page.py      figures(run), chart(run), provenance(run), panel(), headline(run): what the
+             book page shows, and the measures a reader's run is set beside
 """
 
 from labs.template.params import Parameters

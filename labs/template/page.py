@@ -1,27 +1,25 @@
-"""What a page would show of a template run: figures, a chart with the model, provenance."""
+"""What a page would show of a template run: figures (formatted findings), a chart with
+the model, provenance, the panel, and the headline that sets a reader's run beside it."""
 
 from __future__ import annotations
 
 import altair as alt
 import pandas as pd
 
+from labs.book import number_text as nt
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.panel import LabPanel
 from labs.book.provenance import run_summary
 from labs.records import RecordedRun
+from labs.template.findings import findings, sizes
 from labs.template.params import Parameters
 
 
-def sizes(run: RecordedRun) -> pd.DataFrame:
-    """Measured and modelled size per file."""
-    table = run.results.pivot_table(index="blocks", columns="metric", values="value")
-    return table.reset_index()
-
-
 def figures(run: RecordedRun) -> dict[str, str]:
-    table = sizes(run)
-    error = (table["file_bytes"] - table["model_bytes"]).abs().max()
-    return {"files": str(len(table)), "largest_error_bytes": f"{error:.0f}"}
+    """The numbers the page quotes, formatted from the run's findings."""
+    found = findings(run)
+    return {"files": nt.count(found.files),
+            "largest_error_bytes": nt.count(found.largest_error_bytes)}
 
 
 def chart(run: RecordedRun) -> alt.LayerChart:
@@ -41,3 +39,12 @@ def provenance(run: RecordedRun) -> pd.DataFrame:
 
 def panel() -> LabPanel:
     return LabPanel(Parameters, fields=("profile", "block_kib"), chart=chart, needs_root=True)
+
+
+def headline(run: RecordedRun) -> pd.DataFrame:
+    """The run's headline measures for labs.book.compare: each file's size, with the model's."""
+    from labs.book.compare import headline_table
+
+    return headline_table([{"measure": "file size", "config": f"{row.blocks:.0f} blocks",
+                            "value": row.file_bytes, "unit": "bytes", "better": "neither",
+                            "model": row.model_bytes} for row in sizes(run).itertuples()])
