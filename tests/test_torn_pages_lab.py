@@ -23,7 +23,7 @@ from labs.infra.containers import OWNER_LABEL
 from labs.infra.journal import Journal
 from labs.records import list_runs, load_run
 from labs.tools import pgbench
-from labs.torn_pages import page, tables
+from labs.torn_pages import burst, page, tables
 
 pytestmark = pytest.mark.slow
 
@@ -100,8 +100,8 @@ def test_on_a_write_limited_disk_full_page_writes_cost_throughput(quick_run):
 def test_images_per_transaction_jump_after_the_forced_checkpoint(quick_run):
     # Counted in the WAL itself (pg_walinspect), on both sides of the checkpoint's redo point.
     run = quick_run["run"]
-    w = page._windows(run)
-    windows = page.burst_windows(w)
+    w = burst.burst_legs(run)
+    windows = burst.burst_windows(w)
     before = tables.window_mean(w["fresh"], "fpi_per_tx", *windows["before"])
     after = tables.window_mean(w["fresh"], "fpi_per_tx", *windows["after"])
     assert after > before, (before, after)

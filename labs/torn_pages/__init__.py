@@ -11,7 +11,7 @@ run.py     the benchmark legs (the only modules that touch the lab host: run.py,
 tear.py    the torn page, four ways
 pgpage.py  PostgreSQL's page checksum, in Python (so the torn page carries a real one)
 page.py    what the chapter's lab page shows: tables, figures, charts, the panel
-formats.py how the pages' figures read as numbers (no words: those are the pages' own)
+burst.py   the page's figures on the burst of images after a forced checkpoint
 """
 
 from labs.torn_pages.params import Parameters

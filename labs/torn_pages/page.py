@@ -14,14 +14,13 @@ import math
 import pandas as pd
 
 from labs import PROJECT_ROOT
+from labs.book import number_text as nt
 from labs.book.panel import LabPanel
 from labs.book.provenance import run_summary
 from labs.book.tables import wrapping_table
 from labs.records import RecordedRun
 from labs.torn_pages import charts, model, tables
-from labs.torn_pages.formats import NA, share_text
-from labs.torn_pages.formats import num as _num
-from labs.torn_pages.formats import pct as _pct
+from labs.torn_pages.burst import burst_figures
 from labs.torn_pages.params import Parameters
 
 REFERENCE_DIR = PROJECT_ROOT / "data" / "reference"
@@ -73,142 +72,17 @@ def settings_table(results) -> pd.DataFrame:
     return out
 
 
-def _windows(run: RecordedRun) -> dict[str, object]:
-    """The forced-checkpoint legs: windows at the start, before and after the checkpoint."""
-    table = tables.intervals(run.results)
-    marks = tables.forced_checkpoints(run.results)
-    fresh = table[(table["workload"] == "forced-checkpoint")
-                  & (table["full_page_writes"] == "on")]
-    replay = table[table["workload"] == "forced-checkpoint-replay"]
-    off = table[(table["workload"] == "forced-checkpoint")
-                & (table["full_page_writes"] == "off")]
-    mark = marks[(marks["workload"] == "forced-checkpoint") & (marks["full_page_writes"] == "on")]
-    # Interval boundaries are kept to 0.01 s; the redo point is one of them.
-    redo_at = round(float(mark["forced_checkpoint_redo_at"].iloc[0]), 2)
-    end = float(fresh["time_s"].max())
-    # Wide enough to hold at least one sample interval, at most 3 s.
-    lengths = fresh["time_s"] - fresh["inspected_interval_start"]
-    width = max(min(3.0, redo_at / 4), 1.2 * float(lengths.median()))
-    return {"fresh": fresh, "replay": replay, "off": off, "redo_at": redo_at, "end": end,
-            "width": width}
-
-
-def burst_windows(w: dict[str, object]) -> dict[str, tuple[float, float, str]]:
-    """The four windows the page averages over: the leg's first seconds, the seconds just
-    before and just after the checkpoint's redo point, and the leg's last seconds. Each grows
-    away from the redo point (or into the leg) if it holds no counted interval."""
-    width, redo_at, end = w["width"], w["redo_at"], w["end"]
-    return {"start": (0, width, "later"), "before": (redo_at - width, redo_at, "earlier"),
-            "after": (redo_at, redo_at + width, "later"), "end": (end - width, end, "earlier")}
-
-
-def burst_figures(run: RecordedRun) -> dict[str, str]:
-    w = _windows(run)
-    fresh, replay, redo_at, width = w["fresh"], w["replay"], w["redo_at"], w["width"]
-    windows = burst_windows(w)
-    out: dict[str, str] = {"burst_window_s": f"{width:.1f}", "burst_redo_at_s": f"{redo_at:.1f}"}
-    lengths = pd.concat([w["fresh"], w["replay"], w["off"]])
-    lengths = lengths["time_s"] - lengths["inspected_interval_start"]
-    out["burst_interval_s"] = f"{lengths.median():.1f}"
-    out.update(_burst_windows(fresh, windows))
-    out.update(_burst_totals(fresh))
-    out.update(_burst_leg_figures(run, fresh))
-    out.update(_stats_lag_figures(fresh))
-    start_pages = tables.window_mean(fresh, "accounts_pages_per_tx", 0, width, "later")
-    out["fresh_pages_per_tx"] = _num(start_pages)
-    legs = tables.legs(run.results)
-    out["off_legs"] = str(int((legs["full_page_writes"] == "off").sum()))
-    table = tables.intervals(run.results)
-    out["burst_few_intervals"] = str(int(table["few_commits"].sum())) if len(table) else "0"
-    out["burst_intervals"] = str(len(table))
-    out.update(_replay_figures(replay, width, redo_at, start_pages))
-    return out
-
-
-def _burst_windows(fresh: pd.DataFrame, windows: dict[str, tuple[float, float]]
-                   ) -> dict[str, str]:
-    """Images per transaction in each window, measured and modelled, and how far the model
-    is from the measurement (the page says in which direction)."""
-    out = {}
-    for name, (start, stop, widen) in windows.items():
-        measured = tables.window_mean(fresh, "fpi_per_tx", start, stop, widen)
-        modelled = tables.window_mean(fresh, "model_fpi_per_tx", start, stop, widen)
-        out[f"burst_{name}_fpi"] = _num(measured)
-        out[f"burst_{name}_model"] = _num(modelled)
-        out[f"burst_{name}_error"] = _pct(modelled / measured - 1 if measured else math.nan)
-    return out
-
-
-def _burst_totals(fresh: pd.DataFrame) -> dict[str, str]:
-    """The images of the whole leg, counted in its WAL and modelled."""
-    total_measured = float(fresh["inspected_fpi"].sum())
-    total_model = float((fresh["model_fpi_per_tx"] * fresh["inspected_commits"]).sum())
-    return {"burst_total_measured": f"{total_measured:,.0f}",
-            "burst_total_model": f"{total_model:,.0f}",
-            "burst_total_error": _pct(total_model / total_measured - 1 if total_measured else
-                                      math.nan)}
-
-
-def _burst_leg_figures(run: RecordedRun, fresh: pd.DataFrame) -> dict[str, str]:
-    """The forced-checkpoint leg's table size, HOT share and pace (and the replayed leg's
-    HOT share), the inputs of the model's burst."""
-    out = {}
-    leg = tables.legs(run.results).set_index("leg").loc[fresh["leg"].iloc[0]]
-    out["burst_heap_pages"] = f"{leg['accounts_heap_pages']:,.0f}"
-    out["burst_index_pages"] = f"{leg['accounts_index_pages']:,.0f}"
-    out["burst_hot_share"] = share_text(leg["hot_update_share"])
-    hot = tables.legs(run.results)
-    replayed = hot[hot["workload"] == "forced-checkpoint-replay"]["hot_update_share"]
-    out["replay_hot_share"] = share_text(replayed.iloc[0]) if len(replayed) else "n/a"
-    out["burst_tps"] = f"{leg['tps']:,.0f}"
-    out["burst_tau_s"] = f"{leg['accounts_heap_pages'] / leg['tps']:.0f}"
-    out["burst_image_bytes"] = f"{tables.image_bytes(run.results):,.0f}"
-    return out
-
-
-def _stats_lag_figures(fresh: pd.DataFrame) -> dict[str, str]:
-    """How far pg_stat_wal's image count lagged behind the WAL's own during the leg."""
-    lag = tables.stats_lag(fresh)
-    return {"stats_lag_images": f"{lag['max_behind_images']:,.0f}",
-            "stats_lag_s": f"{lag['max_behind_s']:.1f}",
-            "stats_total_images": f"{lag['total_stats_images']:,.0f}",
-            "wal_total_images": f"{lag['total_images']:,.0f}"}
-
-
-REPLAY_FIGURES = ("replay_start_fpi", "replay_before_fpi", "replay_pages_per_tx",
-                  "replay_pages_ratio", "replay_start_model", "replay_start_error")
-
-
-def _replay_figures(replay: pd.DataFrame, width: float, redo_at: float,
-                    start_pages: float) -> dict[str, str]:
-    """The replayed leg's images and pages per transaction at its start, measured and
-    modelled ("n/a" for a run without a replayed leg)."""
-    if replay.empty:
-        return dict.fromkeys(REPLAY_FIGURES, NA)
-    replay_start = tables.window_mean(replay, "fpi_per_tx", 0, width, "later")
-    replay_pages = tables.window_mean(replay, "accounts_pages_per_tx", 0, width, "later")
-    replay_end = tables.window_mean(replay, "fpi_per_tx", redo_at - width, redo_at, "earlier")
-    replay_model = tables.window_mean(replay, "model_fpi_per_tx", 0, width, "later")
-    ratio = start_pages / replay_pages if replay_pages else math.nan
-    return {"replay_start_fpi": _num(replay_start), "replay_before_fpi": _num(replay_end),
-            "replay_pages_per_tx": _num(replay_pages), "replay_pages_ratio": _num(ratio, 1),
-            "replay_start_model": _num(replay_model),
-            "replay_start_error": _pct(replay_model / replay_start - 1 if replay_start else
-                                       math.nan)}
-
-
 def settings_figures(run: RecordedRun) -> dict[str, str]:
     table = tables.settings(run.results)
     fast = table[table["disk"] == tables.NO_LIMIT]
     out = _interval_figures(fast)
     out.update(_device_figures(table))
     errors = fast["wal_ratio_error"].abs()
-    out["wal_ratio_error_max"] = _pct(errors.max()) if len(errors) else NA
+    out["wal_ratio_error_max"] = nt.percent(errors.max(), size_only=True) if len(errors) else nt.NA
     out["wal_ratio_range"] = (f"{fast['wal_on_over_off'].min():.1f} to "
                               f"{fast['wal_on_over_off'].max():.1f}")
     tps = fast["tps_off_over_on"]
     out["nolimit_tps_range"] = f"{tps.min():.2f} to {tps.max():.2f}"
-    out.update(hot_figures(tables.legs(run.results)))
     out.update(slow_figures(run, table))
     return out
 
@@ -224,7 +98,7 @@ def _interval_figures(fast: pd.DataFrame) -> dict[str, str]:
     steady = _steady(fast)
     if len(steady) < 2:
         return dict.fromkeys(("timeout_short_s", "timeout_long_s", "fpi_short", "fpi_long",
-                              "model_fpi_short", "model_fpi_long"), NA)
+                              "model_fpi_short", "model_fpi_long"), nt.NA)
     short, long = steady.iloc[0], steady.iloc[-1]
     return {"timeout_short_s": f"{short['checkpoint_interval_s']:.0f}",
             "timeout_long_s": f"{long['checkpoint_interval_s']:.0f}",
@@ -243,15 +117,15 @@ def device_errors(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def _device_figures(table: pd.DataFrame) -> dict[str, str]:
-    """How many legs' bytes the model counts closely, and how many more bytes than it counts
-    the disk took in the leg it misses most."""
+    """How many legs' bytes the model counts closely, and by how much it misses the others."""
     errors = device_errors(table)["error"] if len(table) else pd.Series(dtype=float)
     near = errors.abs()[errors.abs() <= CLOSE]
-    far = errors.abs()[errors.abs() > CLOSE]
-    worst = errors[far.idxmax()] if len(far) else math.nan
-    return {"device_legs": str(len(errors)), "device_close_legs": str(len(near)),
-            "device_close_max": _pct(near.max()) if len(near) else NA,
-            "device_far_more": _pct(1 / (1 + worst) - 1)}
+    far = errors[errors.abs() > CLOSE]
+    return {"device_legs": nt.count(len(errors)), "device_close_legs": nt.count(len(near)),
+            "device_close_max": nt.percent(near.max() if len(near) else None),
+            "device_far_legs": nt.count(len(far)),
+            "device_far_min": nt.percent(far.abs().min() if len(far) else None),
+            "device_far_max": nt.percent(far.abs().max() if len(far) else None)}
 
 
 def slow_figures(run: RecordedRun, table: pd.DataFrame) -> dict[str, str]:
@@ -262,7 +136,8 @@ def slow_figures(run: RecordedRun, table: pd.DataFrame) -> dict[str, str]:
     if slow.empty:
         return {**out, **dict.fromkeys(
             ("slow_limit_mibps", "slow_recycled_ratio", "slow_tps_ratio_short",
-             "slow_model_ratio_short", "slow_tps_ratio_long", "slow_model_ratio_long"), NA),
+             "slow_model_ratio_short", "slow_tps_ratio_long", "slow_model_ratio_long",
+             "slow_on_wal_error_max"), nt.NA),
             **_slow_leg_figures(pd.DataFrame())}
     short, long = slow.iloc[0], slow.iloc[-1]
     recycled = slow["model_tps_off_over_on_recycled"]
@@ -273,36 +148,33 @@ def slow_figures(run: RecordedRun, table: pd.DataFrame) -> dict[str, str]:
         "slow_tps_ratio_short": f"{short['tps_off_over_on']:.2f}",
         "slow_model_ratio_short": f"{short['model_tps_off_over_on']:.2f}",
         "slow_tps_ratio_long": f"{long['tps_off_over_on']:.2f}",
-        "slow_model_ratio_long": f"{long['model_tps_off_over_on']:.2f}"})
+        "slow_model_ratio_long": f"{long['model_tps_off_over_on']:.2f}",
+        "slow_on_wal_error_max": nt.percent(
+            (slow["model_wal_bytes_per_tx_on"] / slow["wal_bytes_per_tx_on"] - 1).abs().max())})
     out.update(_slow_leg_figures(tables.slow_legs(run.results)))
     return out
 
 
 SLOW_LEG_FIGURES = ("slow_legs", "slow_busy_legs", "slow_busy_min_share",
-                    "slow_short_error_max", "slow_long_on_share", "slow_long_on_times",
-                    "slow_long_off_share", "slow_long_off_times", "slow_long_off_latency_ms",
-                    "slow_long_ratio_error")
+                    "slow_off_error_max", "slow_on_below_min", "slow_on_below_max",
+                    "slow_on_bytes_min", "slow_on_bytes_max")
 
 
 def _slow_leg_figures(legs: pd.DataFrame) -> dict[str, str]:
-    """The write-limited legs one by one (tables.slow_legs): how many wrote near the limit,
-    and for the shortest and longest checkpoint_timeout the model's TPS against the measured."""
+    """The write-limited legs one by one (tables.slow_legs): how many wrote at the limit, and
+    how the model's TPS and bytes compare with the measured, with full-page writes off and on."""
     if legs.empty:
-        return dict.fromkeys(SLOW_LEG_FIGURES, NA)
+        return dict.fromkeys(SLOW_LEG_FIGURES, nt.NA)
     busy = legs[legs["limit_share"] >= SATURATED]
-    settings = list(dict.fromkeys(legs["setting"]))
-    short = legs[legs["setting"] == settings[0]]
-    long = legs[legs["setting"] == settings[-1]].set_index("full_page_writes")
-    on, off = long.loc["on"], long.loc["off"]
-    return {"slow_legs": str(len(legs)), "slow_busy_legs": str(len(busy)),
-            "slow_busy_min_share": _pct(busy["limit_share"].min()) if len(busy) else NA,
-            "slow_short_error_max": _pct(short["tps_error"].abs().max()),
-            "slow_long_on_share": _pct(on["limit_share"]),
-            "slow_long_on_times": f"{1 + on['tps_error']:.1f}",
-            "slow_long_off_share": _pct(off["limit_share"]),
-            "slow_long_off_times": f"{1 + off['tps_error']:.1f}",
-            "slow_long_off_latency_ms": f"{off['latency_avg_ms']:.1f}",
-            "slow_long_ratio_error": _pct((1 + off["tps_error"]) / (1 + on["tps_error"]) - 1)}
+    off, on = legs[legs["full_page_writes"] == "off"], legs[legs["full_page_writes"] == "on"]
+    below = -on["tps_error"]  # how far the model's TPS is below the measured
+    return {"slow_legs": nt.count(len(legs)), "slow_busy_legs": nt.count(len(busy)),
+            "slow_busy_min_share": nt.percent(busy["limit_share"].min() if len(busy) else None),
+            "slow_off_error_max": nt.percent(off["tps_error"].abs().max()),
+            "slow_on_below_min": nt.percent(below.min()),
+            "slow_on_below_max": nt.percent(below.max()),
+            "slow_on_bytes_min": nt.percent(on["device_error"].min()),
+            "slow_on_bytes_max": nt.percent(on["device_error"].max())}
 
 
 def slow_legs_table(results: pd.DataFrame) -> pd.DataFrame:
@@ -315,7 +187,7 @@ def slow_legs_table(results: pd.DataFrame) -> pd.DataFrame:
         "checkpoint_timeout": legs["setting"].str.removeprefix("checkpoint_timeout "),
         "full-page writes": legs["full_page_writes"],
         "disk took (MiB/s)": legs["device_mibps"].map("{:.2f}".format),
-        "share of the limit": legs["limit_share"].map(_pct),
+        "share of the limit": legs["limit_share"].map(nt.percent),
         "TPS measured": legs["tps"].map("{:.0f}".format),
         "TPS model": legs["model_tps"].map("{:.0f}".format),
         "model ÷ measured": (1 + legs["tps_error"]).map("{:.2f}".format)})
@@ -327,8 +199,8 @@ def figures(run: RecordedRun) -> dict[str, str]:
     out: dict[str, str] = {}
     lab_rows = results[results["workload"] == "lab"].set_index("metric")["value"]
     out["wall_min"] = f"{lab_rows.get('wall_time', math.nan) / 60:.0f}"
-    out["load_start"] = _num(lab_rows.get("load_average_1min_start", math.nan), 1)
-    out["load_end"] = _num(lab_rows.get("load_average_1min_end", math.nan), 1)
+    out["load_start"] = nt.number(lab_rows.get("load_average_1min_start", math.nan), 1)
+    out["load_end"] = nt.number(lab_rows.get("load_average_1min_end", math.nan), 1)
     out["cpus"] = f"{run.meta['host']['cpu_count']}"
     out.update(settings_figures(run))
     out.update(burst_figures(run))
@@ -342,40 +214,6 @@ def figures(run: RecordedRun) -> dict[str, str]:
     out["rows_expected"] = f"{int(torn.loc['fpw-on', 'rows_expected'])}"
     out.update(exercise_figures(run))
     return out
-
-
-HOT_FIGURES = ("hot_low_timeout_s", "hot_low_share", "hot_others_min", "hot_low_wal",
-               "hot_others_wal_min", "hot_others_wal_max")
-
-
-def hot_leg(legs: pd.DataFrame) -> pd.Series | None:
-    """The leg whose updates were least often HOT, if it stands apart from the others (by
-    more than 10 points): a non-HOT update moves the row to another page and adds an index
-    entry, more work. None if no leg stands apart."""
-    if "hot_update_share" not in legs:
-        return None
-    shares = legs[legs["hot_update_share"].notna()]
-    if len(shares) < 2:
-        return None
-    low = shares.loc[shares["hot_update_share"].idxmin()]
-    others = shares.drop(index=low.name)
-    return low if low["hot_update_share"] < others["hot_update_share"].min() - 0.1 else None
-
-
-def hot_figures(legs: pd.DataFrame) -> dict[str, str]:
-    """The leg that stands apart in HOT updates ("n/a" if none does): its share and WAL per
-    transaction, against the other legs' (the WAL against those with the same
-    full_page_writes)."""
-    low = hot_leg(legs)
-    if low is None:
-        return dict.fromkeys(HOT_FIGURES, NA)
-    others = legs[legs["hot_update_share"].notna()].drop(index=low.name)
-    wal = others[others["full_page_writes"] == low["full_page_writes"]]["wal_bytes_per_tx"]
-    return {"hot_low_timeout_s": f"{low['checkpoint_timeout_s']:.0f}",
-            "hot_low_share": share_text(low["hot_update_share"]),
-            "hot_others_min": share_text(others["hot_update_share"].min()),
-            "hot_low_wal": f"{low['wal_bytes_per_tx']:,.0f}",
-            "hot_others_wal_min": f"{wal.min():,.0f}", "hot_others_wal_max": f"{wal.max():,.0f}"}
 
 
 def exercise_figures(run: RecordedRun) -> dict[str, str]:
