@@ -3,7 +3,7 @@
 import pytest
 
 from labs.models import quorum as model
-from labs.quorum import page
+from labs.quorum import findings, page
 
 
 def p50(table, k, slow_ms):
@@ -68,13 +68,20 @@ def test_exercise_4_gives_the_time_at_the_recorded_runs_throughput():
 
 
 def test_the_exact_values_are_inside_the_simulations_intervals():
-    # "every exact value lies inside the simulation's 95 % interval": backs the verdict of
-    # "Does the formula match brute force?" and its Summary bullet (book/quorum/lab.md).
     from labs.records import shipped_run
 
-    wide = page.estimate_table(shipped_run("quorum"))
-    for op in wide.index:
-        assert wide.loc[op, "ci95_low"] <= wide.loc[op, "exact"] <= wide.loc[op, "ci95_high"], op
+    found = findings.findings(shipped_run("quorum"))
+    assert found.every_exact_inside_its_interval, (
+        "backs the verdict of 'Does the formula match brute force?' and its Summary bullet: "
+        "every exact value lies inside the simulation's 95 % interval")
+
+
+def test_an_exact_value_outside_its_interval_fails_the_finding():
+    # The finding can be false: the claim test above would catch a run that missed.
+    from labs.quorum.findings import Estimate
+
+    assert Estimate(0.0079, 0.0077, 0.0080, 0.0079).exact_inside_interval
+    assert not Estimate(0.0079, 0.0077, 0.0080, 0.0085).exact_inside_interval
 
 
 def test_the_zone_exercises_answers_follow_from_the_model():

@@ -5,6 +5,7 @@
 
 params.py  the parameters (Aurora's layout by default)
 run.py     the simulation, recorded under data/runs/quorum/
+findings.py  what a run found (each estimate, its interval, the exact value), typed
 page.py    what the chapter's pages show: chart data, figures, the live panel
 charts.py  the chapter's Altair charts
 """

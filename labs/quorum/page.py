@@ -10,11 +10,13 @@ import math
 import numpy as np
 import pandas as pd
 
+from labs.book import number_text as nt
 from labs.book.panel import LabPanel
 from labs.book.provenance import run_summary
 from labs.models import quorum as model
 from labs.models import quorum_problems
 from labs.quorum import charts
+from labs.quorum.findings import findings
 from labs.quorum.params import Parameters
 from labs.records import RecordedRun
 
@@ -130,12 +132,6 @@ def durability_curves() -> pd.DataFrame:
 # ----------------------------------------------------------------------------------------
 
 
-def estimate_table(run: RecordedRun) -> pd.DataFrame:
-    """One row per operation: estimate, 95 % interval, exact value."""
-    return run.results[run.results["metric"] != "throughput"].pivot_table(
-        index="op", columns="metric", values="value")
-
-
 def smallest_quorums(max_nodes: int = 7) -> pd.DataFrame:
     """The smallest safe (R, W) for N = 1..max_nodes, as the explanation's table."""
     return pd.DataFrame(model.quorum_table(max_nodes)).rename(
@@ -211,17 +207,17 @@ def ex4_trials(p_target: float = 1e-4, relative: float = 0.01) -> int:
 
 
 def figures(run: RecordedRun) -> dict[str, str]:
-    """Every number the lab page quotes, formatted: the recorded run's and the exercises'."""
-    wide = estimate_table(run)
-    throughput = run.results.query("metric == 'throughput'")["value"].iloc[0]
+    """Every number the lab page quotes, formatted from the run's findings, and the
+    exercises'."""
+    found = findings(run)
     return {
-        "mc_trials": f"{run.meta['parameters']['trials']:,}",
-        "mc_write_estimate": f"{wide.loc['write', 'estimate']:.3e}",
-        "mc_write_exact": f"{wide.loc['write', 'exact']:.3e}",
-        "mc_throughput_millions": f"{throughput / 1e6:.0f}",
+        "mc_trials": nt.count(found.params.trials),
+        "mc_write_estimate": f"{found.write.estimate:.3e}",
+        "mc_write_exact": f"{found.write.exact:.3e}",
+        "mc_throughput_millions": nt.number(found.trials_per_s / 1e6, 0),
         **exercise_figures(),
         # Exercise 4: the trials it asks for, at this run's trials per second.
-        "ex4_minutes": f"{ex4_trials() / throughput / 60:.0f}",
+        "ex4_minutes": nt.number(ex4_trials() / found.trials_per_s / 60, 0),
     }
 
 
