@@ -5,7 +5,8 @@ import re
 import pytest
 from conftest import PROJECT_ROOT
 
-from labs.consistency import page
+from labs.consistency import findings, page
+from labs.consistency.params import Parameters
 from labs.records import shipped_run
 
 PAGE = PROJECT_ROOT / "book" / "quorum" / "consistency.md"
@@ -23,16 +24,20 @@ def figures(run):
     return page.figures(run)
 
 
-def test_the_shipped_run_is_a_full_run(run):
-    assert run.meta["parameters"]["profile"] == "full"
-    assert run.meta["parameters"]["reads_per_case"] == 30
+@pytest.fixture(scope="module")
+def found(run):
+    return findings.findings(run)
 
 
-def test_every_request_did_what_the_model_predicts_and_refusals_are_unavailable(figures, run):
+def test_the_shipped_run_is_a_full_run(found):
+    assert found.params.profile == "full"
+    assert found.params.reads_per_case == Parameters.for_profile("full").reads_per_case
+
+
+def test_every_request_did_what_the_model_predicts_and_refusals_are_unavailable(found, run):
     # "All N requests did what the model predicts." "The N refusals were all `Unavailable`
     # errors."
-    assert figures["operations_agreeing"] == figures["operations"] == "18", \
-        AVAILABILITY_VERDICT
+    assert found.operations_agreeing == found.operations > 0, AVAILABILITY_VERDICT
     grid = page.availability(run)
     assert set(grid.loc[~grid["succeeded"], "outcome"]) == {"Unavailable"}
 
@@ -48,50 +53,50 @@ def test_one_stopped_keeps_quorum_and_two_stopped_keep_only_one(run):
         AVAILABILITY_VERDICT
 
 
-def test_no_guaranteed_read_was_stale_and_every_stale_read_only_met_missed_replicas(figures):
+def test_no_guaranteed_read_was_stale_and_every_stale_read_only_met_missed_replicas(found):
     # "Not one of the N reads where R + W > N returned the old value, nor any read where
     # R > missed."
-    assert figures["overlap_stale"] == "0" and figures["guaranteed_stale"] == "0", \
+    assert found.overlap.stale == found.guaranteed.stale == 0, \
         "backs the verdict of 'When a read returns an overwritten value' and its Summary bullet"
-    assert int(figures["overlap_reads"]) > 0 and int(figures["guaranteed_reads"]) > 0
+    assert found.overlap.reads > 0 and found.guaranteed.reads > 0
     # "all N stale reads were answered only by replicas that had missed the write"
-    assert int(figures["stale_total"]) > 0
-    assert figures["stale_only_missed"] == figures["stale_total"], \
+    assert found.stale_total > 0
+    assert found.stale_only_missed == found.stale_total, \
         "backs 'When a read returns an overwritten value' and the Summary bullet on who " \
         "answers a stale read"
 
 
-def test_staleness_depended_mostly_on_the_coordinator(run, figures):
+def test_staleness_depended_mostly_on_the_coordinator(run, found):
     """Backs the verdict of 'Which replicas answer, and who reads the old value' and its
     Summary bullet (with the row C test below)."""
     # "depended on which node coordinated it": through a coordinator that missed the write
     # far more often than through one that holds it, and the uniform model's figure for each
     # group between the two.
-    holder, missed = int(figures["possible_holder_pct"]), int(figures["possible_missed_pct"])
+    holder, missed = found.possible_holder.stale_pct, found.possible_missed.stale_pct
     verdict = "backs the verdict of 'Which replicas answer, and who reads the old value'"
     assert missed - holder >= 30, verdict
-    assert holder < int(figures["possible_holder_model_pct"]) < missed, verdict
-    assert holder < int(figures["possible_missed_model_pct"]) < missed, verdict
+    assert holder < found.possible_holder.model_pct < missed, verdict
+    assert holder < found.possible_missed.model_pct < missed, verdict
     # "Its two figures differ only because the groups hold different rows and levels": for
     # any one row and level the model gives every coordinator the same figure.
     table = page.stale(run)
     assert (table.groupby(["case", "read_level"])["model_uniform_pct"].nunique() == 1).all()
-    assert figures["possible_holder_reads"] == figures["possible_missed_reads"]
+    assert found.possible_holder.reads == found.possible_missed.reads
 
 
-def test_at_one_a_coordinator_mostly_reads_its_own_copy(run, figures):
+def test_at_one_a_coordinator_mostly_reads_its_own_copy(run, found):
     # "tends to win"; "a client reading at ONE through a node that was down mostly gets that
     # node's stale copy"; "... through a node that took the write gets the new value"
-    assert int(figures["one_local_pct"]) > 50
-    assert int(figures["one_missed_stale"]) / int(figures["one_missed_reads"]) > 0.5
-    assert figures["one_holder_stale"] == "0"
+    assert found.one_local / found.one_reads > 0.5
+    assert found.one_missed.stale_pct > 50
+    assert found.one_holder.stale == 0
     # Only reads at ONE: the holders' possibly stale reads also count row C at QUORUM.
     table = page.stale(run)
     one = table[table["read_level"] == "ONE"]
     holds = one.apply(lambda r: r["coordinator"] not in page.MISSED[r["case"]], axis=1)
-    assert int(one[holds]["reads"].sum()) == int(figures["one_holder_reads"])
-    assert int(one[~holds]["reads"].sum()) == int(figures["one_missed_reads"])
-    assert int(one[holds]["stale_reads"].sum()) == int(figures["one_holder_stale"])
+    assert int(one[holds]["reads"].sum()) == found.one_holder.reads
+    assert int(one[~holds]["reads"].sum()) == found.one_missed.reads
+    assert int(one[holds]["stale_reads"].sum()) == found.one_holder.stale
 
 
 def test_hinted_handoff_was_off_and_the_provenance_says_so(run):
@@ -111,7 +116,7 @@ def test_row_a_reached_both_live_replicas(figures):
     assert figures["a_one_n1_stale"] == figures["a_one_n2_stale"] == "0"
 
 
-def test_row_c_quorum_model_is_right_on_average_and_wrong_for_each_node(run, figures):
+def test_row_c_quorum_model_is_right_on_average_and_wrong_for_each_node(run, figures, found):
     # "For row C at QUORUM the model is right on average and wrong for each client"
     model_pct = int(figures["c_quorum_model_pct"])
     shares = [100 * int(figures[f"c_quorum_n{c}_stale"]) / int(figures[f"c_quorum_n{c}_reads"])
@@ -120,10 +125,8 @@ def test_row_c_quorum_model_is_right_on_average_and_wrong_for_each_node(run, fig
     assert abs(sum(shares) / 3 - model_pct) <= 10, verdict
     assert all(abs(share - model_pct) >= 20 for share in shares), verdict
     # Every stale QUORUM read of row C asked nodes 2 and 3, the two that missed it.
-    for coordinator in (2, 3):
-        assert figures[f"c_quorum_n{coordinator}_asked_23_stale"] == \
-            figures[f"c_quorum_n{coordinator}_asked_23"] == \
-            figures[f"c_quorum_n{coordinator}_stale"]
+    for coordinator, (asked, stale_reads) in found.row_c_quorum_asked_23.items():
+        assert stale_reads == asked == int(figures[f"c_quorum_n{coordinator}_stale"])
 
 
 def test_every_glued_figure_is_computed_and_a_number_or_a_word(figures):

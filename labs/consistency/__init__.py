@@ -4,7 +4,9 @@ params.py   the parameters and profiles
 cluster.py  the three Cassandra containers, their driver sessions, stopping and starting
 run.py      the lab: which operations each level allows with 0, 1, 2 nodes stopped, then
             reads of rows that a stopped replica missed (which reads see the old value)
-page.py     the book page: the tables beside the model (labs/consistency/model.py)
+model.py    which requests each level allows, and how often a read may be stale
+findings.py what a run found: its tables and the counts the page quotes, typed
+page.py     the book page: the tables and charts beside the model
 """
 
 from labs.consistency.params import Parameters

@@ -6,7 +6,6 @@ Pure page code: it reads recorded runs and never touches a container.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 
 import altair as alt
@@ -17,70 +16,21 @@ from labs.book import theme  # noqa: F401  (the book's chart theme and offline r
 from labs.book.panel import LabPanel
 from labs.book.provenance import run_summary
 from labs.book.theme import dropdown
-from labs.consistency import model
-from labs.consistency.params import CASES, NODES, OLD, Parameters
+from labs.consistency.findings import (  # noqa: F401  (the page's tables, for its cells)
+    CASE_TEXT,
+    LEVELS,
+    MISSED,
+    Findings,
+    availability,
+    findings,
+    reads,
+    stale,
+)
+from labs.consistency.params import CASES, NODES, Parameters
 from labs.records import RecordedRun
 
 MODEL_COLOR = "#D55E00"
-MISSED = {case: down for case, (_, _, down) in CASES.items()}  # nodes down at each overwrite
-LEVELS = list(model.LEVELS)
-CASE_TEXT = {"A": "row A: written at ONE, node 3 down",
-             "B": "row B: written at QUORUM, node 3 down",
-             "C": "row C: written at ONE, nodes 2 and 3 down"}
 CASE_SHORT = {"A": "A (ONE; 3 down)", "B": "B (QUORUM; 3 down)", "C": "C (ONE; 2, 3 down)"}
-
-
-# --- tables ----------------------------------------------------------------------------------
-
-def availability(run: RecordedRun) -> pd.DataFrame:
-    """One row per (nodes stopped, operation, level): what happened, and the model's answer."""
-    results = run.results
-    measured = results[results["metric"] == "succeeded"]
-    predicted = results[results["metric"] == "model_succeeds"]
-    keys = ["stopped", "workload", "level"]
-    answered = results[results["metric"] == "answer_time"][keys + ["value"]].rename(
-        columns={"value": "answer_ms"})
-    table = measured[keys + ["nodes_up", "outcome", "value"]].merge(
-        predicted[keys + ["value"]], on=keys, suffixes=("", "_model")).merge(answered, on=keys)
-    table = table.rename(columns={"workload": "operation", "value": "succeeded",
-                                  "value_model": "model_succeeds"})
-    table["stopped"] = table["stopped"].astype(int)
-    table["nodes_up"] = table["nodes_up"].astype(int)
-    table["succeeded"] = table["succeeded"].astype(bool)
-    table["model_succeeds"] = table["model_succeeds"].astype(bool)
-    table["agrees"] = table["succeeded"] == table["model_succeeds"]
-    table["needs"] = table["level"].map(lambda level: model.replicas_needed(level, NODES))
-    return table.sort_values(["stopped", "operation", "level"],
-                             key=lambda c: c.map(LEVELS.index) if c.name == "level" else c
-                             ).reset_index(drop=True)
-
-
-def stale(run: RecordedRun) -> pd.DataFrame:
-    """One row per (row, read level, coordinator): reads made, stale ones, the model."""
-    results = run.results
-    rows = results[results["config"].str.startswith("case ")]
-    table = rows.pivot_table(index=["write_level", "read_level", "replicas_missed", "row",
-                                    "coordinator"],
-                             columns="metric", values="value").reset_index()
-    table["case"] = table["row"].astype(int).map({key: case for case, (key, _, _)
-                                                  in CASES.items()})
-    table["coordinator"] = table["coordinator"].astype(int)
-    table["stale_pct"] = 100 * table["stale_reads"] / table["reads"]
-    table["model_uniform_pct"] = 100 * table["model_stale_probability_uniform"]
-    table["case_text"] = table["case"].map(CASE_TEXT)
-    for column in ("reads", "stale_reads", "fresh_reads", "reads_only_by_missed_replicas",
-                   "reads_by_the_coordinator_alone", "model_overlap_guaranteed",
-                   "model_fresh_guaranteed", "replicas_missed"):
-        table[column] = table[column].astype(int)
-    return table.sort_values(["case", "read_level", "coordinator"],
-                             key=lambda c: c.map(LEVELS.index) if c.name == "read_level"
-                             else c).reset_index(drop=True)
-
-
-def reads(run: RecordedRun) -> list[dict]:
-    """Every traced read (raw/reads.jsonl): row, level, coordinator, value, replicas read."""
-    text = (run.raw_dir / "reads.jsonl").read_text()
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def stale_overview(run: RecordedRun) -> pd.DataFrame:
@@ -211,26 +161,6 @@ def stale_chart(run: RecordedRun) -> alt.TopLevelMixin:
 
 # --- figures for the text --------------------------------------------------------------------
 
-def possible_by_holder(table: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """The reads where a stale answer is possible (R <= replicas that missed the write), split
-    into those through a coordinator that holds the new value ("holder") and those through
-    one that missed it ("missed")."""
-    possible = table[table["model_fresh_guaranteed"] == 0]
-    missed = possible.apply(lambda r: r["coordinator"] in MISSED[r["case"]], axis=1)
-    return {"holder": possible[~missed], "missed": possible[missed]}
-
-
-def stale_of(part: pd.DataFrame) -> tuple[int, int]:
-    """(stale reads, reads) over some rows of the stale() table."""
-    return int(part["stale_reads"].sum()), int(part["reads"].sum())
-
-
-def model_pct(part: pd.DataFrame) -> float:
-    """The uniform model's stale share over some rows of the stale() table, weighted by
-    their reads."""
-    return float((part["model_uniform_pct"] * part["reads"]).sum() / part["reads"].sum())
-
-
 def coordinators_that_changed_replicas(run: RecordedRun, level: str = "ONE") -> list[int]:
     """Coordinators whose reads at `level` did not always ask the same replicas."""
     seen: dict[int, set] = {}
@@ -241,85 +171,64 @@ def coordinators_that_changed_replicas(run: RecordedRun, level: str = "ONE") -> 
 
 
 def figures(run: RecordedRun) -> dict[str, str]:
-    table = stale(run)
-    every = reads(run)
-    figures = _overview_figures(run, table, every)
-    figures.update(_possible_stale_figures(table))
-    figures.update(_row_c_quorum_figures(every))
-    figures.update(_per_read_figures(table))
+    """Every number the page quotes, formatted from the run's findings."""
+    found = findings(run)
+    figures = _overview_figures(found)
+    figures.update(_possible_stale_figures(found))
+    figures.update(_row_c_quorum_figures(found))
+    figures.update(_per_read_figures(stale(run)))
     return figures
 
 
-def _overview_figures(run: RecordedRun, table: pd.DataFrame,
-                      every: list[dict]) -> dict[str, str]:
+def _overview_figures(found: Findings) -> dict[str, str]:
     """The cluster's times, the availability grid's counts and the reads' totals."""
-    results = run.results
-    seconds = results.set_index(["config", "workload", "metric"])["value"]
-    grid = availability(run)
-    stale_reads = [r for r in every if r["value"] == OLD]
-    guaranteed = table[table["model_fresh_guaranteed"] == 1]
-    overlap = table[table["model_overlap_guaranteed"] == 1]
-    one = [r for r in every if r["level"] == "ONE"]
-    one_local = sum(r["replicas"] == [r["coordinator"]] for r in one)
     return {
-        "start_s": f"{seconds[('cluster', 'start', 'seconds')]:.0f}",
-        "restart_s": f"{seconds[('cluster', 'restart', 'seconds')]:.1f}",
-        "wall_time_min": f"{seconds[('lab', 'all', 'wall_time')] / 60:.1f}",
-        "operations": str(len(grid)),
-        "operations_agreeing": str(int(grid["agrees"].sum())),
-        "operations_refused": str(int((~grid["succeeded"]).sum())),
-        "reads_per_case": str(int(table["reads"].iloc[0])),
-        "quick_reads_per_case": str(Parameters.PROFILES["quick"]["reads_per_case"]),
-        "reads_total": str(len(every)),
-        "stale_total": str(len(stale_reads)),
-        "stale_only_missed": str(sum(bool(r["replicas"])
-                                     and set(r["replicas"]) <= set(MISSED[r["case"]])
-                                     for r in stale_reads)),
-        "overlap_reads": str(int(overlap["reads"].sum())),
-        "overlap_stale": str(int(overlap["stale_reads"].sum())),
-        "guaranteed_reads": str(int(guaranteed["reads"].sum())),
-        "guaranteed_stale": str(int(guaranteed["stale_reads"].sum())),
-        "one_reads": str(len(one)),
-        "one_local": str(one_local),
-        "one_local_pct": f"{100 * one_local / len(one):.0f}",
+        "start_s": nt.number(found.start_s, 0),
+        "restart_s": nt.number(found.restart_s, 1),
+        "wall_time_min": nt.number(found.wall_time_s / 60, 1),
+        "operations": nt.count(found.operations),
+        "operations_agreeing": nt.count(found.operations_agreeing),
+        "operations_refused": nt.count(found.operations_refused),
+        "reads_per_case": nt.count(found.params.reads_per_case),
+        "quick_reads_per_case": nt.count(Parameters.for_profile("quick").reads_per_case),
+        "reads_total": nt.count(found.reads_total),
+        "stale_total": nt.count(found.stale_total),
+        "stale_only_missed": nt.count(found.stale_only_missed),
+        "overlap_reads": nt.count(found.overlap.reads),
+        "overlap_stale": nt.count(found.overlap.stale),
+        "guaranteed_reads": nt.count(found.guaranteed.reads),
+        "guaranteed_stale": nt.count(found.guaranteed.stale),
+        "one_reads": nt.count(found.one_reads),
+        "one_local": nt.count(found.one_local),
+        "one_local_pct": nt.number(100 * found.one_local / found.one_reads, 0),
     }
 
 
-def _possible_stale_figures(table: pd.DataFrame) -> dict[str, str]:
+def _possible_stale_figures(found: Findings) -> dict[str, str]:
     # The reads the rules allow to be stale, through a coordinator that holds the new value
     # and through one that missed it; then the same at ONE only.
-    possible = possible_by_holder(table)
-    holder_stale, holder_reads = stale_of(possible["holder"])
-    missed_stale, missed_reads = stale_of(possible["missed"])
-    one_holder_stale, one_holder_reads = stale_of(
-        possible["holder"][possible["holder"]["read_level"] == "ONE"])
-    one_missed_stale, one_missed_reads = stale_of(
-        possible["missed"][possible["missed"]["read_level"] == "ONE"])
+    holder, missed = found.possible_holder, found.possible_missed
     return {
-        "possible_holder_stale": str(holder_stale),
-        "possible_holder_reads": str(holder_reads),
-        "possible_holder_pct": f"{100 * holder_stale / holder_reads:.0f}",
-        "possible_holder_model_pct": f"{model_pct(possible['holder']):.0f}",
-        "possible_missed_stale": str(missed_stale),
-        "possible_missed_reads": str(missed_reads),
-        "possible_missed_pct": f"{100 * missed_stale / missed_reads:.0f}",
-        "possible_missed_model_pct": f"{model_pct(possible['missed']):.0f}",
-        "one_holder_stale": str(one_holder_stale),
-        "one_holder_reads": str(one_holder_reads),
-        "one_missed_stale": str(one_missed_stale),
-        "one_missed_reads": str(one_missed_reads),
+        "possible_holder_stale": nt.count(holder.stale),
+        "possible_holder_reads": nt.count(holder.reads),
+        "possible_holder_pct": nt.number(holder.stale_pct, 0),
+        "possible_holder_model_pct": nt.number(holder.model_pct, 0),
+        "possible_missed_stale": nt.count(missed.stale),
+        "possible_missed_reads": nt.count(missed.reads),
+        "possible_missed_pct": nt.number(missed.stale_pct, 0),
+        "possible_missed_model_pct": nt.number(missed.model_pct, 0),
+        "one_holder_stale": nt.count(found.one_holder.stale),
+        "one_holder_reads": nt.count(found.one_holder.reads),
+        "one_missed_stale": nt.count(found.one_missed.stale),
+        "one_missed_reads": nt.count(found.one_missed.reads),
     }
 
 
-def _row_c_quorum_figures(every: list[dict]) -> dict[str, str]:
+def _row_c_quorum_figures(found: Findings) -> dict[str, str]:
     figures = {}
-    for coordinator in (2, 3):  # row C at QUORUM: how often each asked nodes 2 and 3
-        row_c = [r for r in every if (r["case"], r["level"], r["coordinator"])
-                 == ("C", "QUORUM", coordinator)]
-        both_missed = [r for r in row_c if set(r["replicas"]) <= set(MISSED["C"])]
-        figures[f"c_quorum_n{coordinator}_asked_23"] = str(len(both_missed))
-        figures[f"c_quorum_n{coordinator}_asked_23_stale"] = str(
-            sum(r["value"] == OLD for r in both_missed))
+    for coordinator, (asked, stale_reads) in found.row_c_quorum_asked_23.items():
+        figures[f"c_quorum_n{coordinator}_asked_23"] = nt.count(asked)
+        figures[f"c_quorum_n{coordinator}_asked_23_stale"] = nt.count(stale_reads)
     return figures
 
 
