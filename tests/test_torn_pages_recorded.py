@@ -384,3 +384,18 @@ def test_a_window_without_a_counted_interval_reaches_the_nearest_on_its_own_side
     assert math.isnan(tables.window_mean(table, "fpi_per_tx", 5.0, 6.0, "later"))
     with pytest.raises(ValueError):
         tables.window_mean(table, "fpi_per_tx", 0.0, 1.0, "sideways")
+
+
+def test_images_rose_before_the_checkpoint_while_another_writer_changed_pages(run, figures):
+    # Details of 'The burst after a checkpoint': "Before the checkpoint the run is well above
+    # the model, and the checkpoint is not the cause: the chart shows the rise starting a
+    # second or two before it. In those seconds P accounts pages changed per transaction,
+    # against Q at the start of the leg."
+    w = burst.burst_legs(run)
+    fresh, windows = w["fresh"], burst.burst_windows(w)
+    before = tables.window_mean(fresh, "fpi_per_tx", *windows["before"])
+    model_before = tables.window_mean(fresh, "model_fpi_per_tx", *windows["before"])
+    assert before > 2 * model_before
+    last = fresh[fresh["time_s"] <= w["redo_at"] + 0.005].iloc[-1]  # ends at the redo point
+    assert last["fpi_per_tx"] > 3 * model_before and last["time_s"] - 3 < w["redo_at"]
+    assert float(figures["before_pages_per_tx"]) > 1.1 * float(figures["fresh_pages_per_tx"])

@@ -59,6 +59,10 @@ def burst_figures(run: RecordedRun) -> dict[str, str]:
     out.update(_stats_lag_figures(fresh))
     start_pages = tables.window_mean(fresh, "accounts_pages_per_tx", 0, width, "later")
     out["fresh_pages_per_tx"] = nt.number(start_pages, 2)
+    # Before the checkpoint: accounts pages changed per transaction (more than one means
+    # another writer besides pgbench's updates, such as VACUUM, was changing pages).
+    out["before_pages_per_tx"] = nt.number(
+        tables.window_mean(fresh, "accounts_pages_per_tx", *windows["before"]), 2)
     legs = tables.legs(run.results)
     out["off_legs"] = str(int((legs["full_page_writes"] == "off").sum()))
     # With full_page_writes off, PostgreSQL still writes the few images it forces whatever
