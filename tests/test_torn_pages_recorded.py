@@ -399,3 +399,10 @@ def test_images_rose_before_the_checkpoint_while_another_writer_changed_pages(ru
     last = fresh[fresh["time_s"] <= w["redo_at"] + 0.005].iloc[-1]  # ends at the redo point
     assert last["fpi_per_tx"] > 3 * model_before and last["time_s"] - 3 < w["redo_at"]
     assert float(figures["before_pages_per_tx"]) > 1.1 * float(figures["fresh_pages_per_tx"])
+    # "The replayed leg shows the same rise, higher: R images per transaction in its last
+    # W s before its checkpoint."
+    replay = w["replay"]
+    replay_before = tables.window_mean(replay, "fpi_per_tx", *windows["before"])
+    assert replay_before > before and replay_before > 2 * tables.window_mean(
+        replay, "model_fpi_per_tx", *windows["before"])
+    assert figures["replay_before_fpi"] == f"{replay_before:.2f}"
