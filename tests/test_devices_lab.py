@@ -78,8 +78,15 @@ def test_sc1_charges_a_16k_read_like_a_1m_read_and_stays_under_its_budget(ci_run
     small = sc1[(sc1["workload"] == "block-sweep") & (sc1["block_kib"] == 16)]["iops"].iloc[0]
     large = sc1[(sc1["workload"] == "block-sweep") & (sc1["block_kib"] == 1024)]["iops"].iloc[0]
     assert small == pytest.approx(large, rel=0.15)
-    budget = page.throttle_of(ci_run["run"], "sc1").iops_total
-    assert (sc1["iops"] <= budget * 1.02).all()  # never more than the contract
+    throttle = page.throttle_of(ci_run["run"], "sc1")
+    budget = throttle.iops_total
+    # Never more than the contract, but for QEMU's own slack: with no burst set, its bucket
+    # lets 100 ms of I/O at the rate through unthrottled (QEMU commit 0770a7a, "throttle:
+    # Update the throttle_fix_bucket() documentation"), so a fio job of T s can reach
+    # budget x (1 + 0.1 / T); CI once measured 23.69 against 23 in a 3 s job.
+    assert throttle.iops_total_max == 0
+    fio_s = ci_run["run"].meta["parameters"]["fio_s"]
+    assert (sc1["iops"] <= budget * (1 + 0.1 / fio_s) * 1.01).all()
     reads = sc1[sc1["op"] == "read"]  # writes run below the model; the page says so
     assert (reads["iops"] >= reads["model_iops"] * 0.85).all(), reads[["workload", "iops"]]
 
