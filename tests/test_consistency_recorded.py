@@ -86,10 +86,13 @@ def test_staleness_depended_mostly_on_the_coordinator(run, found):
 
 def test_at_one_a_coordinator_mostly_reads_its_own_copy(run, found):
     # "tends to win"; "a client reading at ONE through a node that was down mostly gets that
-    # node's stale copy"; "... through a node that took the write gets the new value"
+    # node's stale copy"; "... through a node that took the write almost always gets the new
+    # value: S of its R reads in this run were stale, sent by the snitch to a replica that
+    # had missed the write"
     assert found.one_local / found.one_reads > 0.5
     assert found.one_missed.stale_pct > 50
-    assert found.one_holder.stale == 0
+    assert found.one_holder.stale_pct < 5
+    assert found.stale_only_missed == found.stale_total  # every stale read met only those
     # Only reads at ONE: the holders' possibly stale reads also count row C at QUORUM.
     table = page.stale(run)
     one = table[table["read_level"] == "ONE"]
