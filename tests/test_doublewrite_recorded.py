@@ -159,31 +159,32 @@ def test_latencies_per_repetition_are_as_the_text_states(run, small, limit):
                   ].sort_values("repetition")
     assert list(pairs["repetition"]) == [1, 2]
     p50 = (pairs["latency_p50_on"] / pairs["latency_p50_off"]).to_numpy()
-    # "The median insert took A ms ON and B ms OFF: lower ON in the first repetition, about
-    # the same in the second": lower by more than a fifth, the same within a quarter.
-    assert p50[0] < 0.8 and 0.8 <= p50[1] <= 1.25, f"backs the verdict of '{LATENCY}', {p50}"
+    # "The median insert took A ms ON and B ms OFF: about the same in both repetitions"
+    # (within a quarter), so the medians showed no such rise.
+    assert ((0.8 <= p50) & (p50 <= 1.25)).all(), f"backs the verdict of '{LATENCY}', {p50}"
     # "The 99th percentile was ... higher ON in both."
     assert (pairs["latency_p99_on"] > pairs["latency_p99_off"] * 1.25).all()
 
 
 def test_large_pool_differences_are_not_doublewrite(run, large, limit):
     """Backs the verdict of "With a large buffer pool, there is nothing to copy"."""
-    # "InnoDB sent 0 pages through the doublewrite area ... not the doublewrite buffer's doing
-    # ... it is noise"
+    # "InnoDB sent 0 pages through the doublewrite area ... not the doublewrite buffer's doing"
     f = page.figures(run)
     assert f["large_pages_written"] == f["large_dblwr_pages"] == "0", (
         f"backs the verdict of '{LARGE_POOL}'")
     pairs = tables.pair_table(run.results)
     pairs = pairs[pairs["buffer_pool_mib"] == large]
-    assert pairs["elapsed_on_over_off"].min() < 0.9 < 1.1 < pairs["elapsed_on_over_off"].max()
+    # "the time ratios stayed between A and B. That is less than one leg swings on its own:
+    # its inserts per second moved between C and D from one second to the next."
+    ratios = pairs["elapsed_on_over_off"]
+    series = tables.tps_series(run.results)
+    series = series[series["setting"].str.startswith(f"buffer pool {large} MiB")]
+    assert ratios.max() / ratios.min() < series["tps"].max() / series["tps"].min()
     assert 0 < int(f["large_on_faster"]) <= int(f["large_pairs"])
-    assert 0 < int(f["large_first_faster"]) < int(f["large_pairs"])  # order is no pattern
     assert int(f["large_elapsed_max"]) < 15
     # "The limit never bound, so the page draws no model rate for them."
     assert float(f["large_limited_max_mibps"]) < limit / 2
     assert pairs["model_tps_on"].isna().all() and pairs["model_tps_off"].isna().all()
-    run_host = run.meta["host"]
-    assert run_host["load_average_after"][0] > run_host["load_average_before"][0]
 
 
 def test_without_a_limit_the_cpus_not_the_device_set_the_pace(settings, small, limit):
