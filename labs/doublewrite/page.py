@@ -18,6 +18,7 @@ from labs import PROJECT_ROOT
 from labs.book import number_text as nt
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.panel import LabPanel
+from labs.book.provenance import run_summary
 from labs.doublewrite import charts, formats
 from labs.doublewrite.model import PAGE_BYTES, RowWrites, full_page_image_bytes, pages_for_ratio
 from labs.doublewrite.params import Parameters
@@ -391,20 +392,15 @@ def force_recovery_select(run: RecordedRun, level: int = 1) -> str:
 # --- provenance and the panel -------------------------------------------------------------------
 
 def provenance(run: RecordedRun) -> pd.DataFrame:
-    """Where a recorded run came from, as a two-column table."""
-    meta = run.meta
-    host = meta["host"]
-    rows = [
-        ("run", f"{meta['lab']}/{meta['run_id']}"),
-        ("command", meta["parameters"].get("command_line", "-")),
-        ("host", f"{host.get('name')}, kernel {host.get('kernel')}, {host.get('cpu_count')} "
-                 f"CPUs, load average {host.get('load_average_before', ['?'])[0]} before and "
-                 f"{host.get('load_average_after', ['?'])[0]} after"),
-        ("tools", ", ".join(f"{k} {v}" for k, v in sorted(meta["tool_versions"].items()))),
-        ("project commit", meta["git_commit"][:12]),
-        ("started / finished (UTC)", f"{meta['started_at']} / {meta['finished_at']}"),
-    ]
-    return pd.DataFrame(rows, columns=["", "recorded run"])
+    """Where a recorded run came from (labs.book.provenance), with the load the lab read on
+    its own host at the start and end when that host is not the machine that ran it."""
+    table = run_summary(run)
+    host = run.meta["host"]
+    before, after = host.get("load_average_before"), host.get("load_average_after")
+    if before and after and run.meta["parameters"].get("host") != "local":
+        table.loc[len(table)] = ["lab host's load (1-minute average, start / end)",
+                                 f"{before[0]:.2f} / {after[0]:.2f}"]
+    return table
 
 
 def panel() -> LabPanel:
