@@ -148,10 +148,12 @@ class Harness:
         steps: list[dict] = []
         newest_step_at = None  # when the newest step line appeared (time.monotonic())
         with open(log_path, "w") as log:
+            # The clock starts before the lab does: read after Popen returns, a busy machine
+            # could let the lab run for a few milliseconds before it started.
+            started = time.monotonic()
             process = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=log,
                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                        start_new_session=True)
-            started = time.monotonic()
             clock = None if from_step else started
             while process.poll() is None:
                 now = time.monotonic()
