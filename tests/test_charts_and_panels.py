@@ -84,6 +84,17 @@ def test_static_panel_says_what_the_lab_needs_and_how_long_a_quick_run_took():
     assert f"with the quick profile (--quick), {timings.about(seconds)} (as this quick" in torn
 
 
+def test_static_panel_shows_backticked_commands_as_code_and_escapes_the_rest():
+    from labs.book.panel import inline_code
+
+    assert inline_code("a lab VM (`python -m labs vm up`) & <b>") == \
+        "a lab VM (<code>python -m labs vm up</code>) &amp; &lt;b&gt;"
+    assert inline_code("one ` alone") == "one ` alone"
+    from labs.write_path import page as write_path_page
+
+    assert "<code>python -m labs vm up</code>" in write_path_page.panel().static_html()
+
+
 def test_static_panel_escapes_html():
     html = make_panel(title="<script>alert(1)</script>").static_html()
     assert "<script>" not in html and "&lt;script&gt;" in html

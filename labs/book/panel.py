@@ -48,6 +48,15 @@ def command_arguments(shell_text: str) -> list[str]:
     return words[words.index("labs") + 1:]
 
 
+def inline_code(text: str) -> str:
+    """Escaped HTML of one line of text, its `backticked` parts as code (a lab's NEEDS names
+    commands that way)."""
+    parts = html.escape(text).split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: shown as it is
+        return html.escape(text)
+    return "".join(f"<code>{part}</code>" if i % 2 else part for i, part in enumerate(parts))
+
+
 class LabPanel:
     def __init__(self, parameters: type[LabParameters], *, fields: Sequence[str],
                  chart: Callable[[RecordedRun], Any], title: str = "",
@@ -85,7 +94,7 @@ class LabPanel:
         return facts
 
     def facts_html(self) -> str:
-        return "".join(f"<p><strong>{label}:</strong> {html.escape(text)}</p>"
+        return "".join(f"<p><strong>{label}:</strong> {inline_code(text)}</p>"
                        for label, text in self.facts())
 
     def static_html(self) -> str:

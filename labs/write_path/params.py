@@ -13,7 +13,7 @@ from labs.write_path.model import WAYS
 class Parameters(LabParameters):
     LAB = "write-path"
     PROFILES = {
-        "ci": {"cuts": 1, "write_s": 4.0},
+        "ci": {"cuts": 1, "write_s": 3.0},
         "quick": {"cuts": 1, "write_s": 10.0},
         "full": {},
     }

@@ -13,15 +13,18 @@ record 0, 1, 2, ... at R records a second in one way of writing (MODE) and appen
 "seq seconds" to ACKFILE each time the way of writing says a record is written: the
 acknowledgement. `trial` lets the writer run S seconds, then cuts: it freezes the writer
 (SIGSTOP, so no acknowledgement can follow), puts the mark "cut" into the dm-log-writes log
-of device NAME (every write a completed flush covered is before it in the log), and kills
-the writer (SIGKILL: the process crash). It prints one JSON object: how many records were
-acknowledged and how old each acknowledgement was at the cut.
+of device NAME (every write a completed flush covered is before it in the log), sends the
+device a bare FLUSH and puts the mark "crash" after it (every write the device had completed
+is then before it), and kills the writer (SIGKILL: the process crash). It prints one JSON
+object: how many records were acknowledged and how old each acknowledgement was at the cut.
 
 `replay` rebuilds, on TARGET, the disk as it was at the mark: every logged write up to the
 mark, in the log's order. dm-log-writes logs a write only once a flush that covers it has
-completed (or at once, for a FUA write), so the rebuilt disk has what the device's media
-had, had its volatile cache been lost at the cut. `count` reads FILE back and says which of
-the first K records are there, byte for byte, with this trial's nonce.
+completed (or at once, for a FUA write). Up to the mark "cut", the rebuilt disk has what
+the device's media had, had its volatile cache been lost then (a power cut); up to "crash",
+every write the device had completed, and nothing still in the page cache (a kernel crash).
+`count` reads FILE back and says which of the first K records are there, byte for byte, with
+this trial's nonce.
 
 The log's format (Linux, drivers/md/dm-log-writes.c): a super block at byte 0 (magic,
 version, entry count, sector size), then entries from the second sector on: one sector with
@@ -144,13 +147,26 @@ def trial(path: str, mode: str, rate: float, seconds: float, nonce: str, dm: str
             raise SystemExit(f"probe: the writer ended early (exit {child.returncode})")
         child.send_signal(signal.SIGSTOP)  # frozen: no acknowledgement after this point
         cut_at = time.monotonic()
-        subprocess.run(["dmsetup", "message", dm, "0", "mark", "cut"], check=True)
+        mark(dm, "cut")
+        # A bare FLUSH of the device alone (not of the file system's page cache): it logs
+        # every write the device had completed, flushed or not, which a kernel crash leaves.
+        device = os.open(f"/dev/mapper/{dm}", os.O_WRONLY)
+        try:
+            os.fsync(device)
+        finally:
+            os.close(device)
+        mark(dm, "crash")
     finally:
         child.kill()  # the process crash
         child.wait()
     got = read_acks(acks)
     return {"acked": len(got), "ack_age_s": [round(cut_at - at, 6) for _, at in got],
             "seconds": seconds, "rate": rate}
+
+
+def mark(dm: str, name: str) -> None:
+    """Put a mark into the dm-log-writes log of device `dm`, after every logged write."""
+    subprocess.run(["dmsetup", "message", dm, "0", "mark", name], check=True)
 
 
 def count(path: str, nonce: str, acked: int) -> dict:

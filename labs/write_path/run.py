@@ -66,7 +66,7 @@ class Bench:
             REPLAY, f"0 {SLICE_SECTORS} linear {first} {SLICE_SECTORS}", [first])
 
     def cut(self, way: Way, number: int) -> dict[str, Any]:
-        """One trial: a new file system through the log, the writer, the cut, both counts."""
+        """One trial: a new file system through the log, the writer, the cut, a count per fault."""
         log_disk = LAB_DISKS[1]
         logged = self.ws.make_dm(LOGGED, f"0 {SLICE_SECTORS} log-writes {self.data} {log_disk}",
                                  [self.data, log_disk], modules=["dm_log_writes"])
@@ -91,18 +91,28 @@ class Bench:
         self.ws.remove("mount", written)
         # Removing the logging device writes the rest of its log and the final entry count.
         self.ws.remove("dm", LOGGED)
+        found = {"process crash": crash}
+        for fault, mark in model.MARKS.items():
+            found[fault], found[f"replay to {mark}"] = self.rebuilt_count(mark, nonce, acked)
+        return {"way": way.name, "cut": number, "trial": trial, **found}
+
+    def rebuilt_count(self, mark: str, nonce: str, acked: str) -> tuple[dict, dict]:
+        """The disk rebuilt from the log up to `mark` on the replay slice, mounted (ext4
+        replays its journal) and counted: (the count, the replay's tally)."""
         # Safe: the replay slice is the lab's own dm device; zeroed so nothing of an earlier
-        # cut can be read back as this one's.
+        # replay can be read back as this one's.
         self.sudo(["dd", "if=/dev/zero", f"of={self.replay}", "bs=1M",
                    f"count={SLICE_SECTORS // 2048}", "oflag=direct", "status=none"],
                   [self.replay])
-        replay = self.probe_json("replay", log_disk, self.replay, "--mark", "cut",
+        replay = self.probe_json("replay", LAB_DISKS[1], self.replay, "--mark", mark,
                                  devices=[self.replay])
         replayed = self.ws.mount(self.replay, "replayed")
-        cut = self.probe_json("count", f"{replayed}/records", "--nonce", nonce, "--acked", acked)
-        self.ws.remove("mount", replayed)
-        return {"way": way.name, "cut": number, "trial": trial, "process crash": crash,
-                "power cut": cut, "replay": replay}
+        try:
+            count = self.probe_json("count", f"{replayed}/records", "--nonce", nonce,
+                                    "--acked", acked)
+        finally:
+            self.ws.remove("mount", replayed)
+        return count, replay
 
 
 def record_cut(rec: RunRecorder, found: dict[str, Any]) -> None:
@@ -149,7 +159,7 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
                 found = bench.cut(way, number)
                 record_cut(rec, found)
                 progress.detail(f"{way.label}: {found['trial']['acked']} acknowledged; lost "
-                              f"{found['process crash']['lost']} to the process crash, "
-                              f"{found['power cut']['lost']} to the power cut")
+                              + ", ".join(f"{found[fault]['lost']} to the {fault}"
+                                          for fault in model.FAULTS))
         progress.step("writing the recorded run")
     return load_run(recorder.final_path)

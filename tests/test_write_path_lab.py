@@ -1,0 +1,136 @@
+"""The write-path lab on the session's shared vm1 (ci profile): a real ext4 on a real
+dm-log-writes device, a writer in each of six ways, a process crash and a power cut that
+loses the device's cache, rebuilt from the log.
+
+Asserted: every way was cut and counted under both faults; the ways that flush before they
+answer lose nothing, and a process crash takes only the program's own buffer; the power cut
+takes what no flush covered (all of write()'s records, all of fsync()'s with barrier=0, the
+newest of O_DIRECT's), never more than the model's most; each replay stopped at the cut's
+mark; nothing is left in the VM. A run killed while its writer writes leaves nothing after
+`clean`. Bad input stops with one line.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import (
+    PROJECT_ROOT,
+    assert_one_line_usage_error,
+    kill_once_it_prints,
+    report,
+    run_vm_ci,
+)
+
+from labs.write_path import findings, model
+
+pytestmark = pytest.mark.slow
+
+VM = "vm1"
+
+
+def leftovers(lab_vms) -> str:
+    out = lab_vms.cli("leftovers", "--host", VM, timeout_s=300)
+    assert out.returncode in (0, 1), out.stderr
+    return out.stdout.splitlines()[0]
+
+
+@pytest.fixture(scope="module")
+def ci_run(lab_vms, request):
+    ran = run_vm_ci(lab_vms, "write-path", "--host", VM, timeout_s=1200)
+    table = findings.tally_table(ran.run)
+    report(request.config, f"write-path ci run on {VM}: {ran.wall_s:.0f} s; "
+           + "; ".join(f"{row.way} {row.fault}: lost {row.lost} of {row.acked} (model's most "
+                       f"{row.model_most_lost})" for row in table.itertuples()))
+    return ran.run
+
+
+@pytest.fixture(scope="module")
+def found(ci_run):
+    return findings.findings(ci_run)
+
+
+def test_every_way_was_cut_and_counted_under_both_faults(ci_run, found):
+    table = findings.tally_table(ci_run)
+    assert sorted(zip(table["way"], table["fault"], strict=True)) == sorted(
+        (way, fault) for way in model.WAYS for fault in model.FAULTS)
+    assert (table["acked"] > 0).all() and (table["lost"] <= table["acked"]).all()
+    # The writer ran the whole trial at its rate (give or take its start in the VM).
+    params = found.params
+    assert (table["acked"] >= 0.5 * params.rate * params.write_s).all()
+
+
+def test_the_flushing_ways_lose_nothing_and_a_crash_takes_only_the_own_buffer(found):
+    assert found.safe_ways_lose_nothing
+    assert found.crash_takes_only_the_own_buffer
+
+
+def test_a_kernel_crash_takes_what_was_only_in_memory(found):
+    assert found.loses_everything("write", "kernel crash")
+    assert found.loses_everything("app-buffer", "kernel crash")
+    for way in ("write+fsync", "direct", "direct+dsync", "fsync-nobarrier"):
+        assert found.tally(way, "kernel crash").lost == 0, way
+
+
+def test_the_power_cut_takes_what_no_flush_covered_within_the_model(found):
+    assert found.loses_everything("write", "power cut")
+    assert found.loses_everything("fsync-nobarrier", "power cut")
+    assert found.loses_everything("app-buffer", "power cut")
+    assert found.tally("direct", "power cut").lost > 0
+    assert found.direct_newest_lost_only
+    assert found.every_loss_within_the_model
+
+
+def test_each_replay_stopped_at_its_mark_and_only_flushed_ways_logged_their_records(ci_run):
+    for cut in findings.cut_files(ci_run):
+        to_cut, to_crash = cut["replay to cut"], cut["replay to crash"]
+        assert to_cut["mark_found"] and to_crash["mark_found"], cut["way"]
+        # The crash's mark comes after the cut's: its replay holds at least as much.
+        assert to_crash["replayed"] >= to_cut["replayed"] > 0, cut["way"]
+        records_bytes = cut["trial"]["acked"] * 4096
+        if cut["way"] == "write+fsync":  # a FLUSH per record, each covering its record
+            assert to_cut["flushes"] >= cut["trial"]["acked"]
+            assert to_cut["bytes"] >= records_bytes
+        if cut["way"] == "direct+dsync":  # each record its own FUA write
+            assert to_cut["fua"] >= cut["trial"]["acked"]
+        if cut["way"] == "direct":  # completed, not flushed: logged only by the bare FLUSH
+            assert to_crash["bytes"] - to_cut["bytes"] >= cut["power cut"]["lost"] * 4096
+
+
+def test_nothing_is_left_in_the_vm(ci_run, lab_vms):
+    left = leftovers(lab_vms)
+    assert all(word.endswith("=0") for word in left.split()), left
+    devices = lab_vms.cli("vm", "run", VM, "--", "dmsetup ls; pgrep -fc 'probe.py' || true",
+                          timeout_s=120)
+    assert "wp-" not in devices.stdout and devices.stdout.strip().endswith("0"), devices.stdout
+
+
+def test_a_run_killed_while_its_writer_writes_leaves_nothing_after_clean(ci_run, lab_vms,
+                                                                         figures):
+    kill_once_it_prints(["run", "write-path", "--host", VM, "--profile", "ci", "--ways",
+                         "write+fsync"], {**os.environ, **lab_vms.env}, "of writing",
+                        settle_s=8)  # the set-up's commands done, the writer writing
+    cleaned = lab_vms.cli("clean", "--host", VM, "--keep-vms", timeout_s=600)
+    assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
+    left = leftovers(lab_vms)
+    assert all(word.endswith("=0") for word in left.split()), left
+    busy = lab_vms.cli("vm", "run", VM, "--", "dmsetup ls; pgrep -fc 'probe.py' || true",
+                       timeout_s=120)
+    assert "wp-" not in busy.stdout and busy.stdout.strip().endswith("0"), busy.stdout
+    figures(f"write-path killed while writing: clean left {left}")
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--host", "local"], "takes over a lab VM's two lab disks"),
+    (["--ways", "write,write"], "each way of writing once"),
+    (["--ways", "mmap"], "mmap"),
+    (["--cuts", "0"], "--cuts"),
+    (["--rate", "500", "--write-s", "120"], "more than 8192 records"),
+])
+def test_bad_input_is_one_line_and_makes_nothing(args, words):
+    ran = subprocess.run([sys.executable, "-m", "labs", "run", "write-path", *args],
+                         cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    assert_one_line_usage_error(ran, words)
