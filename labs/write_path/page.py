@@ -102,7 +102,7 @@ def loss_chart(run: RecordedRun) -> alt.FacetChart:
         x=x, y="model_most_pct:Q",
         tooltip=["way of writing", "fault",
                  alt.Tooltip("model_most_pct:Q", title="model's most (%)", format=".0f")])
-    return alt.layer(bars, ticks, data=table).properties(width=190, height=220).facet(
+    return alt.layer(bars, ticks, data=table).properties(width=160, height=220).facet(
         column=alt.Column("fault:N", sort=list(model.FAULTS), title=None)).properties(
         title="Lost to each fault (bars) and the model's most (black ticks)")
 
