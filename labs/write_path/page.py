@@ -13,6 +13,7 @@ from labs.book import number_text as nt
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.panel import LabPanel
 from labs.book.provenance import run_summary
+from labs.power_loss import write_path
 from labs.records import RecordedRun
 from labs.write_path import model
 from labs.write_path.findings import findings, record_ages, tally_table
@@ -60,6 +61,10 @@ def figures(run: RecordedRun) -> dict[str, str]:
         "direct_timer_early_ms_min": nt.count(1000 * min(found.direct_boundary_errors_s)),
         "direct_timer_early_ms_max": nt.count(1000 * max(found.direct_boundary_errors_s)),
         **_exercise_figures(found),
+        # The defaults behind the model's windows (Linux's writeback, ext4's journal).
+        "dirty_expire_s": _seconds(write_path.DIRTY_EXPIRE_S),
+        "writeback_period_s": _seconds(write_path.WRITEBACK_PERIOD_S),
+        "journal_commit_s": _seconds(write_path.JOURNAL_COMMIT_S),
         # Exercise 1: the model's most at the run's rate, and at a fast log's.
         "ex_direct_most": nt.count(p.rate * found.direct_window_s),
         "ex_fast_rate": nt.count(FAST_LOG_RATE),
