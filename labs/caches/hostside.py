@@ -7,7 +7,6 @@ posix_fadvise(DONTNEED) on those files only (probe.py), never the machine's whol
 
 from __future__ import annotations
 
-import json
 import shlex
 import uuid
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from labs.errors import LabError
+from labs.infra.hosts import printed_json
 from labs.infra.journal import is_inside
 from labs.infra.workspace import LabWorkspace, LoopFilesystem
 from labs.records import RunRecorder
@@ -74,11 +74,7 @@ class LabDisk:
 
     def probe_json(self, *args: str, timeout_s: float = 1800) -> dict[str, Any]:
         command = ["python3", self.probe, *args]
-        out = self.ws.host.sudo(command, timeout_s=timeout_s).stdout
-        try:
-            return json.loads(out.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            raise LabError(f"the probe printed no JSON: {out.strip()[-200:]!r}") from None
+        return printed_json(self.ws.host.sudo(command, timeout_s=timeout_s).stdout)
 
     def set_read_limits(self, container, read_iops: int, read_bps: int) -> None:
         """Throttle (0, 0: free) a container's reads from the lab's own device."""

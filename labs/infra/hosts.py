@@ -33,6 +33,7 @@ All are LabError subclasses (one line, exit code 1; UnknownHost exits 2). Which 
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import os
 import shlex
@@ -112,6 +113,15 @@ class CommandResult:
     @property
     def ok(self) -> bool:
         return self.exit_code == 0
+
+
+def printed_json(stdout: str, who: str = "the probe") -> dict[str, Any]:
+    """The JSON object a script run on a host printed as its last line of output (a lab's
+    probe, for example), or one clear LabError naming what it printed instead."""
+    try:
+        return json.loads(stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise LabError(f"{who} printed no JSON: {stdout.strip()[-200:]!r}") from None
 
 
 def _as_shell(command: str | list[str]) -> str:

@@ -15,9 +15,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from labs.errors import LabError
 from labs.infra.facts import host_facts
-from labs.infra.hosts import Host
+from labs.infra.hosts import Host, printed_json
 from labs.infra.workspace import LabWorkspace
 from labs.progress import Progress
 from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
@@ -45,17 +44,13 @@ class Bench:
 
     def sudo(self, argv: list[str], devices: list[str] | None = None,
              timeout_s: float = 600) -> str:
-        self.rec.add_command(f"[{self.ws.host.name}] {shlex.join(argv)}")
-        if devices is not None:
+        if devices is not None:  # the workspace records what it runs guarded
             return self.ws.run_guarded(argv, devices, timeout_s=timeout_s).stdout
+        self.rec.add_command(f"[{self.ws.host.name}] {shlex.join(argv)}")
         return self.ws.host.sudo(argv, timeout_s=timeout_s).stdout
 
     def probe_json(self, *args: str, devices: list[str] | None = None) -> dict[str, Any]:
-        out = self.sudo(["python3", self.probe, *args], devices)
-        try:
-            return json.loads(out.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            raise LabError(f"the probe printed no JSON: {out.strip()[-200:]!r}") from None
+        return printed_json(self.sudo(["python3", self.probe, *args], devices))
 
     def set_up(self) -> None:
         self.ws.prepare()
