@@ -127,43 +127,44 @@ def record_ages(run: RecordedRun, way: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["cut", "seq", "age_s", "kept"])
 
 
-def _newest_lost_only(ages: pd.DataFrame) -> bool:
-    """In each cut, every lost record is newer than every kept one."""
-    for _, cut in ages.groupby("cut"):
-        kept, lost = cut[cut["kept"]], cut[~cut["kept"]]
-        if len(kept) and len(lost) and lost["age_s"].max() >= kept["age_s"].min():
-            return False
-    return True
+def cut_edges(ages: pd.DataFrame) -> pd.DataFrame:
+    """Per cut: records kept and lost, the youngest kept and the oldest lost at the cut, and
+    the oldest acknowledgement (the writer's first record); NaN where a cut kept or lost none."""
+    by_cut = ages.groupby("cut")
+    kept_ages = ages["age_s"].where(ages["kept"])
+    lost_ages = ages["age_s"].where(~ages["kept"])
+    return pd.DataFrame({
+        "kept": by_cut["kept"].sum(),
+        "lost": by_cut["kept"].count() - by_cut["kept"].sum(),
+        "youngest_kept_s": kept_ages.groupby(ages["cut"]).min(),
+        "oldest_lost_s": lost_ages.groupby(ages["cut"]).max(),
+        "oldest_ack_s": by_cut["age_s"].max(),
+    })
 
 
-def _boundary_errors(ages: pd.DataFrame, write_s: float) -> tuple[float, ...]:
+def _boundary_errors(mixed: pd.DataFrame, write_s: float) -> tuple[float, ...]:
     """Per cut that kept some records and lost others: the commit timer's boundary (from
     that cut's own first write) less the measured one (midway between the youngest kept
     record and the oldest lost one)."""
-    errors = []
-    for _, cut in ages.groupby("cut"):
-        kept, lost = cut[cut["kept"]], cut[~cut["kept"]]
-        if len(kept) and len(lost):
-            measured = (kept["age_s"].min() + lost["age_s"].max()) / 2
-            modelled = model.direct_lost_s(write_s, write_s - cut["age_s"].max())
-            errors.append(float(modelled - measured))
-    return tuple(errors)
+    measured = (mixed["youngest_kept_s"] + mixed["oldest_lost_s"]) / 2
+    modelled = [model.direct_lost_s(write_s, write_s - oldest) for oldest in mixed["oldest_ack_s"]]
+    return tuple(float(m - e) for m, e in zip(modelled, measured, strict=True))
 
 
 def findings(run: RecordedRun) -> Findings:
     table = tally_table(run)
     tallies = tuple(Tally(**row) for row in table.to_dict("records"))
-    direct = record_ages(run, "direct")
-    lost = direct[~direct["kept"]]
-    mixed = sum(1 for _, cut in direct.groupby("cut") if 0 < cut["kept"].sum() < len(cut))
     params = Parameters.from_record(run.meta["parameters"])
+    edges = cut_edges(record_ages(run, "direct"))
+    mixed = edges[(edges["kept"] > 0) & (edges["lost"] > 0)]
     # The oldest acknowledgement's age at the cut is the writing time less the writer's start.
-    first_write = params.write_s - direct.groupby("cut")["age_s"].max().median()
+    first_write = params.write_s - edges["oldest_ack_s"].median()
     return Findings(params=params, tallies=tallies,
-                    direct_newest_lost_only=_newest_lost_only(direct),
-                    direct_oldest_lost_age_s=float(lost["age_s"].max()) if len(lost)
-                    else float("nan"),
+                    # In each cut, every lost record is newer than every kept one.
+                    direct_newest_lost_only=bool(
+                        (mixed["oldest_lost_s"] < mixed["youngest_kept_s"]).all()),
+                    direct_oldest_lost_age_s=float(edges["oldest_lost_s"].max()),
                     direct_window_s=model.WAYS["direct"].cut_window_s,
-                    direct_cuts_losing_some_not_all=mixed,
+                    direct_cuts_losing_some_not_all=len(mixed),
                     direct_first_write_s=float(first_write),
-                    direct_boundary_errors_s=_boundary_errors(direct, params.write_s))
+                    direct_boundary_errors_s=_boundary_errors(mixed, params.write_s))

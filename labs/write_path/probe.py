@@ -217,10 +217,10 @@ def replay(log: str, target: str, mark: str) -> dict:
             tally["fua"] += bool(flags & FUA)
             if flags & DISCARD:
                 tally["discards"] += 1
-                zero_range(target_fd, start * sector, sectors * sector)
+                write_range(target_fd, start * sector, sectors * sector)
                 continue
             if sectors:
-                copy(log_fd, offset, target_fd, start * sector, sectors * sector)
+                write_range(target_fd, start * sector, sectors * sector, log_fd, offset)
                 tally["writes"] += 1
                 tally["bytes"] += sectors * sector
                 offset += sectors * sector
@@ -233,19 +233,15 @@ def replay(log: str, target: str, mark: str) -> dict:
     return tally
 
 
-def copy(log_fd: int, offset: int, target_fd: int, at: int, size: int) -> None:
+def write_range(target_fd: int, at: int, size: int, source_fd: int | None = None,
+                offset: int = 0) -> None:
+    """Write `size` bytes at `at` on TARGET, in chunks: from the log at `offset`, or zeroes
+    (a discard) when no source is given."""
     done = 0
     while done < size:
         part = min(REPLAY_CHUNK_BYTES, size - done)
-        os.pwrite(target_fd, read_exactly(log_fd, offset + done, part), at + done)
-        done += part
-
-
-def zero_range(target_fd: int, at: int, size: int) -> None:
-    done = 0
-    while done < size:
-        part = min(REPLAY_CHUNK_BYTES, size - done)
-        os.pwrite(target_fd, bytes(part), at + done)
+        data = bytes(part) if source_fd is None else read_exactly(source_fd, offset + done, part)
+        os.pwrite(target_fd, data, at + done)
         done += part
 
 
