@@ -25,6 +25,7 @@ from labs.lab import LabParameters
 # The packages, in the order the book presents their chapters. A new lab adds one line.
 PACKAGES = (
     "labs.write_path",
+    "labs.commit_settings",
     "labs.power_loss",
     "labs.devices",
     "labs.torn_pages",

@@ -6,6 +6,7 @@
     python3 probe.py write FILE --mode MODE --rate R --nonce X --acks ACKFILE
     python3 probe.py count FILE --nonce X --acked K
     python3 probe.py replay LOG TARGET --mark NAME
+    python3 probe.py cut --dm NAME --user USER --name PROCESS
 
 `prepare` fills FILE with N zeroed 4 KiB records and makes the file and its name durable
 (fsync of the file and of its folder). `write` (the child that `trial` starts) writes
@@ -17,6 +18,10 @@ of device NAME (every write a completed flush covered is before it in the log), 
 device a bare FLUSH and puts the mark "crash" after it (every write the device had completed
 is then before it), and kills the writer (SIGKILL: the process crash). It prints one JSON
 object: how many records were acknowledged and how old each acknowledgement was at the cut.
+
+`cut` makes the same cut for a database server: it freezes every process of USER named
+PROCESS (the server's own), marks "cut", flushes, marks "crash" and kills those processes.
+Its clients are left alone: they end when they find the server gone.
 
 `replay` rebuilds, on TARGET, the disk as it was at the mark: every logged write up to the
 mark, in the log's order. dm-log-writes logs a write only once a flush that covers it has
@@ -147,21 +152,45 @@ def trial(path: str, mode: str, rate: float, seconds: float, nonce: str, dm: str
             raise SystemExit(f"probe: the writer ended early (exit {child.returncode})")
         child.send_signal(signal.SIGSTOP)  # frozen: no acknowledgement after this point
         cut_at = time.monotonic()
-        mark(dm, "cut")
-        # A bare FLUSH of the device alone (not of the file system's page cache): it logs
-        # every write the device had completed, flushed or not, which a kernel crash leaves.
-        device = os.open(f"/dev/mapper/{dm}", os.O_WRONLY)
-        try:
-            os.fsync(device)
-        finally:
-            os.close(device)
-        mark(dm, "crash")
+        mark_cut_and_crash(dm)
     finally:
         child.kill()  # the process crash
         child.wait()
     got = read_acks(acks)
     return {"acked": len(got), "ack_age_s": [round(cut_at - at, 6) for _, at in got],
             "seconds": seconds, "rate": rate}
+
+
+def mark_cut_and_crash(dm: str) -> None:
+    """Mark "cut" (what a completed flush covered), flush, mark "crash" (all completed)."""
+    mark(dm, "cut")
+    # A bare FLUSH of the device alone (not of the file system's page cache): it logs
+    # every write the device had completed, flushed or not, which a kernel crash leaves.
+    device = os.open(f"/dev/mapper/{dm}", os.O_WRONLY)
+    try:
+        os.fsync(device)
+    finally:
+        os.close(device)
+    mark(dm, "crash")
+
+
+def cut_server(dm: str, user: str, name: str) -> dict:
+    """Freeze the server's processes, make the marks, then kill them (a process crash)."""
+    found = subprocess.run(["pgrep", "-u", user, "-x", name], capture_output=True, text=True)
+    pids = [int(pid) for pid in found.stdout.split()]
+    if not pids:
+        raise SystemExit(f"probe: no process {name} of user {user} to cut")
+    try:
+        for pid in pids:  # frozen: no commit can be acknowledged after this point
+            os.kill(pid, signal.SIGSTOP)
+        mark_cut_and_crash(dm)
+    finally:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    return {"processes": len(pids)}
 
 
 def mark(dm: str, name: str) -> None:
@@ -270,6 +299,10 @@ def main() -> None:
     p.add_argument("log")
     p.add_argument("target")
     p.add_argument("--mark", required=True)
+    p = commands.add_parser("cut")
+    p.add_argument("--dm", required=True)
+    p.add_argument("--user", required=True)
+    p.add_argument("--name", required=True)
     args = parser.parse_args()
     if args.command == "write":
         write(args.file, args.mode, args.rate, args.nonce, args.acks)
@@ -280,6 +313,7 @@ def main() -> None:
                                args.dm, args.acks, args.pid_file),
         "count": lambda: count(args.file, args.nonce, args.acked),
         "replay": lambda: replay(args.log, args.target, args.mark),
+        "cut": lambda: cut_server(args.dm, args.user, args.name),
     }[args.command]()
     print(json.dumps(result))
 

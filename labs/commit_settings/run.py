@@ -1,0 +1,235 @@
+"""Run the commit-settings lab in a lab VM: a database on a disk whose writes dm-log-writes
+logs, a client committing rows, a cut, and a count of what each fault took.
+
+The disk and the cut are the write-path lab's (labs/write_path/run.py): the first lab disk
+holds two 256 MiB slices (`cs-data` under the database, `cs-replay` where the cut's disk is
+rebuilt), the second the log. Each cut gets a new file system and a new database, made
+through the logging device, so that the log holds every write the rebuilt disk needs.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from labs.commit_settings import model
+from labs.commit_settings.model import Setting
+from labs.commit_settings.params import Parameters
+from labs.errors import LabError
+from labs.infra.acks import AckStream
+from labs.infra.facts import host_facts
+from labs.infra.hosts import CommandFailed, Host, printed_json
+from labs.infra.vm import machine
+from labs.infra.vm.servers import SERVERS
+from labs.infra.workspace import LabWorkspace
+from labs.progress import Progress
+from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
+from labs.write_path.run import LAB_DISKS, MKFS, PROBE_SOURCE
+
+SLICE_SECTORS = 524288  # 256 MiB in 512-byte sectors: a database with its logs, and room
+DATA, REPLAY, LOGGED = "cs-data", "cs-replay", "cs-logged"
+# Each server's own user and process name in the VM: the cut freezes those processes only.
+PROCESSES = {"postgres": ("postgres", "postgres"), "mariadb": ("mysql", "mariadbd")}
+SERVER_COMMANDS = ("mariadbd", "mariadb-install-db", "psql", "runuser", "setsid", "pgrep")
+
+
+@contextmanager
+def timed(steps_s: dict[str, float], name: str) -> Iterator[None]:
+    """How long a step of the cut took (seconds), kept in the cut's raw file."""
+    began = time.monotonic()
+    try:
+        yield
+    finally:
+        steps_s[name] = round(time.monotonic() - began, 3)
+
+
+class Bench:
+    """The lab's devices in the VM, the probe beside them, and one cut at a time."""
+
+    def __init__(self, ws: LabWorkspace, rec: RunRecorder, params: Parameters) -> None:
+        self.ws, self.rec, self.params = ws, rec, params
+        self.probe = f"{ws.work_dir}/probe.py"
+        self.data = self.replay = ""
+
+    def sudo(self, command: str | list[str], devices: list[str] | None = None,
+             timeout_s: float = 600, check: bool = True) -> Any:
+        if devices is not None:  # the workspace records what it runs guarded
+            return self.ws.run_guarded(command, devices, timeout_s=timeout_s, check=check)
+        shown = command if isinstance(command, str) else shlex.join(command)
+        self.rec.add_command(f"[{self.ws.host.name}] {shown}")
+        return self.ws.host.sudo(command, timeout_s=timeout_s, check=check)
+
+    def set_up(self) -> None:
+        self.ws.prepare()
+        self.ws.host.put_as_root(PROBE_SOURCE, self.probe)
+        first = LAB_DISKS[0]
+        self.data = self.ws.make_dm(DATA, f"0 {SLICE_SECTORS} linear {first} 0", [first])
+        self.replay = self.ws.make_dm(
+            REPLAY, f"0 {SLICE_SECTORS} linear {first} {SLICE_SECTORS}", [first])
+
+    def cut(self, setting: Setting, number: int) -> dict[str, Any]:
+        """One trial: a new database through the log, commits, the cut, a count per fault."""
+        log_disk = LAB_DISKS[1]
+        logged = self.ws.make_dm(LOGGED, f"0 {SLICE_SECTORS} log-writes {self.data} {log_disk}",
+                                 [self.data, log_disk], modules=["dm_log_writes"])
+        # Safe: the device is the lab's own logging device, made just above.
+        self.sudo([*MKFS, logged], [logged])
+        mounted = self.ws.mount(logged, "db")
+        data = f"{mounted}/{setting.server}"
+        steps_s: dict[str, float] = {}
+        with timed(steps_s, "new database"):
+            in_force = self.start_empty(setting, data)
+        with timed(steps_s, "commits and cut"):
+            trial = self.commit_and_cut(setting, data)
+        acked = trial["acked"]
+        with timed(steps_s, "process crash"):
+            found = {"process crash": self.count_after_restart(setting, data, acked)}
+            self.ws.remove("server", data)
+            self.ws.remove("mount", mounted)
+            # Removing the logging device writes the rest of its log and its entry count.
+            self.ws.remove("dm", LOGGED)
+        for fault, mark in model.MARKS.items():
+            with timed(steps_s, fault):
+                found[fault] = self.rebuilt_count(setting, mark, acked)
+        return {"setting": setting.name, "cut": number, "in_force": in_force,
+                "trial": trial, "steps_s": steps_s, **found}
+
+    def start_empty(self, setting: Setting, data: str) -> dict[str, str]:
+        """A new database with the setting and an empty table, made durable before the
+        commits start (a `sync`, whatever the setting): what the cut can take is then the
+        commits alone. Returns what the server says of the setting (and of InnoDB's log
+        buffering)."""
+        server = SERVERS[setting.server]
+        self.sudo(server.init_command(data))
+        self.ws.start_server(data, server.start_command(data, setting.setting, setting.value),
+                             stop=server.stop_command(data), pid_file=server.pid_file(data))
+        self.sql(setting, data, server.create_table_sql())
+        if setting.server == "postgres":
+            self.sql(setting, data, "CHECKPOINT")
+        self.sudo(["sync"])
+        names = [setting.setting] + (["innodb_log_file_buffering"]
+                                     if setting.server == "mariadb" else [])
+        in_force = {name: self.sql(setting, data, server.setting_sql(name)) for name in names}
+        if not server.setting_in_force(in_force[setting.setting], setting.value):
+            raise LabError(f"{setting.label}: the server runs with {in_force[setting.setting]}")
+        return in_force
+
+    def sql(self, setting: Setting, data: str, statement: str) -> str:
+        return self.sudo(SERVERS[setting.server].sql_command(data, statement),
+                         timeout_s=300).stdout.strip()
+
+    def commit_and_cut(self, setting: Setting, data: str) -> dict[str, Any]:
+        """The client commits for write_s seconds; then the probe cuts (labs/write_path/
+        probe.py `cut`): the server frozen, the marks, the server killed."""
+        writer = AckStream(SERVERS[setting.server].insert_loop(data))
+        self.rec.add_command(f"[{self.ws.host.name}] {writer.command}")
+        started = time.monotonic()
+        writer.start(self.ws.host, started)
+        why = writer.wait_for_first(timeout_s=120)
+        if why is not None:
+            raise LabError(f"{setting.label}: the client committed nothing ({why})")
+        first_s = writer.acks[0][1]
+        time.sleep(self.params.write_s)
+        cut_at = time.monotonic() - started
+        user, process = PROCESSES[setting.server]
+        printed_json(self.sudo(["python3", self.probe, "cut", "--dm", LOGGED, "--user", user,
+                                "--name", process], [f"/dev/mapper/{LOGGED}"]).stdout)
+        # The client ends with its server; what it printed before the freeze still comes.
+        writer.thread.join(timeout=60)
+        return {"acked": writer.acked, "first_ack_s": round(first_s, 6),
+                "ack_age_s": [round(cut_at - at, 6) for _, at in writer.acks],
+                "rows": [row for row, _ in writer.acks]}
+
+    def count_after_restart(self, setting: Setting, data: str, acked: int) -> dict[str, Any]:
+        """Start the server on `data` (its recovery runs), then which acknowledged rows are
+        there; a server that does not start, or a table that is gone, keeps none."""
+        server = SERVERS[setting.server]
+        try:
+            self.ws.restart_server(data, server.restart_command(data, setting.setting,
+                                                                setting.value))
+        except CommandFailed:
+            return {"started": False, "table": False, "rows": [], "lost": acked}
+        read = self.sudo(server.sql_command(data, f"SELECT id FROM {server.table()} "
+                                                  f"WHERE id <= {acked} ORDER BY id"),
+                         check=False)
+        rows = [int(row) for row in read.stdout.split()] if read.ok else []
+        return {"started": True, "table": read.ok, "rows": rows, "lost": acked - len(rows)}
+
+    def rebuilt_count(self, setting: Setting, mark: str, acked: int) -> dict[str, Any]:
+        """The disk rebuilt from the log up to `mark` on the replay slice, mounted (ext4
+        replays its journal), the server started on it (its recovery runs) and counted."""
+        # Safe: the replay slice is the lab's own dm device; zeroed so nothing of an earlier
+        # replay can be read back as this one's.
+        self.sudo(["dd", "if=/dev/zero", f"of={self.replay}", "bs=1M",
+                   f"count={SLICE_SECTORS // 2048}", "oflag=direct", "status=none"],
+                  [self.replay])
+        replay = printed_json(self.sudo(["python3", self.probe, "replay", LAB_DISKS[1],
+                                         self.replay, "--mark", mark], [self.replay]).stdout)
+        replayed = self.ws.mount(self.replay, "replayed")
+        data = f"{replayed}/{setting.server}"
+        server = SERVERS[setting.server]
+        # Journaled before it starts, so `clean` stops it should the lab die here.
+        self.ws.track("server", data, stop=server.stop_command(data),
+                      pid_file=server.pid_file(data))
+        try:
+            count = self.count_after_restart(setting, data, acked)
+            count["log"] = self.sudo(["cat", "--", server.log_file(data)], check=False).stdout
+        finally:
+            self.ws.remove("server", data)
+            self.ws.remove("mount", replayed)
+        return {**count, "replay": replay}
+
+
+def record_cut(rec: RunRecorder, found: dict[str, Any]) -> None:
+    setting = model.SETTINGS[found["setting"]]
+    config = f"{setting.name}-cut{found['cut']}"
+    rec.add_raw(f"cuts/{config}.json", json.dumps(found, indent=1))
+    trial = found["trial"]
+    ages = dict(zip(trial["rows"], trial["ack_age_s"], strict=True))
+    dims = {"setting": setting.name, "cut": found["cut"]}
+    rec.add_result(config=config, workload="commits", metric="acked", value=trial["acked"],
+                   unit="count", **dims)
+    for fault in model.FAULTS:
+        seen = found[fault]
+        kept = set(seen["rows"])
+        lost_ages = [age for row, age in ages.items() if row not in kept]
+        slug = fault.replace(" ", "_")
+        add = {"config": config, "workload": slug, "fault": fault, **dims}
+        rec.add_result(metric="lost", value=seen["lost"], unit="count", **add)
+        rec.add_result(metric="model_most_lost", unit="count", **add,
+                       value=model.most_lost(trial["ack_age_s"], setting.window_s(fault)))
+        rec.add_result(metric="started", value=int(seen["started"]), unit="count", **add)
+        if lost_ages:  # how old the oldest lost commit was at the cut
+            rec.add_result(metric="oldest_lost_age_s", value=max(lost_ages), unit="s", **add)
+
+
+def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
+    machine.require_lab_vm(host, params.LAB, SERVER_COMMANDS,
+                           "ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1 || echo initdb")
+    settings = [model.SETTINGS[name] for name in params.settings]
+    progress.expect(1 + len(settings) * params.cuts + 1)
+    run_id = new_run_id(host.name)
+    recorder = RunRecorder(params.LAB, params.as_record(), seed=params.seed, run_id=run_id,
+                           lab_host=host.name, host=host_facts(host))
+    with recorder as rec, LabWorkspace(host, lab=params.LAB, run_id=run_id,
+                                       on_command=rec.add_command) as ws:
+        rec.add_command(params.command_line())
+        progress.step("setting up the two 256 MiB slices and the probe")
+        bench = Bench(ws, rec, params)
+        bench.set_up()
+        rec.add_tool_version("kernel", host.run(["uname", "-r"], timeout_s=60).stdout.strip())
+        for number in range(1, params.cuts + 1):
+            for setting in settings:
+                progress.step(f"cut {number}/{params.cuts}: {setting.label}, "
+                              f"{params.write_s:g} s of commits")
+                found = bench.cut(setting, number)
+                record_cut(rec, found)
+                progress.detail(f"{setting.label}: {found['trial']['acked']} acknowledged; lost "
+                                + ", ".join(f"{found[fault]['lost']} to the {fault}"
+                                            for fault in model.FAULTS))
+        progress.step("writing the recorded run")
+    return load_run(recorder.final_path)
