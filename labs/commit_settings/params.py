@@ -24,8 +24,8 @@ class Parameters(LabParameters):
                                        choices=tuple(SETTINGS))
     cuts: int = option(5, "cuts per setting (each on a new file system and database)",
                        minimum=1, maximum=20)
-    write_s: float = option(8.0, "seconds of commits before each cut", minimum=2.0,
-                            maximum=60.0)
+    write_s: float = option(8.0, "seconds the lab lets the client commit, from the first "
+                                 "commit it saw, before each cut", minimum=2.0, maximum=60.0)
 
     def check(self) -> None:
         if not (self.host.startswith("vm") and self.host[2:].isdigit()):

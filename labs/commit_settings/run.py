@@ -125,23 +125,28 @@ class Bench:
     def commit_and_cut(self, setting: Setting, data: str) -> dict[str, Any]:
         """The client commits for write_s seconds; then the probe cuts (labs/write_path/
         probe.py `cut`): the server frozen, the marks, the server killed."""
-        writer = AckStream(SERVERS[setting.server].insert_loop(data))
+        # Each acknowledgement stamped in the VM, on the clock the cut is timed by.
+        writer = AckStream(f"{SERVERS[setting.server].insert_loop(data)} | "
+                           f"python3 -u {self.probe} stamp")
         self.rec.add_command(f"[{self.ws.host.name}] {writer.command}")
         started = time.monotonic()
         writer.start(self.ws.host, started)
         why = writer.wait_for_first(timeout_s=120)
         if why is not None:
             raise LabError(f"{setting.label}: the client committed nothing ({why})")
-        first_s = writer.acks[0][1]
         time.sleep(self.params.write_s)
-        cut_at = time.monotonic() - started
         user, process = PROCESSES[setting.server]
-        printed_json(self.sudo(["python3", self.probe, "cut", "--dm", LOGGED, "--user", user,
-                                "--name", process], [f"/dev/mapper/{LOGGED}"]).stdout)
+        cut = printed_json(self.sudo(["python3", self.probe, "cut", "--dm", LOGGED, "--user",
+                                      user, "--name", process],
+                                     [f"/dev/mapper/{LOGGED}"]).stdout)
         # The client ends with its server; what it printed before the freeze still comes.
         writer.thread.join(timeout=60)
-        return {"acked": writer.acked, "first_ack_s": round(first_s, 6),
-                "ack_age_s": [round(cut_at - at, 6) for _, at in writer.acks],
+        if writer.thread.is_alive():
+            raise LabError(f"{setting.label}: the client went on after its server was killed")
+        frozen_at = cut["frozen_at_s"]
+        return {"acked": writer.acked, "processes_frozen": cut["processes"],
+                "writing_s": round(frozen_at - writer.host_times_s[0], 6),
+                "ack_age_s": [round(frozen_at - at, 6) for at in writer.host_times_s],
                 "rows": [row for row, _ in writer.acks]}
 
     def count_after_restart(self, setting: Setting, data: str, acked: int) -> dict[str, Any]:

@@ -30,6 +30,9 @@ class AckStream:
     acks: list[tuple[int, float]] = field(default_factory=list)  # (record, s since start)
     thread: threading.Thread | None = None
     ended: str = ""
+    # The lab host's own clock at each acknowledgement, for a loop that stamps its lines
+    # there (`ack N T`): the controller's times lag when the stream falls behind.
+    host_times_s: list[float] = field(default_factory=list)
 
     def start(self, host: Host, started: float) -> None:
         # Its own SSH connection: the loop's output is read line by line while it runs. The
@@ -44,7 +47,7 @@ class AckStream:
                 _, stdout, _ = client.exec_command(command)
                 for line in stdout:
                     if line.startswith("ack "):
-                        self.acks.append((int(line[4:]), time.monotonic() - started))
+                        self._note(line.split(), time.monotonic() - started)
                 self.ended = f"loop ended (exit {stdout.channel.recv_exit_status()})"
             except Exception as error:  # a power cut breaks the stream: that is the point
                 self.ended = f"stream broke: {type(error).__name__}"
@@ -53,6 +56,12 @@ class AckStream:
 
         self.thread = threading.Thread(target=read, daemon=True)
         self.thread.start()
+
+    def _note(self, words: list[str], at_s: float) -> None:
+        """One `ack N` line, or `ack N T` with the lab host's own clock T (seconds)."""
+        self.acks.append((int(words[1]), at_s))
+        if len(words) > 2:
+            self.host_times_s.append(float(words[2]))
 
     def wait_for_first(self, timeout_s: float) -> str | None:
         """Wait for the first acknowledgement: None once it came, else why it did not (the

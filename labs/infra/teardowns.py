@@ -91,6 +91,8 @@ def _teardown_md(host: Host, entry: JournalEntry) -> None:
 @register_teardown("dm")
 def _teardown_dm(host: Host, entry: JournalEntry) -> None:
     if host.sudo(["dmsetup", "info", entry.id], timeout_s=60, check=False).ok:
+        # udev may still be probing it, just released by a device stacked on it.
+        host.sudo("udevadm settle --timeout=30 || true", timeout_s=60)
         # Safe: a device-mapper name the lab chose and journaled before creating it.
         host.sudo(["dmsetup", "remove", "--retry", entry.id], timeout_s=120)
 

@@ -7,6 +7,7 @@
     python3 probe.py count FILE --nonce X --acked K
     python3 probe.py replay LOG TARGET --mark NAME
     python3 probe.py cut --dm NAME --user USER --name PROCESS
+    python3 probe.py stamp
 
 `prepare` fills FILE with N zeroed 4 KiB records and makes the file and its name durable
 (fsync of the file and of its folder). `write` (the child that `trial` starts) writes
@@ -21,7 +22,9 @@ object: how many records were acknowledged and how old each acknowledgement was 
 
 `cut` makes the same cut for a database server: it freezes every process of USER named
 PROCESS (the server's own), marks "cut", flushes, marks "crash" and kills those processes.
-Its clients are left alone: they end when they find the server gone.
+Its clients are left alone: they end when they find the server gone. It prints the
+moment it froze them on CLOCK_MONOTONIC; `stamp` copies a client's "ack N" lines from its
+standard input to its output with the same clock's time added ("ack N T").
 
 `replay` rebuilds, on TARGET, the disk as it was at the mark: every logged write up to the
 mark, in the log's order. dm-log-writes logs a write only once a flush that covers it has
@@ -183,6 +186,7 @@ def cut_server(dm: str, user: str, name: str) -> dict:
     try:
         for pid in pids:  # frozen: no commit can be acknowledged after this point
             os.kill(pid, signal.SIGSTOP)
+        frozen_at = time.monotonic()
         mark_cut_and_crash(dm)
     finally:
         for pid in pids:
@@ -190,7 +194,15 @@ def cut_server(dm: str, user: str, name: str) -> dict:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-    return {"processes": len(pids)}
+    return {"processes": len(pids), "frozen_at_s": frozen_at}
+
+
+def stamp() -> None:
+    """Copy "ack N" lines from standard input with the time added, one line at a time."""
+    for line in sys.stdin:
+        if line.startswith("ack "):
+            sys.stdout.write(f"{line.strip()} {time.monotonic():.6f}\n")
+            sys.stdout.flush()
 
 
 def mark(dm: str, name: str) -> None:
@@ -303,9 +315,13 @@ def main() -> None:
     p.add_argument("--dm", required=True)
     p.add_argument("--user", required=True)
     p.add_argument("--name", required=True)
+    commands.add_parser("stamp")
     args = parser.parse_args()
     if args.command == "write":
         write(args.file, args.mode, args.rate, args.nonce, args.acks)
+        return
+    if args.command == "stamp":
+        stamp()
         return
     result = {
         "prepare": lambda: prepare(args.file, args.records),
