@@ -51,6 +51,8 @@ class Findings:
     tallies: tuple[Tally, ...]
     commits_per_s: dict[str, float]  # each setting's acknowledged commits a second
     innodb_log_buffered: bool | None  # InnoDB wrote its log through the page cache (at 2)
+    # In every cut, the power cut kept exactly the rows the kernel crash kept.
+    power_cut_kept_what_the_kernel_crash_kept: bool
 
     def tally(self, setting: str, fault: str) -> Tally:
         return next(t for t in self.tallies if t.setting == setting and t.fault == fault)
@@ -88,10 +90,24 @@ def cut_files(run: RecordedRun) -> list[dict]:
             for path in sorted((run.raw_dir / "cuts").glob("*.json"))]
 
 
+def model_most(run: RecordedRun) -> dict[tuple[str, str], int]:
+    """The model's most lost per setting and fault, summed over the cuts: computed here from
+    each cut's acknowledgement ages, so every run reads the same model."""
+    most: dict[tuple[str, str], int] = {}
+    for cut in cut_files(run):
+        setting = model.SETTINGS[cut["setting"]]
+        for fault in model.FAULTS:
+            key = (setting.name, fault)
+            most[key] = most.get(key, 0) + model.most_lost(cut["trial"]["ack_age_s"],
+                                                           setting.window_s(fault))
+    return most
+
+
 def tally_table(run: RecordedRun) -> pd.DataFrame:
     """One row per setting and fault: cuts, acknowledged, lost, the model's most, cuts
     started, cuts losing, the oldest lost commit's age."""
     results = run.results
+    most = model_most(run)
     acked = results[results["metric"] == "acked"].groupby("setting")["value"].agg(
         ["sum", "count"])
     rows = []
@@ -102,7 +118,7 @@ def tally_table(run: RecordedRun) -> pd.DataFrame:
         oldest = group[group["metric"] == "oldest_lost_age_s"]["value"]
         rows.append({"setting": setting, "fault": fault, "cuts": int(acked.loc[setting, "count"]),
                      "acked": int(acked.loc[setting, "sum"]), "lost": int(lost.sum()),
-                     "model_most_lost": int(by_metric.sum()["model_most_lost"]),
+                     "model_most_lost": most[(setting, fault)],
                      "cuts_started": int(by_metric.sum()["started"]),
                      "cuts_losing": int((lost > 0).sum()),
                      "oldest_lost_s": float(oldest.max()) if len(oldest) else math.nan})
@@ -146,6 +162,8 @@ def _log_buffered(cuts: list[dict]) -> bool | None:
 def findings(run: RecordedRun) -> Findings:
     table = tally_table(run)
     cuts = cut_files(run)
+    same = all(cut["power cut"]["rows"] == cut["kernel crash"]["rows"] for cut in cuts)
     return Findings(params=Parameters.from_record(run.meta["parameters"]),
                     tallies=tuple(Tally(**row) for row in table.to_dict("records")),
-                    commits_per_s=_commit_rates(cuts), innodb_log_buffered=_log_buffered(cuts))
+                    commits_per_s=_commit_rates(cuts), innodb_log_buffered=_log_buffered(cuts),
+                    power_cut_kept_what_the_kernel_crash_kept=same)

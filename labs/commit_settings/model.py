@@ -66,5 +66,9 @@ SETTINGS = {setting.name: setting for setting in SETTINGS_LIST}
 
 
 def most_lost(ack_ages_s: Sequence[float], window_s: float) -> int:
-    """The most commits a fault can take: those acknowledged less than the window before it."""
+    """The most commits a fault can take: those acknowledged less than the window before it.
+    None for a setting with no window: a commit whose acknowledgement the client printed a
+    moment after the freeze (a negative age) was still answered before it."""
+    if window_s <= 0:
+        return 0
     return sum(1 for age in ack_ages_s if age < window_s)

@@ -1,0 +1,120 @@
+"""The commit-settings lab on the session's shared vm1 (ci profile): PostgreSQL with
+synchronous_commit=on and InnoDB with innodb_flush_log_at_trx_commit=2, each on a real ext4
+on a real dm-log-writes device, cut three ways: a process crash, a kernel crash and a power
+cut that loses the device's cache, the last two rebuilt from the log.
+
+Asserted: both settings were cut and counted under all three faults, and their servers
+started again each time; the safe setting lost nothing; InnoDB at 2 lost nothing to the
+process crash and lost commits to the power cut, within the model's window; each replay
+stopped at its mark; nothing is left in the VM. A run killed while its client commits
+leaves nothing after `clean`. Bad input stops with one line.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import (
+    PROJECT_ROOT,
+    assert_one_line_usage_error,
+    kill_once_it_prints,
+    report,
+    run_vm_ci,
+)
+
+from labs.commit_settings import findings, model
+from labs.commit_settings.params import Parameters
+
+pytestmark = pytest.mark.slow
+
+VM = "vm1"
+LEFT_IN_VM = "dmsetup ls; pgrep -c -x 'postgres|mariadbd' || true"
+
+
+def leftovers(lab_vms) -> str:
+    out = lab_vms.cli("leftovers", "--host", VM, timeout_s=300)
+    assert out.returncode in (0, 1), out.stderr
+    return out.stdout.splitlines()[0]
+
+
+def assert_nothing_left(lab_vms) -> str:
+    left = leftovers(lab_vms)
+    assert all(word.endswith("=0") for word in left.split()), left
+    busy = lab_vms.cli("vm", "run", VM, "--", LEFT_IN_VM, timeout_s=120)
+    assert "cs-" not in busy.stdout and busy.stdout.strip().endswith("0"), busy.stdout
+    return left
+
+
+@pytest.fixture(scope="module")
+def ci_run(lab_vms, request):
+    ran = run_vm_ci(lab_vms, "commit-settings", "--host", VM, timeout_s=1200)
+    table = findings.tally_table(ran.run)
+    report(request.config, f"commit-settings ci run on {VM}: {ran.wall_s:.0f} s; "
+           + "; ".join(f"{row.setting} {row.fault}: lost {row.lost} of {row.acked} (model's "
+                       f"most {row.model_most_lost})" for row in table.itertuples()))
+    return ran.run
+
+
+@pytest.fixture(scope="module")
+def found(ci_run):
+    return findings.findings(ci_run)
+
+
+def test_every_setting_was_cut_and_counted_under_every_fault(ci_run, found):
+    table = findings.tally_table(ci_run)
+    settings = Parameters.for_profile("ci").settings
+    assert sorted(zip(table["setting"], table["fault"], strict=True)) == sorted(
+        (setting, fault) for setting in settings for fault in model.FAULTS)
+    assert (table["acked"] > 0).all() and (table["lost"] <= table["acked"]).all()
+    assert found.every_server_started_again
+
+
+def test_the_safe_setting_loses_nothing(found):
+    assert found.safe_settings_lose_nothing
+
+
+def test_innodb_at_2_survives_a_process_crash_not_a_power_cut(found):
+    assert found.lost_nothing("innodb-2", "process crash")
+    assert found.tally("innodb-2", "power cut").lost > 0
+    assert found.oldest_lost_within_window("innodb-2")
+    assert found.every_loss_within_the_model
+
+
+def test_each_replay_stopped_at_its_mark_and_the_crash_holds_more(ci_run):
+    for cut in findings.cut_files(ci_run):
+        to_cut, to_crash = cut["power cut"]["replay"], cut["kernel crash"]["replay"]
+        assert to_cut["mark_found"] and to_crash["mark_found"], cut["setting"]
+        assert to_crash["replayed"] >= to_cut["replayed"] > 0, cut["setting"]
+        # The cut froze the server's processes: the postmaster and its helpers, or mariadbd.
+        assert cut["trial"]["processes_frozen"] >= 1, cut["setting"]
+
+
+def test_nothing_is_left_in_the_vm(ci_run, lab_vms):
+    assert_nothing_left(lab_vms)
+
+
+def test_a_run_killed_while_its_client_commits_leaves_nothing_after_clean(ci_run, lab_vms,
+                                                                           figures):
+    kill_once_it_prints(["run", "commit-settings", "--host", VM, "--profile", "ci",
+                         "--settings", "pg-sync-on", "--write-s", "30"],
+                        {**os.environ, **lab_vms.env}, "of commits",
+                        settle_s=20)  # the database made and started, the client committing
+    cleaned = lab_vms.cli("clean", "--host", VM, "--keep-vms", timeout_s=600)
+    assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
+    left = assert_nothing_left(lab_vms)
+    figures(f"commit-settings killed while committing: clean left {left}")
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--host", "local"], "takes over a lab VM's two lab disks"),
+    (["--settings", "innodb-2,innodb-2"], "each setting once"),
+    (["--settings", "innodb-3"], "innodb-3"),
+    (["--cuts", "0"], "--cuts"),
+])
+def test_bad_input_is_one_line_and_makes_nothing(args, words):
+    ran = subprocess.run([sys.executable, "-m", "labs", "run", "commit-settings", *args],
+                         cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    assert_one_line_usage_error(ran, words)
