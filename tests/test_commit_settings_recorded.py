@@ -53,6 +53,19 @@ def test_fsync_off_loses_every_commit_to_a_kernel_crash(run, found):
     assert fsync_off.window_s > writing_s, EACH_FAULT
 
 
+def test_a_kernel_crash_takes_more_than_a_process_crash_from_async_commit(found):
+    # "With synchronous_commit=off, the kernel crash took N commits, more than the process
+    # crash took." "InnoDB at 2 lost N commits" (to the kernel crash).
+    assert found.tally("pg-sync-off", "kernel crash").lost > \
+        found.tally("pg-sync-off", "process crash").lost, EACH_FAULT
+    assert found.lost_in_every_cut("innodb-2", "kernel crash"), EACH_FAULT
+
+
+def test_innodb_at_2_wrote_its_log_through_the_page_cache(found):
+    # Details: "innodb_log_file_buffering was on in every cut".
+    assert found.innodb_log_buffered is True, "backs the Details on the model's windows"
+
+
 def test_innodb_at_2_survives_a_process_crash_but_not_a_power_cut(found):
     # "InnoDB at 2 lost N of N commits to the power cut: it survives a process crash, not
     # the loss of the machine."

@@ -55,6 +55,8 @@ def figures(run: RecordedRun) -> dict[str, str]:
                                       if t.setting == "pg-sync-off")),
         "sync_off_window_ms": _ms(model.PG_ASYNC_FLUSH_S),
         "wal_writer_delay_ms": _ms(model.WAL_WRITER_DELAY_S),
+        "sync_off_kernel_lost": nt.count(found.tally("pg-sync-off", "kernel crash").lost),
+        "flush_2_kernel_lost": nt.count(found.tally("innodb-2", "kernel crash").lost),
         "fsync_off_kernel_lost": nt.count(fsync_off.lost),
         "fsync_off_kernel_acked": nt.count(fsync_off.acked),
         "fsync_off_window_s": _window_text(fsync_off.window_s),
