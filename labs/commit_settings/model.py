@@ -34,6 +34,7 @@ class Setting:
     """One server with one commit setting, and the write path's policy it follows."""
 
     name: str  # as --settings takes it
+    short: str  # as the charts name it
     server: str  # postgres | mariadb (labs/infra/vm/servers.py)
     setting: str
     value: str
@@ -51,15 +52,16 @@ class Setting:
 
 
 SETTINGS_LIST = (
-    Setting("pg-sync-on", "postgres", "synchronous_commit", "on", True, "write() + fsync()"),
-    Setting("pg-sync-off", "postgres", "synchronous_commit", "off", False,
-            "acknowledge, flush every T", PG_ASYNC_FLUSH_S),
-    Setting("pg-fsync-off", "postgres", "fsync", "off", False, "write() only"),
-    Setting("innodb-1", "mariadb", "innodb_flush_log_at_trx_commit", "1", True,
+    Setting("pg-sync-on", "PG sync on", "postgres", "synchronous_commit", "on", True,
             "write() + fsync()"),
-    Setting("innodb-2", "mariadb", "innodb_flush_log_at_trx_commit", "2", False,
+    Setting("pg-sync-off", "PG sync off", "postgres", "synchronous_commit", "off", False,
+            "acknowledge, flush every T", PG_ASYNC_FLUSH_S),
+    Setting("pg-fsync-off", "PG fsync off", "postgres", "fsync", "off", False, "write() only"),
+    Setting("innodb-1", "InnoDB 1", "mariadb", "innodb_flush_log_at_trx_commit", "1", True,
+            "write() + fsync()"),
+    Setting("innodb-2", "InnoDB 2", "mariadb", "innodb_flush_log_at_trx_commit", "2", False,
             "write() each, fsync every T", INNODB_FLUSH_S),
-    Setting("innodb-0", "mariadb", "innodb_flush_log_at_trx_commit", "0", False,
+    Setting("innodb-0", "InnoDB 0", "mariadb", "innodb_flush_log_at_trx_commit", "0", False,
             "acknowledge, flush every T", INNODB_FLUSH_S),
 )
 SETTINGS = {setting.name: setting for setting in SETTINGS_LIST}

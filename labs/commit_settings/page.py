@@ -75,34 +75,31 @@ def figures(run: RecordedRun) -> dict[str, str]:
 
 def _labelled(table: pd.DataFrame) -> pd.DataFrame:
     table = table.copy()
-    table["setting"] = table["setting"].map(lambda name: model.SETTINGS[name].label)
+    table["setting"] = table["setting"].map(lambda name: model.SETTINGS[name].short)
     table["lost_pct"] = 100 * table["lost"] / table["acked"]
     table["model_most_pct"] = 100 * table["model_most_lost"] / table["acked"]
     return table
 
 
-def _setting_axis(names: set[str]) -> alt.X:
-    order = [s.label for s in model.SETTINGS_LIST if s.label in names]
-    return alt.X("setting:N", sort=order, title=None, axis=alt.Axis(labelAngle=-35,
-                                                                    labelLimit=260))
+def _setting_order(names: set[str]) -> list[str]:
+    return [s.short for s in model.SETTINGS_LIST if s.short in names]
 
 
 def loss_chart(run: RecordedRun) -> alt.FacetChart:
     """Share of acknowledged commits lost, per setting and fault, beside the model's most
-    (black tick)."""
+    (black tick): one row per setting, one column per fault."""
     table = _labelled(tally_table(run))
-    x = _setting_axis(set(table["setting"]))
+    y = alt.Y("setting:N", sort=_setting_order(set(table["setting"])), title=None)
     bars = alt.Chart().mark_bar().encode(
-        x=x, y=alt.Y("lost_pct:Q", title="acknowledged commits lost (%)",
-                     scale=alt.Scale(domain=[0, 100])),
+        y=y, x=alt.X("lost_pct:Q", title="commits lost (%)", scale=alt.Scale(domain=[0, 100])),
         color=alt.Color("fault:N", scale=FAULT_COLOURS, legend=None),
         tooltip=["setting", "fault", alt.Tooltip("acked:Q", title="acknowledged"), "lost",
                  alt.Tooltip("model_most_lost:Q", title="model's most"), "cuts"])
-    ticks = alt.Chart().mark_tick(color="black", thickness=3, size=22).encode(
-        x=x, y="model_most_pct:Q",
+    ticks = alt.Chart().mark_tick(color="black", thickness=3, size=18).encode(
+        y=y, x="model_most_pct:Q",
         tooltip=["setting", "fault",
                  alt.Tooltip("model_most_pct:Q", title="model's most (%)", format=".1f")])
-    return alt.layer(bars, ticks, data=table).properties(width=170, height=220).facet(
+    return alt.layer(bars, ticks, data=table).properties(width=140, height=170).facet(
         column=alt.Column("fault:N", sort=list(model.FAULTS), title=None)).properties(
         title="Lost to each fault (bars) and the model's most (black ticks)")
 
@@ -112,11 +109,12 @@ def age_chart(run: RecordedRun) -> alt.LayerChart:
     (black tick), for the settings whose window is short."""
     ages = lost_ages(run)
     ages = ages[ages["window_s"] < 5].copy()
-    ages["setting"] = ages["setting"].map(lambda name: model.SETTINGS[name].label)
+    ages["setting"] = ages["setting"].map(lambda name: model.SETTINGS[name].short)
     ages["oldest_lost_ms"] = 1000 * ages["oldest_lost_s"]
     windows = ages.drop_duplicates(["setting", "fault"]).assign(
         window_ms=lambda t: 1000 * t["window_s"])
-    x = _setting_axis(set(ages["setting"]))
+    x = alt.X("setting:N", sort=_setting_order(set(ages["setting"])), title=None,
+              axis=alt.Axis(labelAngle=0))
     offset = alt.XOffset("fault:N", sort=list(model.FAULTS))
     points = alt.Chart(ages).mark_circle(size=60, opacity=0.8).encode(
         x=x, xOffset=offset,
@@ -128,7 +126,7 @@ def age_chart(run: RecordedRun) -> alt.LayerChart:
         x=x, xOffset=offset, y="window_ms:Q",
         tooltip=["setting", "fault", alt.Tooltip("window_ms:Q", title="window (ms)")])
     return alt.layer(ticks, points).properties(
-        width=420, height=240,
+        width=380, height=240,
         title="The oldest commit each cut took (dots) and the model's window (black ticks)")
 
 
