@@ -5,13 +5,12 @@ headline a reader's run is set beside."""
 
 from __future__ import annotations
 
-import math
-
 import altair as alt
 import pandas as pd
 
 from labs.book import number_text as nt
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
+from labs.book.fault_counts import loss_headline, loss_table, window_text
 from labs.book.panel import LabPanel
 from labs.book.provenance import run_summary
 from labs.commit_settings import model
@@ -25,12 +24,6 @@ BUSY_COMMITS_PER_S = 5_000  # an exercise: a busy server's commit rate
 
 def _ms(value_s: float) -> str:
     return nt.count(1000 * value_s)
-
-
-def _window_text(window_s: float) -> str:
-    if math.isinf(window_s):
-        return "no end"
-    return nt.number(window_s, 0 if window_s == round(window_s) else 1) + " s"
 
 
 def figures(run: RecordedRun) -> dict[str, str]:
@@ -59,7 +52,7 @@ def figures(run: RecordedRun) -> dict[str, str]:
         "flush_2_kernel_lost": nt.count(found.tally("innodb-2", "kernel crash").lost),
         "fsync_off_kernel_lost": nt.count(fsync_off.lost),
         "fsync_off_kernel_acked": nt.count(fsync_off.acked),
-        "fsync_off_window_s": _window_text(fsync_off.window_s),
+        "fsync_off_window_s": window_text(fsync_off.window_s),
         "flush_2_cut_lost": nt.count(flush_2.lost),
         "flush_2_cut_acked": nt.count(flush_2.acked),
         "flush_2_oldest_ms": _ms(flush_2.oldest_lost_s),
@@ -133,17 +126,9 @@ def age_chart(run: RecordedRun) -> alt.LayerChart:
 def setting_table(run: RecordedRun) -> pd.DataFrame:
     """The database table: setting x fault -> cuts, acknowledged, lost, the model's window
     and most."""
-    table = tally_table(run)
-    return pd.DataFrame({
-        "setting": table["setting"].map(lambda name: model.SETTINGS[name].label),
-        "fault": table["fault"],
-        "cuts": table["cuts"].map(nt.count),
-        "acknowledged": table["acked"].map(nt.count),
-        "lost": table["lost"].map(nt.count),
-        "model's window": [_window_text(model.SETTINGS[s].window_s(f))
-                           for s, f in zip(table["setting"], table["fault"], strict=True)],
-        "model's most lost": table["model_most_lost"].map(nt.count),
-    })
+    return loss_table(tally_table(run), "setting", "setting",
+                      lambda name: model.SETTINGS[name].label,
+                      lambda name, fault: model.SETTINGS[name].window_s(fault))
 
 
 def chart(run: RecordedRun) -> alt.FacetChart:
@@ -162,11 +147,4 @@ def panel() -> LabPanel:
 
 def headline(run: RecordedRun) -> pd.DataFrame:
     """A reader's run beside the book's: the share each fault took from each setting."""
-    from labs.book.compare import headline_table
-
-    table = _labelled(tally_table(run))
-    return headline_table([
-        {"measure": f"lost to a {row['fault']}", "config": row["setting"],
-         "value": row["lost_pct"] / 100, "unit": "ratio", "better": "lower",
-         "model": row["model_most_pct"] / 100}
-        for row in table.to_dict("records")])
+    return loss_headline(tally_table(run), "setting", lambda name: model.SETTINGS[name].short)

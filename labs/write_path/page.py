@@ -4,13 +4,12 @@ and faults, provenance, the panel and the headline a reader's run is set beside.
 
 from __future__ import annotations
 
-import math
-
 import altair as alt
 import pandas as pd
 
 from labs.book import number_text as nt
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
+from labs.book.fault_counts import loss_headline, loss_table
 from labs.book.panel import LabPanel
 from labs.book.provenance import run_summary
 from labs.power_loss import write_path
@@ -27,10 +26,6 @@ FAULT_COLOURS = alt.Scale(domain=list(model.FAULTS), range=["#0072B2", "#CC79A7"
 def _seconds(value_s: float) -> str:
     """Whole seconds without decimals (the model's windows, the writing time)."""
     return nt.number(value_s, 0 if value_s == round(value_s) else None)
-
-
-def _window_text(window_s: float) -> str:
-    return "no end" if math.isinf(window_s) else _seconds(window_s) + " s"
 
 
 def figures(run: RecordedRun) -> dict[str, str]:
@@ -133,17 +128,9 @@ def direct_chart(run: RecordedRun) -> alt.LayerChart:
 
 def way_table(run: RecordedRun) -> pd.DataFrame:
     """The mechanism table: way x fault -> cuts, acknowledged, lost, the model's most."""
-    table = tally_table(run)
-    return pd.DataFrame({
-        "way of writing": table["way"].map(lambda name: model.WAYS[name].label),
-        "fault": table["fault"],
-        "cuts": table["cuts"].map(nt.count),
-        "acknowledged": table["acked"].map(nt.count),
-        "lost": table["lost"].map(nt.count),
-        "model's window": [_window_text(model.WAYS[w].window_s(f))
-                           for w, f in zip(table["way"], table["fault"], strict=True)],
-        "model's most lost": table["model_most_lost"].map(nt.count),
-    })
+    return loss_table(tally_table(run), "way", "way of writing",
+                      lambda name: model.WAYS[name].label,
+                      lambda name, fault: model.WAYS[name].window_s(fault))
 
 
 def chart(run: RecordedRun) -> alt.FacetChart:
@@ -162,11 +149,4 @@ def panel() -> LabPanel:
 
 def headline(run: RecordedRun) -> pd.DataFrame:
     """A reader's run beside the book's: the share each fault took from each way."""
-    from labs.book.compare import headline_table
-
-    table = _labelled(tally_table(run))
-    return headline_table([
-        {"measure": f"lost to a {row['fault']}", "config": row["way of writing"],
-         "value": row["lost_pct"] / 100, "unit": "ratio", "better": "lower",
-         "model": row["model_most_pct"] / 100}
-        for row in table.to_dict("records")])
+    return loss_headline(tally_table(run), "way", lambda name: model.WAYS[name].label)
