@@ -38,6 +38,23 @@ def test_the_safe_settings_lose_nothing_and_every_server_recovers(found):
     assert found.every_server_started_again, EACH_FAULT
 
 
+def test_every_fault_took_only_the_newest_commits(found):
+    # "Every server also started again by itself: all N recoveries." "And every fault took
+    # only the newest commits: in every count, the rows left were 1 to some n, with no gap."
+    # (and exercise 1's solution)
+    assert found.recoveries == len(model.SETTINGS) * found.params.cuts * len(model.FAULTS)
+    assert found.every_fault_took_the_newest_only, EACH_FAULT
+
+
+def test_the_answer_to_predict_first(found):
+    # "N of the eighteen answers are 'none': every fault for the two safe settings, and the
+    # process crash for InnoDB at 2 and for fsync=off."
+    safe = {(s, f) for s in ("pg-sync-on", "innodb-1") for f in model.FAULTS}
+    assert found.settings_and_faults_losing_nothing == safe | {
+        ("innodb-2", "process crash"), ("pg-fsync-off", "process crash")}, \
+        "backs the answer to 'Predict first'"
+
+
 def test_a_process_crash_takes_only_from_the_settings_that_answer_first(found):
     # "A process crash took commits only from the two settings that answer before they
     # write the log." "InnoDB at 2 and PostgreSQL with fsync=off lost none."
@@ -74,9 +91,12 @@ def test_innodb_at_2_survives_a_process_crash_but_not_a_power_cut(found):
 
 
 def test_the_power_cut_took_what_the_kernel_crash_took(found):
-    # "In this run, the power cut took exactly what the kernel crash took, setting by
-    # setting." (and "What it means for the later chapters")
+    # "The power cut took exactly what the kernel crash took, in every cut." (and "What it
+    # means for the later chapters") "For fsync=off, the model allows a power cut N more
+    # ...; but the kernel crash had already taken every commit."
     assert found.power_cut_kept_what_the_kernel_crash_kept, EACH_FAULT
+    fsync_off = [found.tally("pg-fsync-off", fault) for fault in ("kernel crash", "power cut")]
+    assert fsync_off[1].window_s > fsync_off[0].window_s and fsync_off[0].loses_all
 
 
 def test_every_lost_commit_was_younger_than_its_window(found):

@@ -53,6 +53,17 @@ class Findings:
     innodb_log_buffered: bool | None  # InnoDB wrote its log through the page cache (at 2)
     # In every cut, the power cut kept exactly the rows the kernel crash kept.
     power_cut_kept_what_the_kernel_crash_kept: bool
+    # In every count, the rows left were 1 to some n: each fault took the newest only.
+    every_fault_took_the_newest_only: bool
+
+    @property
+    def recoveries(self) -> int:
+        """Times a server started again after a fault, over every cut and fault."""
+        return sum(t.cuts_started for t in self.tallies)
+
+    @property
+    def settings_and_faults_losing_nothing(self) -> set[tuple[str, str]]:
+        return {(t.setting, t.fault) for t in self.tallies if t.lost == 0}
 
     def tally(self, setting: str, fault: str) -> Tally:
         return next(t for t in self.tallies if t.setting == setting and t.fault == fault)
@@ -163,7 +174,10 @@ def findings(run: RecordedRun) -> Findings:
     table = tally_table(run)
     cuts = cut_files(run)
     same = all(cut["power cut"]["rows"] == cut["kernel crash"]["rows"] for cut in cuts)
+    newest_only = all(cut[fault]["rows"] == list(range(1, len(cut[fault]["rows"]) + 1))
+                      for cut in cuts for fault in model.FAULTS)
     return Findings(params=Parameters.from_record(run.meta["parameters"]),
                     tallies=tuple(Tally(**row) for row in table.to_dict("records")),
                     commits_per_s=_commit_rates(cuts), innodb_log_buffered=_log_buffered(cuts),
-                    power_cut_kept_what_the_kernel_crash_kept=same)
+                    power_cut_kept_what_the_kernel_crash_kept=same,
+                    every_fault_took_the_newest_only=newest_only)

@@ -53,6 +53,13 @@ def figures(run: RecordedRun) -> dict[str, str]:
         "fsync_off_kernel_lost": nt.count(fsync_off.lost),
         "fsync_off_kernel_acked": nt.count(fsync_off.acked),
         "fsync_off_window_s": window_text(fsync_off.window_s),
+        "fsync_off_extra_s": window_text(found.tally("pg-fsync-off", "power cut").window_s
+                                         - fsync_off.window_s),
+        "fsync_off_oldest_s": nt.number(fsync_off.oldest_lost_s, 1),
+        "recoveries": nt.count(found.recoveries),
+        "none_answers": nt.count(len(found.settings_and_faults_losing_nothing)),
+        "rate_sync_on": nt.count(found.commits_per_s["pg-sync-on"]),
+        "rate_sync_off": nt.count(found.commits_per_s["pg-sync-off"]),
         "flush_2_cut_lost": nt.count(flush_2.lost),
         "flush_2_cut_acked": nt.count(flush_2.acked),
         "flush_2_oldest_ms": _ms(flush_2.oldest_lost_s),
@@ -92,7 +99,11 @@ def loss_chart(run: RecordedRun) -> alt.FacetChart:
         y=y, x="model_most_pct:Q",
         tooltip=["setting", "fault",
                  alt.Tooltip("model_most_pct:Q", title="model's most (%)", format=".1f")])
-    return alt.layer(bars, ticks, data=table).properties(width=140, height=170).facet(
+    # How many were lost, beside each bar: a loss of a few in thousands shows no bar.
+    counts = alt.Chart().mark_text(align="left", dx=4, fontSize=10).encode(
+        y=y, x=alt.X("label_at:Q"), text=alt.Text("lost:Q", format=","))
+    table["label_at"] = table[["lost_pct", "model_most_pct"]].max(axis=1).clip(upper=60)
+    return alt.layer(bars, ticks, counts, data=table).properties(width=140, height=170).facet(
         column=alt.Column("fault:N", sort=list(model.FAULTS), title=None)).properties(
         title="Lost to each fault (bars) and the model's most (black ticks)")
 
@@ -108,7 +119,7 @@ def age_chart(run: RecordedRun) -> alt.LayerChart:
         window_ms=lambda t: 1000 * t["window_s"])
     x = alt.X("setting:N", sort=_setting_order(set(ages["setting"])), title=None,
               axis=alt.Axis(labelAngle=0))
-    offset = alt.XOffset("fault:N", sort=list(model.FAULTS))
+    offset = alt.XOffset("fault:N", scale=alt.Scale(domain=list(model.FAULTS)))
     points = alt.Chart(ages).mark_circle(size=60, opacity=0.8).encode(
         x=x, xOffset=offset,
         y=alt.Y("oldest_lost_ms:Q", title="oldest lost commit, age at the cut (ms)"),
