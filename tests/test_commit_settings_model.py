@@ -12,7 +12,7 @@ from labs.commit_settings import model
 from labs.commit_settings.params import Parameters
 from labs.errors import UsageError
 from labs.infra.acks import AckStream
-from labs.write_path.run import PROBE_SOURCE
+from labs.write_path.logged_disk import PROBE_SOURCE
 
 
 @pytest.mark.parametrize("name", ["pg-sync-on", "innodb-1"])

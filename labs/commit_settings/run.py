@@ -1,7 +1,7 @@
 """Run the commit-settings lab in a lab VM: a database on a disk whose writes dm-log-writes
 logs, a client committing rows, a cut, and a count of what each fault took.
 
-The disk and the cut are the write-path lab's (labs/write_path/run.py): the first lab disk
+The disk and the cut are the write-path lab's (labs/write_path/logged_disk.py): the first lab disk
 holds two 256 MiB slices (`cs-data` under the database, `cs-replay` where the cut's disk is
 rebuilt), the second the log. Each cut gets a new file system and a new database, made
 through the logging device, so that the log holds every write the rebuilt disk needs.
@@ -10,7 +10,6 @@ through the logging device, so that the log holds every write the rebuilt disk n
 from __future__ import annotations
 
 import json
-import shlex
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,16 +21,15 @@ from labs.commit_settings.params import Parameters
 from labs.errors import LabError
 from labs.infra.acks import AckStream
 from labs.infra.facts import host_facts
-from labs.infra.hosts import CommandFailed, Host, printed_json
+from labs.infra.hosts import CommandFailed, Host
 from labs.infra.vm import machine
 from labs.infra.vm.servers import SERVERS
 from labs.infra.workspace import LabWorkspace
 from labs.progress import Progress
 from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
-from labs.write_path.run import LAB_DISKS, MKFS, PROBE_SOURCE
+from labs.write_path.logged_disk import LoggedDisk
 
 SLICE_SECTORS = 524288  # 256 MiB in 512-byte sectors: a database with its logs, and room
-DATA, REPLAY, LOGGED = "cs-data", "cs-replay", "cs-logged"
 # Each server's own user and process name in the VM: the cut freezes those processes only.
 PROCESSES = {"postgres": ("postgres", "postgres"), "mariadb": ("mysql", "mariadbd")}
 SERVER_COMMANDS = ("mariadbd", "mariadb-install-db", "psql", "runuser", "setsid", "pgrep")
@@ -48,37 +46,17 @@ def timed(steps_s: dict[str, float], name: str) -> Iterator[None]:
 
 
 class Bench:
-    """The lab's devices in the VM, the probe beside them, and one cut at a time."""
+    """The lab's logged disk in the VM, the probe beside it, and one cut at a time."""
 
     def __init__(self, ws: LabWorkspace, rec: RunRecorder, params: Parameters) -> None:
         self.ws, self.rec, self.params = ws, rec, params
-        self.probe = f"{ws.work_dir}/probe.py"
-        self.data = self.replay = ""
-
-    def sudo(self, command: str | list[str], devices: list[str] | None = None,
-             timeout_s: float = 600, check: bool = True) -> Any:
-        if devices is not None:  # the workspace records what it runs guarded
-            return self.ws.run_guarded(command, devices, timeout_s=timeout_s, check=check)
-        shown = command if isinstance(command, str) else shlex.join(command)
-        self.rec.add_command(f"[{self.ws.host.name}] {shown}")
-        return self.ws.host.sudo(command, timeout_s=timeout_s, check=check)
-
-    def set_up(self) -> None:
-        self.ws.prepare()
-        self.ws.host.put_as_root(PROBE_SOURCE, self.probe)
-        first = LAB_DISKS[0]
-        self.data = self.ws.make_dm(DATA, f"0 {SLICE_SECTORS} linear {first} 0", [first])
-        self.replay = self.ws.make_dm(
-            REPLAY, f"0 {SLICE_SECTORS} linear {first} {SLICE_SECTORS}", [first])
+        self.disk = LoggedDisk(ws, lambda command: rec.add_command(f"[{ws.host.name}] {command}"),
+                               prefix="cs", slice_sectors=SLICE_SECTORS)
+        self.sudo = self.disk.sudo
 
     def cut(self, setting: Setting, number: int) -> dict[str, Any]:
         """One trial: a new database through the log, commits, the cut, a count per fault."""
-        log_disk = LAB_DISKS[1]
-        logged = self.ws.make_dm(LOGGED, f"0 {SLICE_SECTORS} log-writes {self.data} {log_disk}",
-                                 [self.data, log_disk], modules=["dm_log_writes"])
-        # Safe: the device is the lab's own logging device, made just above.
-        self.sudo([*MKFS, logged], [logged])
-        mounted = self.ws.mount(logged, "db")
+        mounted = self.disk.new_file_system("db")
         data = f"{mounted}/{setting.server}"
         steps_s: dict[str, float] = {}
         with timed(steps_s, "new database"):
@@ -89,9 +67,7 @@ class Bench:
         with timed(steps_s, "process crash"):
             found = {"process crash": self.count_after_restart(setting, data, acked)}
             self.ws.remove("server", data)
-            self.ws.remove("mount", mounted)
-            # Removing the logging device writes the rest of its log and its entry count.
-            self.ws.remove("dm", LOGGED)
+            self.disk.close_log(mounted)
         for fault, mark in model.MARKS.items():
             with timed(steps_s, fault):
                 found[fault] = self.rebuilt_count(setting, mark, acked)
@@ -127,7 +103,7 @@ class Bench:
         probe.py `cut`): the server frozen, the marks, the server killed."""
         # Each acknowledgement stamped in the VM, on the clock the cut is timed by.
         writer = AckStream(f"{SERVERS[setting.server].insert_loop(data)} | "
-                           f"python3 -u {self.probe} stamp")
+                           f"python3 -u {self.disk.probe} stamp")
         self.rec.add_command(f"[{self.ws.host.name}] {writer.command}")
         started = time.monotonic()
         writer.start(self.ws.host, started)
@@ -136,9 +112,8 @@ class Bench:
             raise LabError(f"{setting.label}: the client committed nothing ({why})")
         time.sleep(self.params.write_s)
         user, process = PROCESSES[setting.server]
-        cut = printed_json(self.sudo(["python3", self.probe, "cut", "--dm", LOGGED, "--user",
-                                      user, "--name", process],
-                                     [f"/dev/mapper/{LOGGED}"]).stdout)
+        cut = self.disk.probe_json("cut", "--dm", self.disk.logged_name, "--user", user,
+                                   "--name", process, devices=[self.disk.logged])
         # The client ends with its server; what it printed before the freeze still comes.
         writer.thread.join(timeout=60)
         if writer.thread.is_alive():
@@ -165,16 +140,9 @@ class Bench:
         return {"started": True, "table": read.ok, "rows": rows, "lost": acked - len(rows)}
 
     def rebuilt_count(self, setting: Setting, mark: str, acked: int) -> dict[str, Any]:
-        """The disk rebuilt from the log up to `mark` on the replay slice, mounted (ext4
-        replays its journal), the server started on it (its recovery runs) and counted."""
-        # Safe: the replay slice is the lab's own dm device; zeroed so nothing of an earlier
-        # replay can be read back as this one's.
-        self.sudo(["dd", "if=/dev/zero", f"of={self.replay}", "bs=1M",
-                   f"count={SLICE_SECTORS // 2048}", "oflag=direct", "status=none"],
-                  [self.replay])
-        replay = printed_json(self.sudo(["python3", self.probe, "replay", LAB_DISKS[1],
-                                         self.replay, "--mark", mark], [self.replay]).stdout)
-        replayed = self.ws.mount(self.replay, "replayed")
+        """The disk rebuilt from the log up to `mark` and mounted, the server started on it
+        (its recovery runs) and counted."""
+        replayed, replay = self.disk.rebuilt(mark)
         data = f"{replayed}/{setting.server}"
         server = SERVERS[setting.server]
         # Journaled before it starts, so `clean` stops it should the lab die here.
@@ -224,7 +192,7 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
         rec.add_command(params.command_line())
         progress.step("setting up the two 256 MiB slices and the probe")
         bench = Bench(ws, rec, params)
-        bench.set_up()
+        bench.disk.set_up()
         rec.add_tool_version("kernel", host.run(["uname", "-r"], timeout_s=60).stdout.strip())
         for number in range(1, params.cuts + 1):
             for setting in settings:

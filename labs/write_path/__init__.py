@@ -10,7 +10,8 @@ the acknowledged records each fault took, beside the write path's model.
 
 params.py  the parameters, the ways of writing and the profiles
 model.py   how long each way leaves an acknowledged record where each fault wipes it
-run.py     the log-writes disk, the writer, the cut, the replay and the count (touches the VM)
+run.py     the writer, the cut and the count on the logged disk (touches the VM)
+logged_disk.py  the log-writes disk and its replay (the commit-settings lab uses it too)
 probe.py   what runs in the VM (standard library only): writer, cut, replay, count
 findings.py, page.py  what the run found, and what the book page shows
 """
