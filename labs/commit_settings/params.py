@@ -14,7 +14,7 @@ class Parameters(LabParameters):
     LAB = "commit-settings"
     PROFILES = {
         # One safe setting and the one that survives a process crash but not a power cut.
-        "ci": {"cuts": 1, "write_s": 4.0, "settings": ("pg-sync-on", "innodb-2")},
+        "ci": {"cuts": 1, "write_s": 3.0, "settings": ("pg-sync-on", "innodb-2")},
         "quick": {"cuts": 1, "write_s": 5.0},
         "full": {},
     }

@@ -48,8 +48,9 @@ def timed(steps_s: dict[str, float], name: str) -> Iterator[None]:
 class Bench:
     """The lab's logged disk in the VM, the probe beside it, and one cut at a time."""
 
-    def __init__(self, ws: LabWorkspace, rec: RunRecorder, params: Parameters) -> None:
-        self.ws, self.rec, self.params = ws, rec, params
+    def __init__(self, ws: LabWorkspace, rec: RunRecorder, params: Parameters,
+                 progress: Progress) -> None:
+        self.ws, self.rec, self.params, self.progress = ws, rec, params, progress
         self.disk = LoggedDisk(ws, lambda command: rec.add_command(f"[{ws.host.name}] {command}"),
                                prefix="cs", slice_sectors=SLICE_SECTORS)
         self.sudo = self.disk.sudo
@@ -110,6 +111,8 @@ class Bench:
         why = writer.wait_for_first(timeout_s=120)
         if why is not None:
             raise LabError(f"{setting.label}: the client committed nothing ({why})")
+        self.progress.detail(f"{setting.label}: the first commit is in; committing "
+                             f"{self.params.write_s:g} s more")
         time.sleep(self.params.write_s)
         user, process = PROCESSES[setting.server]
         cut = self.disk.probe_json("cut", "--dm", self.disk.logged_name, "--user", user,
@@ -191,7 +194,7 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
                                        on_command=rec.add_command) as ws:
         rec.add_command(params.command_line())
         progress.step("setting up the two 256 MiB slices and the probe")
-        bench = Bench(ws, rec, params)
+        bench = Bench(ws, rec, params, progress)
         bench.disk.set_up()
         rec.add_tool_version("kernel", host.run(["uname", "-r"], timeout_s=60).stdout.strip())
         for number in range(1, params.cuts + 1):
