@@ -46,6 +46,20 @@ def run_labs(*args: str, env: dict | None = None, timeout: float = 120):
                           env={**os.environ, **(env or {})})
 
 
+def vm_leftovers(lab_vms, vm: str) -> str:
+    """`python -m labs leftovers --host VM`'s first line: each kind of resource the labs'
+    journals still hold on the VM, as kind=count."""
+    out = lab_vms.cli("leftovers", "--host", vm, timeout_s=300)
+    assert out.returncode in (0, 1), out.stderr
+    return out.stdout.splitlines()[0]
+
+
+def assert_no_leftovers(lab_vms, vm: str) -> str:
+    left = vm_leftovers(lab_vms, vm)
+    assert all(word.endswith("=0") for word in left.split()), left
+    return left
+
+
 def assert_one_line_usage_error(result, fragment: str):
     """Bad input: exit code 2, nothing on stdout, one line on stderr naming the problem."""
     assert result.returncode == 2, result

@@ -19,6 +19,7 @@ import sys
 import pytest
 from conftest import (
     PROJECT_ROOT,
+    assert_no_leftovers,
     assert_one_line_usage_error,
     kill_once_it_prints,
     report,
@@ -34,15 +35,8 @@ VM = "vm1"
 LEFT_IN_VM = "dmsetup ls; pgrep -c -x 'postgres|mariadbd' || true"
 
 
-def leftovers(lab_vms) -> str:
-    out = lab_vms.cli("leftovers", "--host", VM, timeout_s=300)
-    assert out.returncode in (0, 1), out.stderr
-    return out.stdout.splitlines()[0]
-
-
 def assert_nothing_left(lab_vms) -> str:
-    left = leftovers(lab_vms)
-    assert all(word.endswith("=0") for word in left.split()), left
+    left = assert_no_leftovers(lab_vms, VM)
     busy = lab_vms.cli("vm", "run", VM, "--", LEFT_IN_VM, timeout_s=120)
     assert "cs-" not in busy.stdout and busy.stdout.strip().endswith("0"), busy.stdout
     return left

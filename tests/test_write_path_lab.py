@@ -19,6 +19,7 @@ import sys
 import pytest
 from conftest import (
     PROJECT_ROOT,
+    assert_no_leftovers,
     assert_one_line_usage_error,
     kill_once_it_prints,
     report,
@@ -30,12 +31,6 @@ from labs.write_path import findings, model
 pytestmark = pytest.mark.slow
 
 VM = "vm1"
-
-
-def leftovers(lab_vms) -> str:
-    out = lab_vms.cli("leftovers", "--host", VM, timeout_s=300)
-    assert out.returncode in (0, 1), out.stderr
-    return out.stdout.splitlines()[0]
 
 
 @pytest.fixture(scope="module")
@@ -101,8 +96,7 @@ def test_each_replay_stopped_at_its_mark_and_only_flushed_ways_logged_their_reco
 
 
 def test_nothing_is_left_in_the_vm(ci_run, lab_vms):
-    left = leftovers(lab_vms)
-    assert all(word.endswith("=0") for word in left.split()), left
+    assert_no_leftovers(lab_vms, VM)
     devices = lab_vms.cli("vm", "run", VM, "--", "dmsetup ls; pgrep -fc '[p]robe[.]py' || true",
                           timeout_s=120)
     assert "wp-" not in devices.stdout and devices.stdout.strip().endswith("0"), devices.stdout
@@ -115,8 +109,7 @@ def test_a_run_killed_while_its_writer_writes_leaves_nothing_after_clean(ci_run,
                         settle_s=8)  # the set-up's commands done, the writer writing
     cleaned = lab_vms.cli("clean", "--host", VM, "--keep-vms", timeout_s=600)
     assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
-    left = leftovers(lab_vms)
-    assert all(word.endswith("=0") for word in left.split()), left
+    left = assert_no_leftovers(lab_vms, VM)
     busy = lab_vms.cli("vm", "run", VM, "--", "dmsetup ls; pgrep -fc '[p]robe[.]py' || true",
                        timeout_s=120)
     assert "wp-" not in busy.stdout and busy.stdout.strip().endswith("0"), busy.stdout
