@@ -62,12 +62,11 @@ def test_a_process_crash_takes_only_from_the_settings_that_answer_first(found):
     assert losing == {"pg-sync-off", "innodb-0"}, EACH_FAULT
 
 
-def test_fsync_off_loses_every_commit_to_a_kernel_crash(run, found):
+def test_fsync_off_loses_every_commit_to_a_kernel_crash(found):
     # "With fsync=off, it took N of N commits: every one ... longer than each cut's commits."
     fsync_off = found.tally("pg-fsync-off", "kernel crash")
     assert fsync_off.loses_all, EACH_FAULT + " and " + SUMMARY
-    writing_s = max(cut["trial"]["writing_s"] for cut in findings.cut_files(run))
-    assert fsync_off.window_s > writing_s, EACH_FAULT
+    assert fsync_off.window_s > max(found.writing_s), EACH_FAULT
 
 
 def test_a_kernel_crash_takes_more_than_a_process_crash_from_async_commit(found):

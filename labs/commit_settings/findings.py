@@ -50,6 +50,7 @@ class Findings:
     params: Parameters
     tallies: tuple[Tally, ...]
     commits_per_s: dict[str, float]  # each setting's acknowledged commits a second
+    writing_s: tuple[float, ...]  # each cut's commits, from the first to the freeze (s)
     innodb_log_buffered: bool | None  # InnoDB wrote its log through the page cache (at 2)
     # In every cut, the power cut kept exactly the rows the kernel crash kept.
     power_cut_kept_what_the_kernel_crash_kept: bool
@@ -101,11 +102,11 @@ def cut_files(run: RecordedRun) -> list[dict]:
             for path in sorted((run.raw_dir / "cuts").glob("*.json"))]
 
 
-def model_most(run: RecordedRun) -> dict[tuple[str, str], int]:
+def model_most(cuts: list[dict]) -> dict[tuple[str, str], int]:
     """The model's most lost per setting and fault, summed over the cuts: computed here from
     each cut's acknowledgement ages, so every run reads the same model."""
     most: dict[tuple[str, str], int] = {}
-    for cut in cut_files(run):
+    for cut in cuts:
         setting = model.SETTINGS[cut["setting"]]
         for fault in model.FAULTS:
             key = (setting.name, fault)
@@ -114,11 +115,12 @@ def model_most(run: RecordedRun) -> dict[tuple[str, str], int]:
     return most
 
 
-def tally_table(run: RecordedRun) -> pd.DataFrame:
+def tally_table(run: RecordedRun, cuts: list[dict] | None = None) -> pd.DataFrame:
     """One row per setting and fault: cuts, acknowledged, lost, the model's most, cuts
-    started, cuts losing, the oldest lost commit's age."""
+    started, cuts losing, the oldest lost commit's age. `cuts`: the run's cut files, when
+    the caller has read them already."""
     results = run.results
-    most = model_most(run)
+    most = model_most(cut_files(run) if cuts is None else cuts)
     acked = results[results["metric"] == "acked"].groupby("setting")["value"].agg(
         ["sum", "count"])
     rows = []
@@ -171,13 +173,14 @@ def _log_buffered(cuts: list[dict]) -> bool | None:
 
 
 def findings(run: RecordedRun) -> Findings:
-    table = tally_table(run)
     cuts = cut_files(run)
+    table = tally_table(run, cuts)
     same = all(cut["power cut"]["rows"] == cut["kernel crash"]["rows"] for cut in cuts)
     newest_only = all(cut[fault]["rows"] == list(range(1, len(cut[fault]["rows"]) + 1))
                       for cut in cuts for fault in model.FAULTS)
     return Findings(params=Parameters.from_record(run.meta["parameters"]),
                     tallies=tuple(Tally(**row) for row in table.to_dict("records")),
                     commits_per_s=_commit_rates(cuts), innodb_log_buffered=_log_buffered(cuts),
+                    writing_s=tuple(cut["trial"]["writing_s"] for cut in cuts),
                     power_cut_kept_what_the_kernel_crash_kept=same,
                     every_fault_took_the_newest_only=newest_only)

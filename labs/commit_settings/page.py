@@ -14,7 +14,7 @@ from labs.book.fault_counts import loss_headline, loss_table, window_text
 from labs.book.panel import LabPanel
 from labs.book.provenance import run_summary
 from labs.commit_settings import model
-from labs.commit_settings.findings import cut_files, findings, lost_ages, tally_table
+from labs.commit_settings.findings import findings, lost_ages, tally_table
 from labs.commit_settings.params import Parameters
 from labs.records import RecordedRun
 
@@ -29,7 +29,6 @@ def _ms(value_s: float) -> str:
 def figures(run: RecordedRun) -> dict[str, str]:
     found = findings(run)
     p = found.params
-    writing_s = [cut["trial"]["writing_s"] for cut in cut_files(run)]
     sync_off = found.tally("pg-sync-off", "power cut")
     fsync_off = found.tally("pg-fsync-off", "kernel crash")
     flush_2 = found.tally("innodb-2", "power cut")
@@ -37,8 +36,8 @@ def figures(run: RecordedRun) -> dict[str, str]:
     return {
         "cuts": nt.count(p.cuts),
         "write_s": nt.number(p.write_s, 0),
-        "writing_s_min": nt.number(min(writing_s), 1),
-        "writing_s_max": nt.number(max(writing_s), 1),
+        "writing_s_min": nt.number(min(found.writing_s), 1),
+        "writing_s_max": nt.number(max(found.writing_s), 1),
         "commits_per_s_min": nt.count(min(found.commits_per_s.values())),
         "commits_per_s_max": nt.count(max(found.commits_per_s.values())),
         "sync_off_crash_lost": nt.count(found.tally("pg-sync-off", "process crash").lost),
