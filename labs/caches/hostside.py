@@ -7,7 +7,6 @@ posix_fadvise(DONTNEED) on those files only (probe.py), never the machine's whol
 
 from __future__ import annotations
 
-import shlex
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,8 +57,8 @@ class LabDisk:
             return
         self.readahead_now = sectors
         command = ["blockdev", "--setra", str(int(sectors)), self.fs.device]
-        self.rec.add_command(f"[{self.ws.host.name}] {shlex.join(command)}")
-        # Safe: run_guarded refuses any device but the lab's own loop device.
+        # Safe: run_guarded refuses any device but the lab's own loop device (and the
+        # workspace records the command in run.json).
         self.ws.run_guarded(command, [self.fs.device], timeout_s=60)
 
     def logical_block_bytes(self) -> int:

@@ -20,11 +20,11 @@ from labs.caches.params import Parameters
 from labs.caches.rocks import RocksNode
 from labs.errors import UsageError
 from labs.infra import containers, images
-from labs.infra.facts import host_facts, require_memory_mib
+from labs.infra.facts import require_memory_mib
 from labs.infra.hosts import Host
-from labs.infra.workspace import LabWorkspace
+from labs.infra.lab_run import LabRun
 from labs.progress import Progress
-from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
+from labs.records import RecordedRun
 
 
 def choose_cql_image(engine: docker.DockerClient, p: Parameters) -> tuple[str, str]:
@@ -75,11 +75,8 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     check_memory(host, p)
     progress.expect(expected_steps(p))
     started = time.monotonic()
-    run_id = new_run_id(host.name)
-    recorder = RunRecorder(p.LAB, p.as_record(), seed=p.seed, run_id=run_id,
-                           lab_host=host.name, host=host_facts(host))
-    with recorder as rec, LabWorkspace(host, lab=p.LAB, run_id=run_id) as ws:
-        rec.add_command(p.command_line())
+    with LabRun(p, host) as lab_run:
+        rec, ws = lab_run.rec, lab_run.ws
         out = legs.Recorder(rec)
         out.add("lab", "start", "load_average", load_average(host), "ratio")
         progress.step("recording the images' digests")
@@ -99,7 +96,7 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
         out.add("lab", "end", "load_average", load_average(host), "ratio")
         out.add("lab", "all", "wall_time", round(time.monotonic() - started, 1), "s")
         progress.step("removing the containers and the file system; writing the run")
-    return load_run(recorder.final_path)
+    return lab_run.recorded()
 
 
 def run_rocksdb(p: Parameters, disk: LabDisk, out: legs.Recorder, image: str,

@@ -20,13 +20,13 @@ from labs.commit_settings.model import Setting
 from labs.commit_settings.params import Parameters
 from labs.errors import LabError
 from labs.infra.acks import AckStream
-from labs.infra.facts import host_facts
 from labs.infra.hosts import CommandFailed, Host
+from labs.infra.lab_run import LabRun
 from labs.infra.vm import machine
 from labs.infra.vm.servers import SERVERS
 from labs.infra.workspace import LabWorkspace
 from labs.progress import Progress
-from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
+from labs.records import RecordedRun, RunRecorder
 from labs.write_path.logged_disk import LoggedDisk
 
 SLICE_SECTORS = 524288  # 256 MiB in 512-byte sectors: a database with its logs, and room
@@ -187,12 +187,8 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
                            "ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1 || echo initdb")
     settings = [model.SETTINGS[name] for name in params.settings]
     progress.expect(1 + len(settings) * params.cuts + 1)
-    run_id = new_run_id(host.name)
-    recorder = RunRecorder(params.LAB, params.as_record(), seed=params.seed, run_id=run_id,
-                           lab_host=host.name, host=host_facts(host))
-    with recorder as rec, LabWorkspace(host, lab=params.LAB, run_id=run_id,
-                                       on_command=rec.add_command) as ws:
-        rec.add_command(params.command_line())
+    with LabRun(params, host) as lab_run:
+        rec, ws = lab_run.rec, lab_run.ws
         progress.step("setting up the two 256 MiB slices and the probe")
         bench = Bench(ws, rec, params, progress)
         bench.disk.set_up()
@@ -207,4 +203,4 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
                                 + ", ".join(f"{found[fault]['lost']} to the {fault}"
                                             for fault in model.FAULTS))
         progress.step("writing the recorded run")
-    return load_run(recorder.final_path)
+    return lab_run.recorded()

@@ -24,11 +24,11 @@ from labs.consistency.cluster import Cluster
 from labs.consistency.params import CASES, NEW, NODES, OLD, Parameters
 from labs.errors import LabError
 from labs.infra import images
-from labs.infra.facts import host_facts, require_memory_mib
+from labs.infra.facts import require_memory_mib
 from labs.infra.hosts import Host
-from labs.infra.workspace import LabWorkspace
+from labs.infra.lab_run import LabRun
 from labs.progress import Progress
-from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
+from labs.records import RecordedRun, RunRecorder
 
 KEYSPACE = "lab"
 # speculative_retry NONE: a slow replica is not replaced by another mid-read; read_repair
@@ -51,12 +51,9 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     p = params
     progress.expect(10)
     check_memory(host, p)
-    run_id = new_run_id(host.name)
-    recorder = RunRecorder(p.LAB, p.as_record(), seed=p.seed, run_id=run_id,
-                           lab_host=host.name, host=host_facts(host))
     started = time.monotonic()
-    with recorder as rec, LabWorkspace(host, lab=p.LAB, run_id=run_id) as ws:
-        rec.add_command(p.command_line())
+    with LabRun(p, host) as lab_run:
+        rec, ws = lab_run.rec, lab_run.ws
         image = images.ensure_image(ws.engine(), True, "cassandra", p.cassandra_image)
         progress.say(f"using {image.describe()}")
         cluster = Cluster(ws, image.tag, secrets.token_hex(3), p.heap_mib, p.memory_mib)
@@ -86,7 +83,7 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
         rec.add_result(config="lab", workload="all", metric="wall_time",
                        value=round(time.monotonic() - started, 1), unit="s")
         progress.step("removing the containers; writing the run")
-    return load_run(recorder.final_path)
+    return lab_run.recorded()
 
 
 # --- operations ------------------------------------------------------------------------------

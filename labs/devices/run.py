@@ -28,14 +28,14 @@ from typing import Any
 
 from labs.devices.params import Parameters
 from labs.errors import LabError, UsageError
-from labs.infra.facts import host_facts
 from labs.infra.hosts import Host
+from labs.infra.lab_run import LabRun
 from labs.infra.vm import machine, throttle
 from labs.infra.vm.servers import SERVERS
 from labs.infra.workspace import LabWorkspace
 from labs.models import cloud_volume
 from labs.progress import Progress
-from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
+from labs.records import RecordedRun, RunRecorder
 from labs.tools import fio as fio_tool
 from labs.tools import sysbench
 
@@ -434,12 +434,8 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
         volumes(params), burst_throttle(params)  # refuses limits QEMU cannot honour, first
         # prefill, fio x3, burst, file systems x2, sysbench x4, servers, sessions, the end
         progress.expect(1 + 3 + 1 + 2 + 4 + 1 + len(params.sessions) + 1)
-    run_id = new_run_id(host.name)
-    recorder = RunRecorder(params.LAB, params.as_record(), seed=params.seed, run_id=run_id,
-                           lab_host=host.name, host=host_facts(host))
-    with recorder as rec, LabWorkspace(host, lab=params.LAB, run_id=run_id,
-                                       on_command=rec.add_command) as ws:
-        rec.add_command(params.command_line())
+    with LabRun(params, host) as lab_run:
+        rec, ws = lab_run.rec, lab_run.ws
         tools = [("fio", "fio --version"), ("sysbench", "sysbench --version")]
         if host.is_local:
             progress.step(f"a loop device over a new {LOCAL_FILE_MIB} MiB file in "
@@ -462,4 +458,4 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
         progress.step("removing the file systems" + (", the disks' throttles back as booted"
                                                      if target.emulated else
                                                      " and the loop device with its file"))
-    return load_run(recorder.final_path)
+    return lab_run.recorded()

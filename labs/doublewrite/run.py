@@ -20,9 +20,9 @@ from labs.errors import UsageError
 from labs.infra import images
 from labs.infra.facts import host_facts
 from labs.infra.hosts import Host
-from labs.infra.workspace import LabWorkspace
+from labs.infra.lab_run import LabRun
 from labs.progress import Progress
-from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
+from labs.records import RecordedRun
 
 
 def load_average(host: Host) -> list[float]:
@@ -37,15 +37,11 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
         raise UsageError(f"host {host.name}: the doublewrite lab needs root there (a loop "
                          f"device, a mount, files written by the container): run it with sudo")
     progress.expect(4 + params.leg_count() + (2 if params.torn_page else 0))
-    run_id = new_run_id(host.name)
     started = time.monotonic()
     facts = host_facts(host)
     facts["load_average_before"] = load_average(host)
-    recorder = RunRecorder(params.LAB, params.as_record(), seed=params.seed, run_id=run_id,
-                           lab_host=host.name, host=facts)
-    with recorder as rec, LabWorkspace(host, lab=params.LAB, run_id=run_id,
-                                       on_command=rec.add_command) as ws:
-        rec.add_command(params.command_line())
+    with LabRun(params, host, facts=facts) as lab_run:
+        rec, ws = lab_run.rec, lab_run.ws
         progress.step("choosing the MariaDB image")
         choice = images.use_image(ws.engine(), host.is_local, "mariadb", params.image, progress,
                                   rec.add_tool_version)
@@ -62,4 +58,4 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
                        value=round(time.monotonic() - started, 1), unit="s")
         rec.host["load_average_after"] = load_average(host)
         progress.step("removing the containers and the file system; writing the run")
-    return load_run(recorder.final_path)
+    return lab_run.recorded()

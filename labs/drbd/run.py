@@ -51,9 +51,10 @@ from labs.drbd.sides import SSH_DISK_MIB, check_pair
 from labs.errors import LabError, UsageError
 from labs.infra.facts import host_facts
 from labs.infra.hosts import Host
+from labs.infra.lab_run import LabRun
 from labs.infra.workspace import LabWorkspace
 from labs.progress import Progress
-from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
+from labs.records import RecordedRun, RunRecorder
 from labs.tools import drbd, fio, pgbench
 from labs.tools.drbd_state import drbd_major_version
 
@@ -79,17 +80,10 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     largest = max(params.added_rtt_ms)
     others = [p for p in params.protocols if p != "C"]
     progress.expect(expected_steps(params, others))
-    run_id = new_run_id(host.name)
-    recorder = RunRecorder(params.LAB, params.as_record(), seed=params.seed, run_id=run_id,
-                           lab_host=host.name, host=host_facts(host))
     # The peer's workspace is opened first so that it closes last: the primary stops its
     # database and unmounts while the peer still mirrors what that writes.
-    with recorder as rec, \
-            LabWorkspace(peer_host, lab=params.LAB, run_id=run_id,
-                         on_command=rec.add_command) as ws2, \
-            LabWorkspace(host, lab=params.LAB, run_id=run_id,
-                         on_command=rec.add_command) as ws1:
-        rec.add_command(params.command_line())
+    with LabRun(params, host, peers=[peer_host]) as lab_run:
+        rec, ws1, (ws2,) = lab_run.rec, lab_run.ws, lab_run.peer_workspaces
         rec.add_raw("peer-host.json", json.dumps(host_facts(peer_host), indent=2) + "\n")
         proc = host.sudo("modprobe drbd && cat /proc/drbd", timeout_s=120).stdout
         peer_host.sudo("modprobe drbd", timeout_s=120)
@@ -127,7 +121,7 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
         if params.part == "all":
             databases(params, pair, rec, progress, largest)
         progress.step("stopping PostgreSQL, taking DRBD and netem down; writing the run")
-    return load_run(recorder.final_path)
+    return lab_run.recorded()
 
 
 def expected_steps(params: Parameters, others: list[str]) -> int:

@@ -16,15 +16,15 @@ from typing import Any
 
 from labs.errors import LabError
 from labs.infra.acks import AckStream, lost_window_ms
-from labs.infra.facts import host_facts
 from labs.infra.hosts import CommandFailed, CommandResult, Host
+from labs.infra.lab_run import LabRun
 from labs.infra.vm import machine, power
 from labs.infra.vm.servers import SERVERS, Server
 from labs.infra.workspace import LabWorkspace
 from labs.power_loss import model, torn
 from labs.power_loss.params import SETTINGS, TORN_ROWS, TORN_SETTINGS, Parameters
 from labs.progress import Progress
-from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
+from labs.records import RecordedRun, RunRecorder
 from labs.tools import innochecksum, mariadb
 
 
@@ -97,12 +97,8 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
                        "(or leave them out with --tear-delay-ms 0)")
     progress.expect(2 + 4 * params.cuts)
     rng = random.Random(params.seed)
-    run_id = new_run_id(host.name)
-    recorder = RunRecorder(params.LAB, params.as_record(), seed=params.seed, run_id=run_id,
-                           lab_host=host.name, host=host_facts(host))
-    with recorder as rec, LabWorkspace(host, lab=params.LAB, run_id=run_id,
-                                       on_command=rec.add_command) as ws:
-        rec.add_command(params.command_line())
+    with LabRun(params, host) as lab_run:
+        rec, ws = lab_run.rec, lab_run.ws
         disks = set_up_disks(params, ws, progress, disk, second)
         versions = host.sudo("mariadbd --version; "
                              "$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)/postgres "
@@ -112,7 +108,7 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
         for cut in range(1, params.cuts + 1):
             cut_once(params, ws, rec, progress, rng, cut, disks)
         progress.step("stopping the databases, removing the file system; writing the run")
-    return load_run(recorder.final_path)
+    return lab_run.recorded()
 
 
 @dataclass

@@ -7,12 +7,12 @@ import time
 
 import numpy as np
 
-from labs.infra.facts import host_facts
 from labs.infra.hosts import Host
+from labs.infra.lab_run import LabRun
 from labs.models import quorum as model
 from labs.progress import Progress
 from labs.quorum.params import Parameters
-from labs.records import RecordedRun, RunRecorder, load_run
+from labs.records import RecordedRun
 
 
 def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
@@ -20,10 +20,9 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     progress.expect(3)
     progress.step(f"simulating {params.trials:,} worlds of {params.config} over "
                   f"{params.azs} zones")
-    recorder = RunRecorder(params.LAB, params.as_record(), seed=params.seed,
-                           lab_host=host.name, host=host_facts(host))
-    with recorder as rec:
-        rec.add_command(params.command_line())
+    # A model on this machine: the run's workspace stays unused.
+    with LabRun(params, host) as lab_run:
+        rec = lab_run.rec
         rec.add_tool_version("numpy", np.__version__)
         started = time.perf_counter()
         estimate = model.simulate_unavailability(
@@ -54,4 +53,4 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
                        value=params.trials / seconds, unit="trials/s", op="both")
         progress.step("writing the recorded run")
         progress.say(f"{params.trials / seconds:,.0f} trials/s")
-    return load_run(recorder.final_path)
+    return lab_run.recorded()

@@ -28,8 +28,9 @@ import time
 from labs.errors import LabError, UsageError
 from labs.infra import netns
 from labs.infra.acks import AckStream
-from labs.infra.facts import available_memory_mib, host_facts
+from labs.infra.facts import available_memory_mib
 from labs.infra.hosts import Host
+from labs.infra.lab_run import LabRun
 from labs.infra.vm import machine
 from labs.infra.vm.servers import PG_BIN, SERVERS
 from labs.infra.workspace import LabWorkspace
@@ -38,7 +39,7 @@ from labs.progress import Progress
 from labs.quorum_commit import power_cut
 from labs.quorum_commit.copies import Copies, Copy, lsn
 from labs.quorum_commit.params import LAYOUTS, STANDBYS, Parameters, Point, points
-from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
+from labs.records import RecordedRun, RunRecorder
 from labs.tools import fio, netem, pgbench
 
 NEEDED = ("psql", "pgbench", "pg_basebackup", "ping", "tc", "ip", "fio", "runuser", "stdbuf")
@@ -63,13 +64,9 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     cut_steps = power_cut.STEPS_PER_CUT * len(p.cut_settings) if cuts else 0
     progress.expect(3 + (len(LAYOUTS) * (1 + len(points(p))) + 5 if sweeps else 1)
                     + cut_steps + 1)
-    run_id = new_run_id(host.name)
     started = time.monotonic()
-    recorder = RunRecorder(p.LAB, p.as_record(), seed=p.seed, run_id=run_id,
-                           lab_host=host.name, host=host_facts(host))
-    with recorder as rec, LabWorkspace(host, lab=p.LAB, run_id=run_id,
-                                       on_command=rec.add_command) as ws:
-        rec.add_command(p.command_line())
+    with LabRun(p, host) as lab_run:
+        rec, ws = lab_run.rec, lab_run.ws
         progress.step(f"an ext4 file system on {disk}, for the six copies")
         ws.make_filesystem(disk, "ext4", label="quorum")
         mount_point = ws.mount(disk, "data")
@@ -99,7 +96,7 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
                        value=round(time.monotonic() - started, 1), unit="s")
         progress.step("stopping the six servers, removing the namespaces and the file "
                       "system; writing the run")
-    return load_run(recorder.final_path)
+    return lab_run.recorded()
 
 
 # --- the model's inputs ----------------------------------------------------------------------

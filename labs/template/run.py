@@ -5,22 +5,19 @@ from __future__ import annotations
 import shlex
 import time
 
-from labs.infra.facts import host_facts
 from labs.infra.hosts import Host
-from labs.infra.workspace import LabWorkspace
+from labs.infra.lab_run import LabRun
 from labs.progress import Progress
-from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
+from labs.records import RecordedRun
 from labs.template.params import Parameters
 
 
 def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     progress.expect(len(params.blocks) + 1)
-    run_id = new_run_id(host.name)
-    recorder = RunRecorder(params.LAB, params.as_record(), seed=params.seed, run_id=run_id,
-                           lab_host=host.name, host=host_facts(host))
-    # The workspace journals its folder first: after a crash `python -m labs clean` removes it.
-    with recorder as rec, LabWorkspace(host, lab=params.LAB, run_id=run_id) as ws:
-        rec.add_command(params.command_line())
+    # LabRun opens the recorder and the workspace and records the command line first; the
+    # workspace journals its folder first: after a crash `python -m labs clean` removes it.
+    with LabRun(params, host) as lab_run:
+        rec, ws = lab_run.rec, lab_run.ws
         ws.prepare()
         for count in params.blocks:
             progress.step(f"dd {count} x {params.block_kib} KiB")
@@ -40,4 +37,4 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
             rec.add_result(config=f"blocks-{count}", workload="dd", metric="seconds",
                            value=seconds, unit="s", **dims)
         progress.step("writing the recorded run")
-    return load_run(recorder.final_path)
+    return lab_run.recorded()

@@ -13,11 +13,10 @@ import uuid
 
 from labs.errors import UsageError
 from labs.infra import images
-from labs.infra.facts import host_facts
 from labs.infra.hosts import Host
-from labs.infra.workspace import LabWorkspace
+from labs.infra.lab_run import LabRun
 from labs.progress import Progress
-from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
+from labs.records import RecordedRun, RunRecorder
 from labs.torn_pages.bench import Benchmark
 from labs.torn_pages.cluster import Cluster
 from labs.torn_pages.params import Parameters
@@ -32,12 +31,9 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     # image, file system, start, pgbench -i, warm-up; the legs; the stopped-cluster tear,
     # three crashes and the teardown
     progress.expect(5 + params.leg_count() + 5)
-    run_id = new_run_id(host.name)
     started = time.monotonic()
-    recorder = RunRecorder(params.LAB, params.as_record(), seed=params.seed, run_id=run_id,
-                           lab_host=host.name, host=host_facts(host))
-    with recorder as rec, LabWorkspace(host, lab=params.LAB, run_id=run_id) as ws:
-        rec.add_command(params.command_line())
+    with LabRun(params, host) as lab_run:
+        rec, ws = lab_run.rec, lab_run.ws
         # The machine may be shared: its load before and after says how noisy the run was.
         add_load_average(host, rec, "start")
         progress.step("choosing the PostgreSQL image")
@@ -52,7 +48,7 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
         rec.add_result(config="all", workload="lab", metric="wall_time",
                        value=round(time.monotonic() - started, 1), unit="s")
         progress.step("removing the containers and the file system; writing the run")
-    return load_run(recorder.final_path)
+    return lab_run.recorded()
 
 
 def add_load_average(host: Host, rec: RunRecorder, when: str) -> None:

@@ -15,9 +15,10 @@ from typing import Any
 from labs.errors import LabError
 from labs.infra.facts import host_facts
 from labs.infra.hosts import CommandResult, Host
+from labs.infra.lab_run import LabRun
 from labs.infra.workspace import LabWorkspace
 from labs.progress import Progress
-from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
+from labs.records import RecordedRun, RunRecorder
 from labs.tools import fio as fio_tool
 from labs.tools import mdadm as md
 from labs.write_mostly.drills import Drills
@@ -472,25 +473,20 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     legs = disk_legs(host, params, vm_cap) if mode == "disks" else None
     power_cut = can_cut_power(host, mode, params.part)  # before anything is made
     progress.expect(major_steps(params.scale, params.part, power_cut))
-    run_id = new_run_id(host.name)
     record = {**params.as_record(), "profile_settings": asdict(params.scale),
               "legs_mode": mode, "configurations": [asdict(c) for c in CONFIGURATIONS],
               "workloads": {k: {"rw": v[0], "iodepth": v[1], "rate_iops": v[2],
                                 "bs": BLOCK_SIZE} for k, v in WORKLOADS.items()}}
-    recorder = RunRecorder(params.LAB, record, seed=params.seed, run_id=run_id,
-                           lab_host=host.name, host=facts)
-    with recorder as rec:
-        rec.add_command(params.command_line())
-        with LabWorkspace(host, lab=params.LAB, run_id=run_id,
-                          allow_devices=params.allow_device, log=progress.detail,
-                          on_command=rec.add_command) as workspace:
-            if legs is None:
-                legs = loop_legs(workspace, params.scale, params.loop_slow_iops)
-            rec.parameters.update(fast_device=legs.fast, slow_device=legs.slow,
-                                  slow_cap_iops=legs.cap_iops, slow_cap_by=legs.cap_by)
-            lab = WriteMostlyLab(host, workspace, rec, params, legs, progress)
-            lab.measure()
-            progress.step("taking the array and its devices down; writing the run")
+    with LabRun(params, host, facts=facts, record=record, log=progress.detail,
+                allow_devices=params.allow_device) as lab_run:
+        rec, workspace = lab_run.rec, lab_run.ws
+        if legs is None:
+            legs = loop_legs(workspace, params.scale, params.loop_slow_iops)
+        rec.parameters.update(fast_device=legs.fast, slow_device=legs.slow,
+                              slow_cap_iops=legs.cap_iops, slow_cap_by=legs.cap_by)
+        lab = WriteMostlyLab(host, workspace, rec, params, legs, progress)
+        lab.measure()
         rec.add_result(config="lab", workload="wall", metric="wall_time_s",
                        value=time.monotonic() - started, unit="s", leg="none")
-    return load_run(recorder.final_path)
+        progress.step("taking the array and its devices down; writing the run")
+    return lab_run.recorded()

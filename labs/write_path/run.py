@@ -13,11 +13,11 @@ import json
 import secrets
 from typing import Any
 
-from labs.infra.facts import host_facts
 from labs.infra.hosts import Host
+from labs.infra.lab_run import LabRun
 from labs.infra.workspace import LabWorkspace
 from labs.progress import Progress
-from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
+from labs.records import RecordedRun, RunRecorder
 from labs.write_path import model
 from labs.write_path.logged_disk import LoggedDisk
 from labs.write_path.model import Way
@@ -98,12 +98,8 @@ def record_cut(rec: RunRecorder, found: dict[str, Any]) -> None:
 def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     ways = [model.WAYS[name] for name in params.ways]
     progress.expect(1 + len(ways) * params.cuts + 1)
-    run_id = new_run_id(host.name)
-    recorder = RunRecorder(params.LAB, params.as_record(), seed=params.seed, run_id=run_id,
-                           lab_host=host.name, host=host_facts(host))
-    with recorder as rec, LabWorkspace(host, lab=params.LAB, run_id=run_id,
-                                       on_command=rec.add_command) as ws:
-        rec.add_command(params.command_line())
+    with LabRun(params, host) as lab_run:
+        rec, ws = lab_run.rec, lab_run.ws
         progress.step("setting up the two 64 MiB slices and the probe")
         bench = Bench(ws, rec, params)
         bench.disk.set_up()
@@ -118,4 +114,4 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
                               + ", ".join(f"{found[fault]['lost']} to the {fault}"
                                           for fault in model.FAULTS))
         progress.step("writing the recorded run")
-    return load_run(recorder.final_path)
+    return lab_run.recorded()
