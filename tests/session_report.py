@@ -9,7 +9,9 @@ waiting on emulated machines) run beside the models, the book, the browser and t
 container labs. Within a group nothing changes, so tests that share a machine never overlap.
 The workers find the groups (they know each test's fixtures) and write them to a file the
 controller's scheduler reads. The host group's worker runs at the lowest CPU priority: the
-VM group is the longer one, and its emulated machines need the CPU most.
+VM group is the longer one, and its emulated machines need the CPU most; while a VM test
+holds the machine (`machine_to_itself`, around the DRBD lab's ci run and its kill test),
+the host group's worker starts no new test.
 
 The figures a worker reports go to a file the controller reads after every test (a worker's
 own standard output reaches no terminal). The time report is printed at the end and
@@ -25,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -33,6 +36,7 @@ from xdist.scheduler import LoadScopeScheduling
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 FIGURES_ENV = "LABS_TEST_FIGURES"
 GROUPS_ENV = "LABS_TEST_GROUPS"
+MACHINE_WANTED_ENV = "LABS_TEST_MACHINE_WANTED"
 TIMES_FILE = PROJECT_ROOT / "_build" / "test-times.json"
 
 # A test in this group uses the lab VMs (booted once per session, in the worker that runs
@@ -100,6 +104,40 @@ def lower_priority_for_the_host_group(item: pytest.Item) -> None:
             _GROUP_OF_TEST.get(item.nodeid) == HOST_GROUP:
         os.nice(HOST_GROUP_NICE)
         _lowered.append(True)
+
+
+# The lowest priority is not enough for the longest VM lab run: beside the host group's
+# containers, browser and book build, the DRBD lab's ci run took 653 s, alone 390 s (the
+# emulated machines lose more than their share of the two cores). While a VM test holds the
+# machine (machine_to_itself), the host group's worker waits between its tests; it has time
+# to spare, and the VM group is CI's longest path.
+MACHINE_WAIT_LIMIT_S = 900
+
+
+@contextmanager
+def machine_to_itself():
+    """In the VM group: the host group starts no new test while this block runs."""
+    path = Path(os.environ.get(MACHINE_WANTED_ENV, ""))
+    if not os.environ.get(MACHINE_WANTED_ENV):
+        yield
+        return
+    path.touch()
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def wait_while_the_machine_is_wanted(item: pytest.Item) -> None:
+    """In the host group's worker, before each test: wait while a VM test holds the
+    machine (at most MACHINE_WAIT_LIMIT_S at a time, so that a VM test that died holding it
+    delays the host group only that long)."""
+    wanted = os.environ.get(MACHINE_WANTED_ENV)
+    if not wanted or _GROUP_OF_TEST.get(item.nodeid) != HOST_GROUP:
+        return
+    started = time.monotonic()
+    while Path(wanted).exists() and time.monotonic() - started < MACHINE_WAIT_LIMIT_S:
+        time.sleep(1)
 
 
 def write_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -196,6 +234,7 @@ def start_shared_files(config: pytest.Config) -> None:
     folder = Path(tempfile.mkdtemp(prefix="labs-test-session-"))
     os.environ[FIGURES_ENV] = str(folder / "figures.txt")
     os.environ[GROUPS_ENV] = str(folder / "groups.json")
+    os.environ[MACHINE_WANTED_ENV] = str(folder / "machine-wanted")
 
 
 def relay_figures(config: pytest.Config) -> None:

@@ -36,6 +36,7 @@ from conftest import (
     run_vm_ci,
     vm_inventory_entry,
 )
+from session_report import machine_to_itself
 
 from labs.drbd import page
 from labs.tools import netem
@@ -85,7 +86,9 @@ def ssh_pair_env(lab_vms):
 
 @pytest.fixture(scope="module")
 def ci_run(lab_vms, ssh_pair_env, request):
-    ran = run_vm_ci(lab_vms, "drbd", "--host", "zone-a", "--peer", "zone-b", env=ssh_pair_env)
+    with machine_to_itself():  # CI's longest lab run, at half speed beside the host group
+        ran = run_vm_ci(lab_vms, "drbd", "--host", "zone-a", "--peer", "zone-b",
+                        env=ssh_pair_env)
     run, wall_s = ran.run, ran.wall_s
     f = page.figures(run)
     report(request.config, f"drbd ci run on zone-a+zone-b (vm1, vm2 as SSH hosts): "
@@ -222,8 +225,10 @@ def test_nothing_is_left_in_either_vm(ci_run, lab_vms):
 def test_a_run_killed_mid_sweep_is_cleaned_up_by_clean(ci_run, lab_vms, figures):
     # The ci profile's first point is +6 ms: DRBD is up and netem on. The sweep part gets
     # there without the bare disk's pgbench.
-    kill_once_it_prints(["run", "drbd", *PAIR, "--profile", "ci", "--part", "sweep"],
-                        {**os.environ, **lab_vms.env}, "round trip +6 ms: ping", settle_s=2)
+    with machine_to_itself():  # a second pass through the sweep's set-up, as long
+        kill_once_it_prints(["run", "drbd", *PAIR, "--profile", "ci", "--part", "sweep"],
+                            {**os.environ, **lab_vms.env}, "round trip +6 ms: ping",
+                            settle_s=2)
     for vm in ("vm1", "vm2"):
         left = leftovers(lab_vms, vm)
         assert "drbd=1" in left and "netem=1" in left, f"{vm}: {left}"

@@ -1,0 +1,63 @@
+"""The test session's own machinery (tests/session_report.py): while a VM test holds the
+machine, the host group's worker starts no new test, and only until the VM test lets go."""
+
+from __future__ import annotations
+
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+import session_report
+from session_report import (
+    HOST_GROUP,
+    MACHINE_WANTED_ENV,
+    VM_GROUP,
+    machine_to_itself,
+    wait_while_the_machine_is_wanted,
+)
+
+
+@pytest.fixture
+def wanted(tmp_path, monkeypatch):
+    path = tmp_path / "machine-wanted"
+    monkeypatch.setenv(MACHINE_WANTED_ENV, str(path))
+    monkeypatch.setitem(session_report._GROUP_OF_TEST, "host::test", HOST_GROUP)
+    monkeypatch.setitem(session_report._GROUP_OF_TEST, "vm::test", VM_GROUP)
+    return path
+
+
+def test_the_machine_is_held_only_inside_the_block_even_when_it_fails(wanted):
+    with pytest.raises(RuntimeError):
+        with machine_to_itself():
+            assert wanted.exists()
+            raise RuntimeError("the VM test failed")
+    assert not wanted.exists()
+
+
+def test_a_host_test_waits_until_the_vm_test_lets_go(wanted):
+    holding = machine_to_itself()
+    holding.__enter__()
+    threading.Timer(1.5, holding.__exit__, args=(None, None, None)).start()
+    started = time.monotonic()
+    wait_while_the_machine_is_wanted(SimpleNamespace(nodeid="host::test"))
+    waited_s = time.monotonic() - started
+    assert not wanted.exists() and waited_s >= 1.0
+
+
+def test_a_vm_test_never_waits_and_nobody_waits_for_a_free_machine(wanted):
+    wanted.touch()
+    started = time.monotonic()
+    wait_while_the_machine_is_wanted(SimpleNamespace(nodeid="vm::test"))
+    assert time.monotonic() - started < 1.0
+    wanted.unlink()
+    wait_while_the_machine_is_wanted(SimpleNamespace(nodeid="host::test"))
+    assert time.monotonic() - started < 1.0
+
+
+def test_a_holder_that_never_lets_go_delays_the_host_group_only_so_long(wanted, monkeypatch):
+    monkeypatch.setattr(session_report, "MACHINE_WAIT_LIMIT_S", 1.0)
+    wanted.touch()
+    started = time.monotonic()
+    wait_while_the_machine_is_wanted(SimpleNamespace(nodeid="host::test"))
+    assert 1.0 <= time.monotonic() - started < 5.0
