@@ -18,7 +18,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -377,103 +376,48 @@ def vm_inventory_entry(name: str, vm: str, **extra: str) -> str:
         for key, value in fields.items())
 
 
-# The ci runs that take vm1 in turn while the power-loss tests cut vm2's power
-# (BackgroundCiRuns); each lab's own tests finish its run with the same arguments.
-CI_RUNS_BESIDE_POWER_LOSS = (("quorum-commit", "--host", "vm1"), ("write-path", "--host", "vm1"),
-                             ("commit-settings", "--host", "vm1"))
-
-
-@dataclass
-class BackgroundRun:
-    """One lab's ci run in the background: its command's arguments, the runs it found
-    before it started, and once started its process and start time; `ended` is set when it
-    has ended or will never start."""
-
-    args: tuple[str, ...]
-    ended: threading.Event
-    before: set | None = None
-    process: subprocess.Popen | None = None
-    started: float = 0.0
-    wall_s: float = 0.0
-
-
 class BackgroundCiRuns:
-    """Lab ci runs in the background on one VM while other tests use the other. While the
-    power-loss tests cut vm2's power (and clean only vm2), the quorum-commit, write-path and
-    commit-settings labs' ci runs take vm1 one after another (each uses the VM's lab disks);
-    their own tests then wait for them and check them. `start_in_turn` queues runs for one
-    VM (a lab already queued keeps its place); `finish` waits for a lab's run (starting it
-    at once if nothing queued it) and returns it as run_vm_ci does."""
+    """Lab ci runs started in the background on one VM while other tests use the other: the
+    quorum-commit lab (vm1) runs beside the power-loss tests (vm2), which cut only vm2's
+    power and clean only vm2. `start` is a no-op for a lab already started; `finish` waits
+    for it (starting it first if needed) and returns (its run, its wall time in s)."""
 
     def __init__(self, lab_vms):
         self.lab_vms = lab_vms
-        self.runs: dict[str, BackgroundRun] = {}
-        self.stopping = threading.Event()
-        self.threads: list[threading.Thread] = []
-        self.launching = threading.Lock()  # stop_all never misses a run being launched
+        self.runs: dict[str, tuple[subprocess.Popen, set, float]] = {}
 
-    def _launch(self, lab: str) -> None:
+    def start(self, lab: str, *args: str) -> None:
         from labs.records import list_runs
 
-        entry = self.runs[lab]
-        entry.before = set(list_runs(lab, self.lab_vms.base / "runs"))
-        entry.started = time.monotonic()
+        if lab in self.runs:
+            return
+        before = set(list_runs(lab, self.lab_vms.base / "runs"))
         # Output to files: a pipe that nobody reads while other tests run would fill up.
         with (self.lab_vms.base / f"{lab}-ci.out").open("w") as out:
-            entry.process = subprocess.Popen(
-                [sys.executable, "-m", "labs", "run", lab, *entry.args, "--profile", "ci"],
+            process = subprocess.Popen(
+                [sys.executable, "-m", "labs", "run", lab, *args, "--profile", "ci"],
                 cwd=PROJECT_ROOT, env={**os.environ, **self.lab_vms.env}, stdout=out,
                 stderr=subprocess.STDOUT, text=True)
+        self.runs[lab] = (process, before, time.monotonic())
 
-    def _run_in_turn(self, labs: list[str]) -> None:
-        for lab in labs:
-            entry = self.runs[lab]
-            with self.launching:
-                if not self.stopping.is_set():
-                    self._launch(lab)
-            if entry.process is not None:
-                entry.process.wait()
-                entry.wall_s = time.monotonic() - entry.started
-            entry.ended.set()
-
-    def start_in_turn(self, *runs: tuple[str, ...]) -> None:
-        """Each of `runs` is (lab, its arguments...), run one after another in a thread."""
-        queued = [lab for lab, *args in runs if lab not in self.runs]
-        for lab, *args in runs:
-            self.runs.setdefault(lab, BackgroundRun(tuple(args), threading.Event()))
-        thread = threading.Thread(target=self._run_in_turn, args=(queued,), daemon=True)
-        thread.start()
-        self.threads.append(thread)
-
-    def finish(self, lab: str, *args: str, timeout_s: float = 2400) -> VmCiRun:
+    def finish(self, lab: str, *args: str, timeout_s: float = 2400):
         from labs.records import list_runs, load_run
 
-        if lab not in self.runs:
-            self.start_in_turn((lab, *args))
-        entry = self.runs[lab]
-        assert entry.ended.wait(timeout=timeout_s), f"{lab}: its ci run did not end in time"
-        assert entry.process is not None, f"{lab}: its ci run never started"
+        self.start(lab, *args)
+        process, before, started = self.runs[lab]
+        process.wait(timeout=max(1.0, timeout_s - (time.monotonic() - started)))
         output = (self.lab_vms.base / f"{lab}-ci.out").read_text()
-        assert entry.process.returncode == 0, output[-6000:]
-        new = [p for p in list_runs(lab, self.lab_vms.base / "runs") if p not in entry.before]
+        assert process.returncode == 0, output[-6000:]
+        new = [p for p in list_runs(lab, self.lab_vms.base / "runs") if p not in before]
         assert len(new) == 1
         assert_steps_counted(output)
-        return VmCiRun(load_run(new[0]), entry.wall_s, output, output)
-
-    def wait_all(self, timeout_s: float = 2400) -> None:
-        """Until every queued run has ended: the VM they use is free again."""
-        for lab, entry in self.runs.items():
-            assert entry.ended.wait(timeout=timeout_s), f"{lab}: its ci run did not end in time"
+        return load_run(new[0]), time.monotonic() - started
 
     def stop_all(self) -> None:
-        with self.launching:
-            self.stopping.set()
-        for entry in self.runs.values():
-            if entry.process is not None and entry.process.poll() is None:
-                entry.process.kill()
-                entry.process.wait()
-        for thread in self.threads:
-            thread.join(timeout=60)
+        for process, _, _ in self.runs.values():
+            if process.poll() is None:
+                process.kill()
+                process.wait()
 
 
 @pytest.fixture(scope="session")
@@ -533,17 +477,11 @@ LAB_HOST_FIXTURES = {"lab_vms", "background_ci", "docker_engine"}
 LAB_HOST = pytest.mark.lab_host
 
 
-# Their ci runs start in the background during the power-loss tests: they come after them.
-FINISHED_AFTER_POWER_LOSS = {"test_commit_settings_lab.py", "test_write_path_lab.py",
-                             "test_quorum_commit_lab.py"}
-
-
 def pytest_collection_modifyitems(session, config, items):
     for item in items:
         if LAB_HOST_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(LAB_HOST)
-    items.sort(key=lambda item: (item.get_closest_marker("last") is not None,
-                                 Path(item.path).name in FINISHED_AFTER_POWER_LOSS))
+    items.sort(key=lambda item: item.get_closest_marker("last") is not None)
     write_groups(config, items)
 
 

@@ -14,13 +14,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import (
-    CI_RUNS_BESIDE_POWER_LOSS,
-    PROJECT_ROOT,
-    kill_once_it_prints,
-    report,
-    run_vm_ci,
-)
+from conftest import PROJECT_ROOT, kill_once_it_prints, report, run_vm_ci
 
 from labs.power_loss import doublewrite_page, page, torn_page
 
@@ -37,9 +31,9 @@ def leftovers(lab_vms) -> str:
 
 @pytest.fixture(scope="module")
 def ci_run(lab_vms, background_ci, request):
-    # vm1 is free while this lab cuts vm2's power: three labs' ci runs take it in turn
-    # meanwhile (their own tests wait for them). Every test here cleans only vm2.
-    background_ci.start_in_turn(*CI_RUNS_BESIDE_POWER_LOSS)
+    # vm1 is free while this lab cuts vm2's power: the quorum-commit lab's ci run goes there
+    # meanwhile (its own tests wait for it). Every test here cleans only vm2.
+    background_ci.start("quorum-commit", "--host", "vm1")
     ran = run_vm_ci(lab_vms, "power-loss", "--host", VM, timeout_s=1800)
     run = ran.run
     report(request.config, f"power-loss ci run on {VM}: {ran.wall_s:.0f} s; "
@@ -55,9 +49,7 @@ def ci_run(lab_vms, background_ci, request):
                                f"from the doublewrite area, recovered alone "
                                f"{row.recovered_alone:.0f}, damaged after {row.damaged_pages:.0f}"
                                for row in doublewrite_page.doublewrite_outcomes(run).itertuples()))
-    yield {"run": run, "stdout": ran.stdout, "stderr": ran.stderr}
-    # The next VM tests use vm1 again: not before the runs beside these have ended.
-    background_ci.wait_all()
+    return {"run": run, "stdout": ran.stdout, "stderr": ran.stderr}
 
 
 def test_every_engine_and_setting_was_cut_and_counted(ci_run):

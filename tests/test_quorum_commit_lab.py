@@ -28,8 +28,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def ci_run(background_ci, request):
     # Started beside the power-loss tests (conftest.BackgroundCiRuns), or here if alone.
-    ran = background_ci.finish("quorum-commit", "--host", "vm1")
-    run, seconds = ran.run, ran.wall_s
+    run, seconds = background_ci.finish("quorum-commit", "--host", "vm1")
     table = page.sweep(run)
     report(request.config, f"quorum-commit ci run on vm1: {seconds:.0f} s; p50 model error "
                            f"{table['error_p50_pct'].abs().max():.0f} % at most over "

@@ -23,6 +23,7 @@ from conftest import (
     assert_one_line_usage_error,
     kill_once_it_prints,
     report,
+    run_vm_ci,
 )
 
 from labs.write_path import findings, model
@@ -33,9 +34,8 @@ VM = "vm1"
 
 
 @pytest.fixture(scope="module")
-def ci_run(lab_vms, background_ci, request):
-    # Started in the background while the power-loss tests use vm2, when they ran first.
-    ran = background_ci.finish("write-path", "--host", VM, timeout_s=1800)
+def ci_run(lab_vms, request):
+    ran = run_vm_ci(lab_vms, "write-path", "--host", VM, timeout_s=1200)
     table = findings.tally_table(ran.run)
     report(request.config, f"write-path ci run on {VM}: {ran.wall_s:.0f} s; "
            + "; ".join(f"{row.way} {row.fault}: lost {row.lost} of {row.acked} (model's most "
