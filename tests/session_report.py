@@ -107,7 +107,7 @@ def lower_priority_for_the_host_group(item: pytest.Item) -> None:
 
 
 # The lowest priority is not enough for the longest VM lab run: beside the host group's
-# containers, browser and book build, the DRBD lab's ci run took 653 s, alone 390 s (the
+# containers, browser and book build, the DRBD lab's ci run took 653 s, alone about 400 s (the
 # emulated machines lose more than their share of the two cores). While a VM test holds the
 # machine (machine_to_itself), the host group's worker waits between its tests; it has time
 # to spare, and the VM group is CI's longest path.
@@ -117,10 +117,11 @@ MACHINE_WAIT_LIMIT_S = 900
 @contextmanager
 def machine_to_itself():
     """In the VM group: the host group starts no new test while this block runs."""
-    path = Path(os.environ.get(MACHINE_WANTED_ENV, ""))
-    if not os.environ.get(MACHINE_WANTED_ENV):
+    wanted = os.environ.get(MACHINE_WANTED_ENV)
+    if not wanted:  # a single process (no host group to hold back)
         yield
         return
+    path = Path(wanted)
     path.touch()
     try:
         yield
