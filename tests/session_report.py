@@ -118,7 +118,7 @@ MACHINE_WAIT_LIMIT_S = 900
 def machine_to_itself():
     """In the VM group: the host group starts no new test while this block runs."""
     wanted = os.environ.get(MACHINE_WANTED_ENV)
-    if not wanted:  # a single process (no host group to hold back)
+    if not wanted:  # outside a session that shares files with its workers
         yield
         return
     path = Path(wanted)
