@@ -42,13 +42,12 @@ class LabRun:
                  allow_devices: Iterable[str] = ()) -> None:
         self.params, self.host, self.peers = params, host, tuple(peers)
         self.run_id = new_run_id(host.name)
-        self.recorder = RunRecorder(
+        self.rec = RunRecorder(
             params.LAB, params.as_record() if record is None else record, seed=params.seed,
             run_id=self.run_id, lab_host=host.name,
             host=host_facts(host) if facts is None else facts)
         self._workspace_options = {"log": log, "allow_devices": tuple(allow_devices)}
         self._stack = ExitStack()
-        self.rec = self.recorder
         self.ws: LabWorkspace  # set on entering
         self.peer_workspaces: list[LabWorkspace] = []
 
@@ -60,7 +59,7 @@ class LabRun:
     def __enter__(self) -> LabRun:
         with ExitStack() as opening:
             opening.push(self._stack.__exit__)  # an error while opening closes what opened
-            self._stack.enter_context(self.recorder)
+            self._stack.enter_context(self.rec)
             self.rec.add_command(self.params.command_line())
             self.peer_workspaces = [self._workspace(peer) for peer in self.peers]
             self.ws = self._workspace(self.host)
@@ -72,4 +71,4 @@ class LabRun:
 
     def recorded(self) -> RecordedRun:
         """The run as the book reads it, once the `with` block has published it."""
-        return load_run(self.recorder.final_path)
+        return load_run(self.rec.final_path)
