@@ -383,3 +383,20 @@ def test_sweeps_for_charts():
     curve = ssd.queue_depth_curve(FLASH, 4096)
     assert [r["queue_depth"] for r in curve] == [1, 2, 4, 8, 16, 32, 64, 128, 256]
     assert curve[-1]["iops"] == pytest.approx(80_000)
+
+
+def test_a_tie_goes_to_the_request_queued_first_as_the_problems_say():
+    toy = disk.TOY
+    # The head on track 5; one request two tracks up, one two tracks down, queued in turn.
+    up, down = 12 * 7, 12 * 3
+    for first, second in ((up, down), (down, up)):
+        schedule = disk.simulate(toy, [disk.Request(first, 1), disk.Request(second, 1)],
+                                 "sstf", queue_depth=2, head_track=5)
+        assert [served.lba for served in schedule.served] == [first, second]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_ratio_in_a_solution_keeps_three_significant_digits(seed):
+    solution = make_problem("random-vs-sequential", seed).solve()
+    printed = float(solution.text.rsplit("= ", 1)[1].rstrip("x.").replace(",", ""))
+    assert printed == pytest.approx(solution.numbers["ratio"], rel=0.005)

@@ -12,7 +12,7 @@ from labs.tools import fio
 
 FIXTURES = Path(__file__).parent / "fixtures" / "fio"
 PROJECT = Path(__file__).resolve().parents[1]
-COLUMNS = {"job", "op", "total_ios", "iops", "bw_kib_s", "clat_p50_us", "clat_p99_us",
+COLUMNS = {"job", "op", "total_ios", "iops", "bw_kib_s", "bw_bytes_s", "clat_p50_us", "clat_p99_us",
            "clat_p999_us"}
 
 
@@ -34,6 +34,8 @@ def test_every_fixture_parses_into_consistent_rows(name):
         assert row["iops"] == pytest.approx(row["total_ios"] / (row["runtime_ms"] / 1000),
                                             rel=0.02)
         assert row["bw_kib_s"] == pytest.approx(row["iops"] * 4, rel=0.02)  # 4 KiB blocks
+        # the exact rate, of which fio's `bw` is the whole KiB/s below
+        assert row["bw_kib_s"] == row["bw_bytes_s"] // 1024
 
 
 def test_json_plus_with_three_sequential_jobs():

@@ -141,3 +141,10 @@ def test_the_table_calls_each_model_figure_a_ceiling_or_an_estimate(run):
     # "a slower flush widens the window": the model's window grows with the flush.
     for setting in ("local", "remote_write"):
         assert model.window_ms(setting, 0.1, 1.0, 5.0) > model.window_ms(setting, 0.1, 1.0, 1.0)
+
+
+def test_the_companion_was_made_from_a_working_copy_with_changes(run):
+    # "Its project commit ends in `-dirty`": the page says so; a clean re-record
+    # makes this fail, and the sentence goes.
+    assert run.meta["git_commit"].endswith("-dirty"), \
+        "quorum-commit.md, your run beside the book's: 'Its project commit ends in -dirty'"

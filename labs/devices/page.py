@@ -190,6 +190,7 @@ def mariadb_figures(run: RecordedRun) -> dict[str, str]:
                     for n in params["sessions"]]
     modelled = table[table["model_s"].notna()]
     sc1_most = table.loc[("sc1", most)]
+    sc1_others = table.loc["sc1"].drop(most)
     cpu_one = table.loc[("unthrottled", fewest)]
     cpu_most = table.loc[("unthrottled", most)]
     short = table[table["wall_s"] < LINUX_DIRTY_EXPIRE_S]
@@ -208,6 +209,7 @@ def mariadb_figures(run: RecordedRun) -> dict[str, str]:
          "mdb_headroom": (f"{sc1_most['wall_s'] / sc1_most['busy_s']:.0f}"
                           if sc1_most["busy_s"] else "∞"),  # nothing reached it at all
          "mdb_sc1_most_error": nt.number(sc1_most["error_pct"], 1, signed=True),
+         "mdb_sc1_error_max_other": f"{sc1_others['error_pct'].abs().max():.1f}",
          "mdb_short_written_mib": f"{short['written_mib'].max():.2f}",
          "mdb_scale": f"{ARTICLE_ROWS / params['rows']:,.0f}",
          "mdb_article_hours": f"{ARTICLE_ROWS / alone_rows_per_s / 3600:.1f}",

@@ -257,7 +257,7 @@ class DevicesLab:
                 for row in fio_tool.fio_rows(document, f"fio {job.name} on {name}"):
                     for metric, value, unit in (
                             ("iops", row["iops"], "iops"),
-                            ("mib_s", row["bw_kib_s"] / 1024, "MiB/s"),
+                            ("mib_s", row["bw_bytes_s"] / 2**20, "MiB/s"),
                             ("lat_mean_ms", row["lat_mean_us"] / 1000, "ms"),
                             ("lat_p99_ms", (row["clat_p99_us"] or 0) / 1000, "ms")):
                         self.rec.add_result(config=name, workload=dims["workload"],

@@ -206,7 +206,7 @@ def fio_article_throughput(params: Parameters, ws: LabWorkspace, rec: RunRecorde
         dims = {"job": name, "rw": rw, "block_kib": kib, "protocol": protocol,
                 "added_rtt_ms": added_rtt_ms,
                 "rtt_ms": rtt_ms if rtt_ms is not None else float("nan")}
-        for metric, value, unit in (("mib_s", row["bw_kib_s"] / 1024, "MiB/s"),
+        for metric, value, unit in (("mib_s", row["bw_bytes_s"] / 2**20, "MiB/s"),
                                     ("iops", row["iops"], "iops"),
                                     # One write after another: the time between two writes.
                                     ("cycle_ms", 1000 / row["iops"], "ms"),

@@ -58,6 +58,8 @@ def _solve_random_vs_sequential(p: dict) -> Solution:
     r = disk.random_io(d, p["block_kib"] * 1024)
     s = disk.sequential_io(d, p["sequential_mb"] * disk.MB)
     ratio = s.throughput_mb_s / r.throughput_mb_s
+    # Three significant digits, as on the pages (labs/book/number_text.py): "1.71x", "190x".
+    ratio_text = f"{ratio:,.0f}" if ratio >= 1000 else f"{ratio:.3g}"
     text = "\n".join([
         f"Rotation: 60,000 / {d.rpm:,.0f} = {d.rotation_ms:.2f} ms per turn, half a turn "
         f"{d.avg_rotation_ms:.2f} ms on average.",
@@ -67,7 +69,7 @@ def _solve_random_vs_sequential(p: dict) -> Solution:
         f"({r.iops:.1f} IOPS).",
         f"(b) {s.seek_ms:g} + {s.rotation_ms:.2f} + {s.transfer_ms:.1f} = {s.latency_ms:.1f} ms; "
         f"{p['sequential_mb']} MB / {s.latency_ms:.1f} ms = {s.throughput_mb_s:.2f} MB/s.",
-        f"(c) {s.throughput_mb_s:.2f} / {r.throughput_mb_s:.3f} = {ratio:.0f}x."])
+        f"(c) {s.throughput_mb_s:.2f} / {r.throughput_mb_s:.3f} = {ratio_text}x."])
     return Solution(text, {"random_latency_ms": r.latency_ms,
                            "random_mb_s": r.throughput_mb_s,
                            "sequential_latency_ms": s.latency_ms,
@@ -98,7 +100,8 @@ def _text_schedule(p: dict) -> str:
             f"{', '.join(map(str, p['requests']))}.\n"
             f"For FIFO, SSTF (shortest seek first) and SPTF (shortest positioning time first), "
             f"give the service order, each request's seek, rotation and transfer time, and "
-            f"the total time.")
+            f"the total time. When two requests are equally close, the one queued first "
+            f"goes first.")
 
 
 def _schedule_of(p: dict, policy: str) -> disk.Schedule:
@@ -158,7 +161,8 @@ def _text_littles_law(p: dict) -> str:
     if "latency_ms" in g:
         shown.append(f"a mean latency of {g['latency_ms']:g} ms")
     if "queue_depth" in g:
-        shown.append(f"{g['queue_depth']} I/Os in flight on average")
+        io = "I/O" if g["queue_depth"] == 1 else "I/Os"
+        shown.append(f"{g['queue_depth']} {io} in flight on average")
     return (f"A device in steady state shows {' and '.join(shown)}. "
             f"What is {_NAMES[p['unknown']]}?")
 

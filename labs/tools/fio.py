@@ -125,6 +125,8 @@ def fio_rows(document: dict[str, Any], source: str = "fio output") -> list[dict[
                 "total_ios": total_ios,
                 "iops": _number(stats.get("iops"), source, f"{name}.{op}.iops"),
                 "bw_kib_s": _number(stats.get("bw"), source, f"{name}.{op}.bw"),
+                # fio rounds `bw` down to whole KiB/s; rates are computed from this one.
+                "bw_bytes_s": _number(stats.get("bw_bytes"), source, f"{name}.{op}.bw_bytes"),
                 "io_bytes": int(_number(stats.get("io_bytes"), source, f"{name}.{op}.io_bytes")),
                 "runtime_ms": _number(stats.get("runtime"), source, f"{name}.{op}.runtime"),
                 "clat_mean_us": _number(clat.get("mean"), source, f"{name}.{op}.clat mean")
