@@ -27,7 +27,6 @@ import yaml
 from session_report import (
     TIMES,
     TwoGroupScheduling,
-    containers_at_the_lowest_priority,
     lower_priority_for_the_host_group,
     relay_figures,
     report,
@@ -442,18 +441,15 @@ def docker_engine(request):
 
     start_engine_if_needed()
     client = local_engine(timeout_s=1800)
-    # The builds and the containers at the host group's priority (see session_report).
-    with containers_at_the_lowest_priority() as done:
-        report(request.config, f"container CPU weight: {done}")
-        seconds = {}
-        for name in images.RECIPES:
-            started = time.monotonic()
-            # Cached by recipe hash: a no-op when the image is already built on this machine.
-            images.build(name, client, Progress(f"image {name}", 3))
-            seconds[name] = time.monotonic() - started
-        report(request.config, "container images (the first includes the debootstrap base): "
-               + ", ".join(f"{name} {s:.0f} s" for name, s in seconds.items()))
-        yield client
+    seconds = {}
+    for name in images.RECIPES:
+        started = time.monotonic()
+        # Cached by recipe hash: a no-op when the image is already built on this machine.
+        images.build(name, client, Progress(f"image {name}", 3))
+        seconds[name] = time.monotonic() - started
+    report(request.config, "container images (the first includes the debootstrap base): "
+           + ", ".join(f"{name} {s:.0f} s" for name, s in seconds.items()))
+    return client
 
 
 # --- ordering ----------------------------------------------------------------------------------

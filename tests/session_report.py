@@ -8,9 +8,8 @@ collection order, as a single process would (TwoGroupScheduling): the VM labs (m
 waiting on emulated machines) run beside the models, the book, the browser and the
 container labs. Within a group nothing changes, so tests that share a machine never overlap.
 The workers find the groups (they know each test's fixtures) and write them to a file the
-controller's scheduler reads. The host group's worker runs at the lowest CPU priority, and
-so do its containers (`containers_at_the_lowest_priority`): the VM group is the longer one,
-and its emulated machines need the CPU most; while a VM test
+controller's scheduler reads. The host group's worker runs at the lowest CPU priority: the
+VM group is the longer one, and its emulated machines need the CPU most; while a VM test
 holds the machine (`machine_to_itself`, around the DRBD lab's ci run and its kill test),
 the host group's worker starts no new test.
 
@@ -105,46 +104,6 @@ def lower_priority_for_the_host_group(item: pytest.Item) -> None:
             _GROUP_OF_TEST.get(item.nodeid) == HOST_GROUP:
         os.nice(HOST_GROUP_NICE)
         _lowered.append(True)
-
-
-# A container does not run at its starter's priority. The engine puts every container in a
-# control group of its own (cgroup), and the kernel shares the CPU between that group and
-# this machine's other tasks by the group's weight, whatever the tasks' nice inside it: the
-# group's default weight is a nice-0 task's. Beside a container that kept both cores busy,
-# a nice-0 task ran at half speed (1.63 s against 0.82 s alone); with the engine's group at
-# the lowest weight, at full speed (0.90 s). While the host group's containers run, the
-# engine's group gets the weight of a task at nice 19, as the rest of the host group has;
-# the weight it had comes back at the end of the session.
-ENGINE_CPU_WEIGHTS = (
-    # (the engine's group's weight file, a nice-19 task's weight on that scale, whether
-    # this session may make the group before the engine does)
-    (Path("/sys/fs/cgroup/cpu/docker/cpu.shares"), 15, True),  # v1: nice 0 is 1024
-    (Path("/sys/fs/cgroup/docker/cpu.weight"), 1, False),  # v2: nice 0 is 100
-)
-
-
-@contextmanager
-def containers_at_the_lowest_priority(weights=ENGINE_CPU_WEIGHTS):
-    """The engine's cgroup at a nice-19 weight while the block runs; yields what was done,
-    in words (for the session's figures)."""
-    for path, lowest, may_make in weights:
-        try:
-            if may_make and path.parent.parent.is_dir():
-                # cgroup v1: the engine puts its containers in the group it finds there.
-                path.parent.mkdir(exist_ok=True)
-            if not path.exists():
-                continue
-            before = path.read_text().strip()
-            path.write_text(f"{lowest}\n")
-        except OSError as error:  # not root, or a read-only cgroup file system
-            yield f"containers at their default CPU weight ({path}: {error.strerror})"
-            return
-        try:
-            yield f"{path}: {before} -> {lowest}"
-        finally:
-            path.write_text(f"{before}\n")
-        return
-    yield "no engine cgroup found: containers at their default CPU weight"
 
 
 # The lowest priority is not enough for the longest VM lab run: beside the host group's
