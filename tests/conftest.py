@@ -12,12 +12,15 @@ Tests marked `last` run after all others (they stop what the session shares).
 
 from __future__ import annotations
 
+import functools
+import http.server
 import os
 import re
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +31,7 @@ from session_report import (
     TIMES,
     TwoGroupScheduling,
     lower_priority_for_the_host_group,
+    once_per_session,
     relay_figures,
     report,
     start_shared_files,
@@ -509,3 +513,68 @@ def pytest_xdist_make_scheduler(config, log):
 
 def pytest_terminal_summary(terminalreporter):
     write_time_report(terminalreporter)
+
+
+# --- the built book and a browser, for the book's tests ------------------------------------
+
+SITE = PROJECT_ROOT / "_build" / "html"
+
+
+def build_the_book() -> None:
+    from labs.book.build import build_command
+
+    started = time.monotonic()
+    command = build_command()
+    command[0] = str(Path(sys.executable).with_name("jupyter-book"))
+    result = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True,
+                            timeout=1200)
+    print(f"book build: {time.monotonic() - started:.1f} s")
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+
+
+@pytest.fixture(scope="session")
+def built_site():
+    # Once in the session: a worker whose browser tests come first waits for the other's
+    # build, then reads the same site (test_book.py, test_book_controls.py).
+    once_per_session("book build", build_the_book)
+    return SITE
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="session")
+def site_url(built_site):
+    handler = functools.partial(QuietHandler, directory=str(built_site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    chromium = shutil.which("chromium")
+    driver_path = shutil.which("chromedriver")
+    assert chromium and driver_path, (
+        "chromium and chromium-driver are needed: scripts/system-packages.sh test installs them")
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync",
+                 "--window-size=1280,1600",
+                 # The network is unreachable: no name resolves except the local server.
+                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+                 f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    yield driver
+    driver.quit()

@@ -20,6 +20,7 @@ written to `_build/test-times.json` (benchmarks/ci_times.py keeps a record of it
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -27,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -37,6 +39,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 FIGURES_ENV = "LABS_TEST_FIGURES"
 GROUPS_ENV = "LABS_TEST_GROUPS"
 MACHINE_WANTED_ENV = "LABS_TEST_MACHINE_WANTED"
+ONCE_ENV = "LABS_TEST_ONCE"  # a folder: what once_per_session did, and its locks
 TIMES_FILE = PROJECT_ROOT / "_build" / "test-times.json"
 
 # A test in this group uses the lab VMs (booted once per session, in the worker that runs
@@ -172,8 +175,8 @@ class TwoGroupScheduling(LoadScopeScheduling):
 
 # --- the areas of the time report -------------------------------------------------------------
 
-BOOK_FILES = {"test_book.py", "test_book_incremental.py", "test_workshop_book.py",
-              "test_pages_are_notebooks.py"}
+BOOK_FILES = {"test_book.py", "test_book_controls.py", "test_book_incremental.py",
+              "test_workshop_book.py", "test_pages_are_notebooks.py"}
 VM_AREA_FILES = {"test_vm.py", "test_hosts.py", "test_run_on_many_hosts.py",
                  "test_throttle_qmp.py"}
 LAB_FILE = re.compile(r"test_(?P<lab>[a-z_]+?)_(?:lab|local|power_cut)\.py$")
@@ -242,6 +245,25 @@ def start_shared_files(config: pytest.Config) -> None:
     os.environ[FIGURES_ENV] = str(folder / "figures.txt")
     os.environ[GROUPS_ENV] = str(folder / "groups.json")
     os.environ[MACHINE_WANTED_ENV] = str(folder / "machine-wanted")
+    os.environ[ONCE_ENV] = str(folder)
+
+
+def once_per_session(name: str, work: Callable[[], None]) -> bool:
+    """Do `work` once in the whole session, whichever worker asks first; a worker that asks
+    while another does it waits for it. True if this call did it. Work that fails is not
+    marked done: the next to ask tries again (and fails the same way)."""
+    folder = os.environ.get(ONCE_ENV)
+    if not folder:  # outside a session that shares files with its workers
+        work()
+        return True
+    done = Path(folder) / f"{name}.done"
+    with open(Path(folder) / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if done.exists():
+            return False
+        work()
+        done.touch()
+        return True
 
 
 def relay_figures(config: pytest.Config) -> None:

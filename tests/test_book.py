@@ -1,43 +1,23 @@
 """The book builds with -W and execution errors fatal, and works offline in a real browser.
 
 The browser test opens the built pages in Debian's chromium (headless) with every host
-but 127.0.0.1 unresolvable, fails on any console error or outside request, checks that
-every chart rendered, moves a control and checks that the chart changed.
+but 127.0.0.1 unresolvable, fails on any console error or outside request, and checks that
+every chart rendered (test_book_controls.py moves every control). The build, the local
+server and the browser are conftest's fixtures.
 """
 
-import functools
-import http.server
 import json
 import re
-import shutil
-import subprocess
-import sys
-import threading
 import time
 from html import unescape
 from pathlib import Path
 
 import pytest
-from conftest import PROJECT_ROOT, toc_files
+from conftest import toc_files
 
-from labs.book.build import build_command
-
-SITE = PROJECT_ROOT / "_build" / "html"
 PAGE_BUDGET_BYTES = 1_500_000
 CHART_PAGES = ["book/quorum/explain.html", "book/quorum/lab.html", "book/write-mostly/lab.html",
                "book/torn-pages/lab.html"]
-
-
-@pytest.fixture(scope="session")
-def built_site():
-    started = time.monotonic()
-    command = build_command()
-    command[0] = str(Path(sys.executable).with_name("jupyter-book"))
-    result = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True,
-                            timeout=1200)
-    print(f"book build: {time.monotonic() - started:.1f} s")
-    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
-    return SITE
 
 
 def test_every_toc_page_was_built(built_site):
@@ -95,63 +75,7 @@ def test_exercise_solutions_are_hidden_in_dropdowns(built_site):
 # ------------------------------------------------------------------------------------------
 
 
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture(scope="session")
-def site_url(built_site):
-    handler = functools.partial(QuietHandler, directory=str(built_site))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-
-
-@pytest.fixture(scope="session")
-def browser(tmp_path_factory):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    chromium = shutil.which("chromium")
-    driver_path = shutil.which("chromedriver")
-    assert chromium and driver_path, (
-        "chromium and chromium-driver are needed: scripts/system-packages.sh test installs them")
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync",
-                 "--window-size=1280,1600",
-                 # The network is unreachable: no name resolves except the local server.
-                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-                 f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    driver = webdriver.Chrome(service=Service(driver_path), options=options)
-    yield driver
-    driver.quit()
-
-
 CHART_DIV = '<div class="labs-chart"'
-CONTROL_SCRIPT = """
-    const chart = document.querySelectorAll('.labs-chart')[arguments[0]];
-    return [...chart.querySelectorAll('.vega-bind')].map(b => {
-        const input = b.querySelector('input, select');
-        return {label: b.querySelector('.vega-bind-name').textContent.trim(),
-                kind: input.tagName === 'SELECT' ? 'select' : input.type,
-                value: input.value,
-                options: input.tagName === 'SELECT' ? [...input.options].map(o => o.value)
-                         : [input.min, input.max]};
-    });"""
-# Controls that may rightly leave a chart unchanged on their own, and why.
-NO_OP_CONTROLS = {
-    # With the default zone-outage chance of 0, the number of zones cannot matter;
-    # test_zones_do_not_matter_without_zone_outages checks exactly that.
-    ("Unavailability vs per-node", "AZs Z"),
-}
 
 
 def page_url(mode: str, site_url: str, site: Path, page: str) -> str:
@@ -232,101 +156,6 @@ def test_no_table_is_wider_than_the_text_column(browser, site_url, page):
     """At a 1280 px window (the browser fixture's), every table fits the text column."""
     browser.get(f"{site_url}/{page}")
     assert browser.execute_script(WIDE_TABLES) == [], page
-
-
-def chart_svg(browser, index):
-    return browser.execute_script(
-        "return document.querySelectorAll('.labs-chart')[arguments[0]]"
-        ".querySelector('svg').outerHTML;", index)
-
-
-def set_control(browser, index, label, value):
-    """Set the control named `label` under chart `index`, as a reader would, and fire events."""
-    taken = browser.execute_script("""
-        const chart = document.querySelectorAll('.labs-chart')[arguments[0]];
-        const bind = [...chart.querySelectorAll('.vega-bind')].find(
-            b => b.querySelector('.vega-bind-name').textContent.trim() === arguments[1]);
-        const input = bind.querySelector('input, select');
-        input.value = arguments[2];
-        input.dispatchEvent(new Event('input', {bubbles: true}));
-        input.dispatchEvent(new Event('change', {bubbles: true}));
-        return input.value;""", index, label, value)
-    assert taken == value, f"control {label!r} did not take {value!r} (has {taken!r})"
-    time.sleep(0.3)
-
-
-def svg_once_changed(browser, index, before: str, timeout_s: float = 10) -> str:
-    """The chart's drawing once it differs from `before`, or as it is after `timeout_s` (Vega
-    redraws asynchronously, later on a busy machine)."""
-    deadline = time.monotonic() + timeout_s
-    svg = chart_svg(browser, index)
-    while svg == before and time.monotonic() < deadline:
-        time.sleep(0.2)
-        svg = chart_svg(browser, index)
-    return svg
-
-
-def chart_index(browser, title_fragment):
-    titles = browser.execute_script(
-        "return [...document.querySelectorAll('.labs-chart')].map(c => c.dataset.chartTitle);")
-    return next(i for i, t in enumerate(titles) if title_fragment in t)
-
-
-@pytest.mark.parametrize("mode", ["http", "file"])
-@pytest.mark.parametrize("page", [p for p in PAGES if p.startswith("book/")])
-def test_every_control_moves_its_chart(browser, site_url, built_site, mode, page):
-    if not declared_charts(built_site, page):
-        return
-    state = open_page(browser, page_url(mode, site_url, built_site, page))
-    titles = browser.execute_script(
-        "return [...document.querySelectorAll('.labs-chart')].map(c => c.dataset.chartTitle);")
-    moved = 0
-    for index in range(state["total"]):
-        for control in browser.execute_script(CONTROL_SCRIPT, index):
-            before = chart_svg(browser, index)
-            values = [v for v in control["options"] if v != control["value"]]
-            changed = False
-            no_op = any(titles[index].startswith(title) and control["label"] == label
-                        for title, label in NO_OP_CONTROLS)
-            for value in values:
-                set_control(browser, index, control["label"], value)
-                if not (changed or no_op):
-                    changed = svg_once_changed(browser, index, before) != before
-            set_control(browser, index, control["label"], control["value"])
-            moved += 1
-            assert severe_errors(browser) == [], (page, control["label"])
-            if not no_op:
-                assert changed, f"{page}: moving {control['label']!r} changed nothing"
-    assert moved or not browser.execute_script("return document.querySelectorAll("
-                                               "'.vega-bind').length")
-
-
-@pytest.mark.parametrize(("title", "setup", "label", "value"), [
-    ("Which (W, R) are safe", [], "copies N", "3"),
-    ("Unavailability vs per-node", [], "write quorum W", "5"),
-    ("Unavailability vs per-node", [], "p(AZ out)", "0.01"),
-    # Zones only matter once zones can fail: with p(AZ out) = 0 the chart must not move.
-    ("Unavailability vs per-node", [("p(AZ out)", "0.01")], "AZs Z", "1"),
-    ("K-th of 6", [], "acknowledgements waited for", "5"),
-    ("Repair time decides", [], "mean time between failures", "30"),
-])
-def test_moving_a_control_changes_the_chart(browser, site_url, title, setup, label, value):
-    open_page(browser, f"{site_url}/book/quorum/explain.html")
-    index = chart_index(browser, title)
-    for setup_label, setup_value in setup:
-        set_control(browser, index, setup_label, setup_value)
-    before = chart_svg(browser, index)
-    set_control(browser, index, label, value)
-    assert svg_once_changed(browser, index, before) != before
-    assert severe_errors(browser) == []
-
-
-def test_zones_do_not_matter_without_zone_outages(browser, site_url):
-    open_page(browser, f"{site_url}/book/quorum/explain.html")
-    index = chart_index(browser, "Unavailability vs per-node")
-    before = chart_svg(browser, index)
-    set_control(browser, index, "AZs Z", "1")
-    assert chart_svg(browser, index) == before
 
 
 def test_without_scripts_every_chart_shows_its_static_image(built_site):

@@ -66,3 +66,35 @@ def test_a_holder_that_never_lets_go_delays_the_host_group_once_and_only_so_long
     started = time.monotonic()
     wait_while_the_machine_is_wanted(SimpleNamespace(nodeid="host::test"))
     assert time.monotonic() - started < 0.5  # the next test does not wait again
+
+
+def test_work_done_once_per_session_makes_a_second_asker_wait_for_it(tmp_path, monkeypatch):
+    monkeypatch.setenv(session_report.ONCE_ENV, str(tmp_path))
+    done, returned = [], {}
+
+    def build():
+        time.sleep(0.5)
+        done.append(time.monotonic())
+
+    def ask(name):
+        returned[name] = (session_report.once_per_session("book", build), time.monotonic())
+
+    first = threading.Thread(target=ask, args=("first",))
+    first.start()
+    time.sleep(0.1)  # the first holds the lock and works
+    ask("second")
+    first.join()
+    assert len(done) == 1
+    assert returned["first"][0] is True and returned["second"][0] is False
+    assert returned["second"][1] >= done[0]  # it came back only once the work was done
+
+
+def test_work_that_fails_is_not_marked_done(tmp_path, monkeypatch):
+    monkeypatch.setenv(session_report.ONCE_ENV, str(tmp_path))
+
+    def fail():
+        raise RuntimeError("the build failed")
+
+    with pytest.raises(RuntimeError):
+        session_report.once_per_session("book", fail)
+    assert session_report.once_per_session("book", lambda: None) is True

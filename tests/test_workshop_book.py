@@ -22,12 +22,7 @@ from pathlib import Path
 
 import pytest
 from conftest import PROJECT_ROOT, run_labs, small_book
-from test_book import (  # noqa: F401  (browser is a fixture)
-    browser,
-    open_page,
-    outside_requests,
-    severe_errors,
-)
+from test_book import open_page, outside_requests, severe_errors
 
 from labs import records
 from labs.book import site
@@ -106,7 +101,7 @@ POINTS_OF = """
 
 
 @pytest.mark.parametrize("mode", ["http-sub-path", "file"])
-def test_the_class_chart_has_every_participants_run(browser, class_site, www_url, mode):  # noqa: F811
+def test_the_class_chart_has_every_participants_run(browser, class_site, www_url, mode):
     url = (f"{www_url}/{PAGE}" if mode == "http-sub-path"
            else (class_site["site"] / PAGE).resolve().as_uri())
     open_page(browser, url)
