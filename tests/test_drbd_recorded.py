@@ -58,6 +58,15 @@ def test_every_added_round_trip_shows_up_in_ping(run):
         assert measured == pytest.approx(link + added, abs=1.0 + 0.1 * added)
 
 
+def test_drbd_with_its_peer_disconnected_still_costs_writes(run, fio):
+    # "With its peer disconnected, DRBD still costs something": fewer writes a second
+    host = run.meta["parameters"]["host"]
+    bare = local_row(fio, f"local-{host}", "direct")
+    disconnected = local_row(fio, "drbd-disconnected", "direct")
+    assert disconnected["iops"] < bare["iops"], \
+        "drbd/lab.md, the steps: 'With its peer disconnected, DRBD still costs something'"
+
+
 def test_a_waits_for_nothing_on_the_network_but_more_than_the_local_write(run, fio):
     # "A's writes took between x and y ms, with no trend"; "But they did not take the local
     # write's ... either"; "costs about a millisecond here"; "scatter by up to n %"
