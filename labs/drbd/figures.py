@@ -80,15 +80,15 @@ def _setup_figures(params: dict, pings: pd.DataFrame, top: float) -> dict[str, s
 
 def _local_figures(fio: pd.DataFrame, host: str, peer: str) -> dict[str, str]:
     """Each host's own disk and DRBD disconnected: a write, and a write with its flush."""
-    f = {}
+    f, direct = {}, {}
     for name, config in (("local", f"local-{host}"), ("peer", f"local-{peer}"),
                          ("disc", "drbd-disconnected")):
-        direct, synced = local_row(fio, config, "direct"), local_row(fio, config, "fdatasync")
-        f[f"{name}_p50_ms"] = nt.number(direct["write_p50_ms"])
+        direct[name] = local_row(fio, config, "direct")
+        synced = local_row(fio, config, "fdatasync")
+        f[f"{name}_p50_ms"] = nt.number(direct[name]["write_p50_ms"])
         f[f"{name}_sync_ms"] = nt.number(synced["measured_ms"])
     # DRBD's own cost with no mirror: one writer's 4 KiB writes a second, against the disk's.
-    bare, disc = local_row(fio, f"local-{host}", "direct"), local_row(fio, "drbd-disconnected",
-                                                                       "direct")
+    bare, disc = direct["local"], direct["disc"]
     f["local_direct_iops"] = nt.count(bare["iops"])
     f["disc_direct_iops"] = nt.count(disc["iops"])
     f["disc_direct_iops_below_local"] = nt.percent(1 - disc["iops"] / bare["iops"])
