@@ -1,8 +1,8 @@
 """Every control of every chart moves its chart, in the built book, in a real browser.
 
 Split from test_book.py so that `make test-fast` (whole files per worker) runs these beside
-the other browser tests; the book is built once in the session (test_book.built_site) and
-both read it.
+the other browser tests; the book is built once in the session (conftest's built_site)
+and both read it.
 """
 
 import time
@@ -26,7 +26,6 @@ NO_OP_CONTROLS = {
     # test_zones_do_not_matter_without_zone_outages checks exactly that.
     ("Unavailability vs per-node", "AZs Z"),
 }
-
 
 
 def chart_svg(browser, index):
@@ -61,10 +60,13 @@ def svg_once_changed(browser, index, before: str, timeout_s: float = 10) -> str:
     return svg
 
 
-def chart_index(browser, title_fragment):
-    titles = browser.execute_script(
+def chart_titles(browser) -> list[str]:
+    return browser.execute_script(
         "return [...document.querySelectorAll('.labs-chart')].map(c => c.dataset.chartTitle);")
-    return next(i for i, t in enumerate(titles) if title_fragment in t)
+
+
+def chart_index(browser, title_fragment):
+    return next(i for i, t in enumerate(chart_titles(browser)) if title_fragment in t)
 
 
 @pytest.mark.parametrize("mode", ["http", "file"])
@@ -73,8 +75,7 @@ def test_every_control_moves_its_chart(browser, site_url, built_site, mode, page
     if not declared_charts(built_site, page):
         return
     state = open_page(browser, page_url(mode, site_url, built_site, page))
-    titles = browser.execute_script(
-        "return [...document.querySelectorAll('.labs-chart')].map(c => c.dataset.chartTitle);")
+    titles = chart_titles(browser)
     moved = 0
     for index in range(state["total"]):
         for control in browser.execute_script(CONTROL_SCRIPT, index):
