@@ -109,11 +109,14 @@ def lower_priority_for_the_host_group(item: pytest.Item) -> None:
         _lowered.append(True)
 
 
-# The lowest priority is not enough for the longest VM lab run: beside the host group's
-# containers, browser and book build, the DRBD lab's ci run took 653 s, alone about 400 s (the
-# emulated machines lose more than their share of the two cores). While a VM test holds the
-# machine (machine_to_itself), the host group's worker waits between its tests; it has time
-# to spare, and the VM group is CI's longest path.
+# The lowest priority is not enough against the container engine: the engine puts its
+# containers in a control group of its own, which the kernel weighs like one task at normal
+# priority. Beside the host group's containers the DRBD lab's ci run took 653 s, alone about
+# 400 s. So while a VM test holds the machine (machine_to_itself), the host group's worker
+# starts no test that uses the engine; its other tests run on (at the lowest priority they
+# take what the emulated machines leave), and the files with containers run first in the
+# host group (container_files_first), so that they are mostly done before the longest VM
+# labs start.
 MACHINE_WAIT_LIMIT_S = 900
 
 
@@ -136,11 +139,13 @@ _gave_up_waiting: list[bool] = []
 
 
 def wait_while_the_machine_is_wanted(item: pytest.Item) -> None:
-    """In the host group's worker, before each test: wait while a VM test holds the
-    machine. After MACHINE_WAIT_LIMIT_S in one wait it never waits again: a VM worker that
-    died holding the machine delays the host group only that long."""
+    """In the host group's worker, before each test that uses the container engine: wait
+    while a VM test holds the machine. After MACHINE_WAIT_LIMIT_S in one wait it never
+    waits again: a VM worker that died holding the machine delays the host group only that
+    long."""
     wanted = os.environ.get(MACHINE_WANTED_ENV)
-    if not wanted or _gave_up_waiting or _GROUP_OF_TEST.get(item.nodeid) != HOST_GROUP:
+    if not wanted or _gave_up_waiting or _GROUP_OF_TEST.get(item.nodeid) != HOST_GROUP \
+            or "docker_engine" not in _fixtures(item):
         return
     started = time.monotonic()
     while Path(wanted).exists():
@@ -148,6 +153,14 @@ def wait_while_the_machine_is_wanted(item: pytest.Item) -> None:
             _gave_up_waiting.append(True)
             return
         time.sleep(1)
+
+
+def container_files_first(items: list[pytest.Item]) -> None:
+    """Sort the test files that use the container engine before the others (in place, each
+    file's tests together and in their order; the order is the same in every worker)."""
+    with_containers = {item.nodeid.split("::", 1)[0] for item in items
+                       if "docker_engine" in _fixtures(item)}
+    items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in with_containers)
 
 
 def write_groups(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -206,6 +219,10 @@ class SessionTimes:
         self.started = time.time()
         self.seconds_by_file: dict[str, float] = {}
         self.span_by_worker: dict[str, list[float]] = {}
+        # When each file ran, per worker: which tests of one group ran beside which of the
+        # other (the VM group's labs are slower beside the host group's containers).
+        self.span_by_file: dict[tuple[str, str], list[float]] = {}
+        self.cpu_at_start = cpu_times()
         self.figures_read = 0
 
     def add(self, report: pytest.TestReport) -> None:
@@ -213,8 +230,16 @@ class SessionTimes:
         self.seconds_by_file[path] = self.seconds_by_file.get(path, 0.0) + report.duration
         worker = getattr(getattr(report, "node", None), "gateway", None)
         name = worker.id if worker is not None else "main"
-        span = self.span_by_worker.setdefault(name, [report.start, report.stop])
-        span[0], span[1] = min(span[0], report.start), max(span[1], report.stop)
+        for spans, key in ((self.span_by_worker, name), (self.span_by_file, (name, path))):
+            span = spans.setdefault(key, [report.start, report.stop])
+            span[0], span[1] = min(span[0], report.start), max(span[1], report.stop)
+
+    def timeline(self) -> list[list]:
+        """[worker, file, first start, last stop] (seconds into the session), by start."""
+        return sorted([[worker, path, round(start - self.started, 1),
+                        round(stop - self.started, 1)]
+                       for (worker, path), (start, stop) in self.span_by_file.items()],
+                      key=lambda row: row[2])
 
     def seconds_by_area(self) -> dict[str, float]:
         areas: dict[str, float] = {}
@@ -228,9 +253,27 @@ class SessionTimes:
         return {"commit": commit, "wall_s": round(time.time() - self.started, 1),
                 "workers_s": {name: round(stop - start, 1)
                               for name, (start, stop) in sorted(self.span_by_worker.items())},
+                "cpu_idle_pct": idle_pct(self.cpu_at_start, cpu_times()),
                 "areas_s": {area: round(s, 1) for area, s in self.seconds_by_area().items()},
                 "files_s": {path: round(s, 1) for path, s in sorted(
-                    self.seconds_by_file.items(), key=lambda item: -item[1])}}
+                    self.seconds_by_file.items(), key=lambda item: -item[1])},
+                "timeline": self.timeline()}
+
+
+def cpu_times() -> tuple[float, float]:
+    """This machine's (idle, total) CPU time so far, in ticks (/proc/stat's first line;
+    iowait counts as idle: a processor waiting for a disk could run something else)."""
+    try:
+        fields = [float(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return (0.0, 0.0)
+    return (fields[3] + fields[4], sum(fields[:8]))
+
+
+def idle_pct(before: tuple[float, float], after: tuple[float, float]) -> float | None:
+    """The share of the processors' time spent idle between two cpu_times()."""
+    total = after[1] - before[1]
+    return round(100 * (after[0] - before[0]) / total, 1) if total > 0 else None
 
 
 TIMES = SessionTimes()
@@ -290,7 +333,8 @@ def write_time_report(terminalreporter) -> None:
         write(f"{seconds:8.1f} s  {area}")
     for worker, seconds in summary["workers_s"].items():
         write(f"{seconds:8.1f} s  wall time of worker {worker}")
-    write(f"{summary['wall_s']:8.1f} s  wall time of the session")
+    write(f"{summary['wall_s']:8.1f} s  wall time of the session "
+          f"(processors idle {summary['cpu_idle_pct']} % of it)")
     terminalreporter.section("time per test file")
     total = sum(summary["files_s"].values()) or 1.0  # a session of instant tests
     for path, seconds in list(summary["files_s"].items())[:25]:
