@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
 import os
 import re
 import shutil
@@ -120,6 +121,25 @@ def local_lab_env(base: Path) -> dict:
             "PYTHONUNBUFFERED": "1"}
 
 
+def commands_not_recorded(trace: Path, run) -> tuple[int, list[str]]:
+    """How many commands a lab ran through its hosts (the file LABS_TRACE_COMMANDS names,
+    written while it ran), and those of them its run.json does not list. Unmarked commands
+    are the session's plumbing (who am I, stop my commands), not the lab's, and are left
+    out."""
+    recorded = set(run.meta["commands"])
+    ran = [json.loads(line) for line in trace.read_text().splitlines() if line]
+    marked = [entry["command"] for entry in ran if entry["marked"]]
+    return len(marked), [command for command in marked if command not in recorded]
+
+
+def assert_every_command_recorded(trace: Path, run, lab: str) -> None:
+    """The commands a lab's run executed on its hosts are the ones its run.json lists."""
+    ran, missing = commands_not_recorded(trace, run)
+    assert ran > 0, f"{lab}: no command was traced ({trace})"
+    assert missing == [], f"{lab}: {len(missing)} of {ran} commands it ran are not in run.json: " \
+                          f"{missing[:5]}"
+
+
 def assert_steps_counted(output: str) -> None:
     """A lab's progress knows its length: every step line has the same total, and the last
     step is that total (a lab that makes one step too many goes from "step 20/20" to
@@ -140,14 +160,16 @@ def run_local_ci(lab: str, base: Path, timeout: float) -> dict:
     succeeded and recorded one run: {"run", "stdout", "stderr", "base"}."""
     from labs.records import list_runs, load_run
 
-    result = run_cli(["run", lab, "--host", "local", "--profile", "ci"], local_lab_env(base),
-                     timeout=timeout)
+    trace = base / "commands-ran.jsonl"
+    result = run_cli(["run", lab, "--host", "local", "--profile", "ci"],
+                     {**local_lab_env(base), "LABS_TRACE_COMMANDS": str(trace)}, timeout=timeout)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     runs = list_runs(lab, base / "runs")
     assert len(runs) == 1
     assert_steps_counted(result.stderr)
-    return {"run": load_run(runs[0]), "stdout": result.stdout, "stderr": result.stderr,
-            "base": base}
+    run = load_run(runs[0])
+    assert_every_command_recorded(trace, run, lab)
+    return {"run": run, "stdout": result.stdout, "stderr": result.stderr, "base": base}
 
 
 @dataclass
@@ -166,13 +188,18 @@ def run_vm_ci(lab_vms, lab: str, *args: str, timeout_s: float = 2400,
     from labs.records import list_runs, load_run
 
     before = set(list_runs(lab, lab_vms.base / "runs"))
+    trace = lab_vms.base / f"{lab}-commands-ran.jsonl"
+    trace.unlink(missing_ok=True)
     started = time.monotonic()
-    ran = lab_vms.cli("run", lab, *args, "--profile", "ci", timeout_s=timeout_s, env=env)
+    ran = lab_vms.cli("run", lab, *args, "--profile", "ci", timeout_s=timeout_s,
+                      env={**(env or {}), "LABS_TRACE_COMMANDS": str(trace)})
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
     new = [p for p in list_runs(lab, lab_vms.base / "runs") if p not in before]
     assert len(new) == 1
     assert_steps_counted(ran.stderr)
-    return VmCiRun(load_run(new[0]), time.monotonic() - started, ran.stdout, ran.stderr)
+    run = load_run(new[0])
+    assert_every_command_recorded(trace, run, lab)
+    return VmCiRun(run, time.monotonic() - started, ran.stdout, ran.stderr)
 
 
 def glued_names(page: Path) -> set[str]:
@@ -398,11 +425,14 @@ class BackgroundCiRuns:
             return
         before = set(list_runs(lab, self.lab_vms.base / "runs"))
         # Output to files: a pipe that nobody reads while other tests run would fill up.
+        trace = self.lab_vms.base / f"{lab}-commands-ran.jsonl"
+        trace.unlink(missing_ok=True)
         with (self.lab_vms.base / f"{lab}-ci.out").open("w") as out:
             process = subprocess.Popen(
                 [sys.executable, "-m", "labs", "run", lab, *args, "--profile", "ci"],
-                cwd=PROJECT_ROOT, env={**os.environ, **self.lab_vms.env}, stdout=out,
-                stderr=subprocess.STDOUT, text=True)
+                cwd=PROJECT_ROOT, env={**os.environ, **self.lab_vms.env,
+                                       "LABS_TRACE_COMMANDS": str(trace)},
+                stdout=out, stderr=subprocess.STDOUT, text=True)
         self.runs[lab] = (process, before, time.monotonic())
 
     def finish(self, lab: str, *args: str, timeout_s: float = 2400):
@@ -416,7 +446,9 @@ class BackgroundCiRuns:
         new = [p for p in list_runs(lab, self.lab_vms.base / "runs") if p not in before]
         assert len(new) == 1
         assert_steps_counted(output)
-        return load_run(new[0]), time.monotonic() - started
+        run = load_run(new[0])
+        assert_every_command_recorded(self.lab_vms.base / f"{lab}-commands-ran.jsonl", run, lab)
+        return run, time.monotonic() - started
 
     def stop_all(self) -> None:
         for process, _, _ in self.runs.values():

@@ -3,6 +3,7 @@ loop devices, file systems and mounts; the md/dm parts need a VM and are in test
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -60,6 +61,28 @@ def test_local_run_sudo_put_get(private_state):
     host.put(source, str(private_state / "b.txt"))
     host.get(str(private_state / "b.txt"), private_state / "c.txt")
     assert (private_state / "c.txt").read_text() == "payload"
+
+
+def test_every_marked_command_is_told_and_traced_and_twins_tell_the_same_listener(
+        private_state, monkeypatch):
+    trace = private_state / "ran.jsonl"
+    monkeypatch.setenv("LABS_TRACE_COMMANDS", str(trace))
+    told: list[str] = []
+    host = LocalHost(str(private_state / "work"))
+    host.sudo(["printf", "%s", "a b"])  # as root: `id -u` first, unmarked; nobody listens yet
+    host.listen(told.append)  # hears what ran before it, then the rest
+    host.run("true", check=False)
+    host.twin().run("echo twin")
+    host.run("echo plumbing", marked=False)
+    host.listen(None)
+    host.run("echo unheard")
+    assert told == ["[local] printf %s 'a b'", "[local] true", "[local] echo twin"]
+    assert host.unheard == ["[local] echo unheard"]
+    traced = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert [(t["command"], t["marked"]) for t in traced] == [
+        ("[local] id -u", False), ("[local] printf %s 'a b'", True), ("[local] true", True),
+        ("[local] echo twin", True), ("[local] echo plumbing", False),
+        ("[local] echo unheard", True)]
 
 
 def test_failure_names_host_command_exit_code_and_stderr_tail(private_state):

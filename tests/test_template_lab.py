@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-from conftest import PROJECT_ROOT
+from conftest import PROJECT_ROOT, commands_not_recorded
 
 from labs import records
 from labs.infra.journal import Journal
@@ -27,7 +27,8 @@ def cli(env, *args, timeout=300):
 
 def test_template_runs_records_and_matches_its_model(tmp_path):
     env = {"LABS_STATE_DIR": str(tmp_path / "state"), "LABS_WORK_DIR": str(tmp_path / "work"),
-           "LABS_RUNS_DIR": str(tmp_path / "runs")}
+           "LABS_RUNS_DIR": str(tmp_path / "runs"),
+           "LABS_TRACE_COMMANDS": str(tmp_path / "ran.jsonl")}
     result = cli(env, "run", "template", "--quick", "--block-kib", "16")
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0] == (
@@ -48,6 +49,10 @@ def test_template_runs_records_and_matches_its_model(tmp_path):
     headline = page.headline(run)
     assert list(headline["value"]) == list(headline["model"]) == [16 * 1024, 4 * 16 * 1024]
     assert page.chart(run).to_dict()["layer"]
+    # run.json lists every command the lab ran (two dd, two stat, the folder made and
+    # removed, the host's facts), not only those that made something.
+    ran, missing = commands_not_recorded(tmp_path / "ran.jsonl", run)
+    assert ran >= 6 and missing == [], missing
     assert Journal("local", tmp_path / "state" / "journal-local.jsonl").live_entries() == []
     assert not list((tmp_path / "work").glob("template/*"))
 

@@ -51,8 +51,7 @@ class Bench:
     def __init__(self, ws: LabWorkspace, rec: RunRecorder, params: Parameters,
                  progress: Progress) -> None:
         self.ws, self.rec, self.params, self.progress = ws, rec, params, progress
-        self.disk = LoggedDisk(ws, lambda command: rec.add_command(f"[{ws.host.name}] {command}"),
-                               prefix="cs", slice_sectors=SLICE_SECTORS)
+        self.disk = LoggedDisk(ws, prefix="cs", slice_sectors=SLICE_SECTORS)
         self.sudo = self.disk.sudo
 
     def cut(self, setting: Setting, number: int) -> dict[str, Any]:

@@ -334,7 +334,6 @@ class DevicesLab:
                 self.host.sudo("sync && echo 3 > /proc/sys/vm/drop_caches", timeout_s=300)
                 command = (f"cd {shlex.quote(mount_point)} && "
                            + shlex.join(sysbench.fileio_command("run", options)))
-                self.rec.add_command(f"[{self.host.name}] {command}")
                 out = self.host.sudo(command, timeout_s=options.time_s + 600).stdout
                 self.rec.add_raw(f"sysbench/{label}.txt", out)
                 result = sysbench.parse_fileio(out, f"sysbench fileio on {label}")

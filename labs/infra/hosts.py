@@ -42,7 +42,7 @@ import signal
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -124,6 +124,23 @@ def printed_json(stdout: str, who: str = "the probe") -> dict[str, Any]:
         raise LabError(f"{who} printed no JSON: {stdout.strip()[-200:]!r}") from None
 
 
+# A file (for tests): every command any host object runs, one JSON line each, so that a test
+# can compare what a lab ran with what its run.json says it ran.
+TRACE_ENV = "LABS_TRACE_COMMANDS"
+
+
+def _tell(host: Host, text: str, marked: bool) -> None:
+    """Report a command about to run: to the host's listener (a lab's recorder), unless it
+    is unmarked (the session's own plumbing: who am I, stop my commands, find orphans)."""
+    shown = f"[{host.name}] {text}"
+    if marked:
+        (host.unheard.append if host.on_command is None else host.on_command)(shown)
+    trace = os.environ.get(TRACE_ENV)
+    if trace:
+        with open(trace, "a", encoding="utf-8") as out:
+            out.write(json.dumps({"command": shown, "marked": marked}) + "\n")
+
+
 def _as_shell(command: str | list[str]) -> str:
     return command if isinstance(command, str) else shlex.join(command)
 
@@ -197,18 +214,25 @@ class Host:
     run_tag: str = field(default_factory=lambda: "run-" + uuid.uuid4().hex[:12], repr=False)
     _interrupt: threading.Event = field(default_factory=threading.Event, repr=False)
     _serial: Any = field(default_factory=itertools.count, repr=False)  # numbers each command
+    # Told of every command this object runs (a lab's run.json lists them), as "[host] cmd";
+    # what runs while nobody listens (a lab's checks before its recorder opens) is kept for
+    # the next listener.
+    on_command: Callable[[str], None] | None = field(default=None, repr=False)
+    unheard: list[str] = field(default_factory=list, repr=False)
 
     def run(self, command: str | list[str], *, timeout_s: float = DEFAULT_TIMEOUT_S,
             check: bool = True, env: dict[str, str] | None = None,
             marked: bool = True, as_root: bool = False) -> CommandResult:
         """Run a command; raise CommandFailed on a non-zero exit unless check=False.
 
-        `marked=False` leaves out the command marker (only `clean`'s orphan check needs it);
-        `as_root=True` runs it as root (see `sudo`).
+        `marked=False` leaves out the command marker, for the session's own plumbing (`clean`'s
+        orphan check, who am I, stop my commands, does SSH answer), which a lab's run.json
+        leaves out too; `as_root=True` runs it as root (see `sudo`).
         """
         text = _as_shell(command)
         via_sudo = as_root and not self.is_root()
         self._raise_if_interrupted()
+        _tell(self, text, marked)
         # The command's own tag starts with the object's (stop_commands stops them all) and
         # ends with ";" in the command line (so "-c1" does not match "-c12").
         tag = f"{self.run_tag}-c{next(self._serial)}"
@@ -243,6 +267,15 @@ class Host:
         if check and not result.ok:
             raise CommandFailed(self.name, text, result.exit_code, result.stderr)
         return result
+
+    def listen(self, on_command: Callable[[str], None] | None) -> None:
+        """Tell `on_command` of every command from now on, and first of those that ran while
+        nobody listened (None: stop telling; what runs next is kept for the next one)."""
+        self.on_command = on_command
+        if on_command is not None:
+            for command in self.unheard:
+                on_command(command)
+            self.unheard.clear()
 
     def interrupt(self) -> None:
         """Stop the command this host runs now and make the lab stop (from another thread).
@@ -354,7 +387,9 @@ class LocalHost(Host):
         shutil.copyfile(local_path, remote_path)
 
     def twin(self) -> LocalHost:
-        return LocalHost(self.work_dir)
+        twin = LocalHost(self.work_dir)
+        twin.on_command = self.on_command
+        return twin
 
     def get(self, remote_path: str, local_path: str | Path) -> None:
         shutil.copyfile(remote_path, local_path)
@@ -374,9 +409,11 @@ class SSHHost(Host):
         self._connection: Any = None
 
     def twin(self) -> SSHHost:
-        return SSHHost(self.name, self.address, user=self.user, port=self.port, key=self.key,
+        twin = SSHHost(self.name, self.address, user=self.user, port=self.port, key=self.key,
                        known_hosts=self.known_hosts, work_dir=self.work_dir,
                        lab_devices=self.lab_devices, connect_timeout_s=self.connect_timeout_s)
+        twin.on_command = self.on_command
+        return twin
 
     def connection(self) -> Any:
         if self._connection is None:

@@ -9,8 +9,9 @@ A lab's `run()` does its own measuring inside
 
 and LabRun does the rest: a run id for the host, the recorder (run.json, results.csv and
 raw/, published only when the block ends without an error), the command line that
-reproduces the run as the first command of its record, a workspace on the lab host whose
-every creating command the record keeps too, and the recorded run loaded back at the end.
+reproduces the run as the first command of its record, then every command run on the lab
+host (and its peers) through the host objects it was given, a workspace on each, and the
+recorded run loaded back at the end.
 The workspace closes before the recorder: what the lab made is gone before its run is
 published, and a run that could not clean up is no run.
 """
@@ -61,13 +62,19 @@ class LabRun:
             opening.push(self._stack.__exit__)  # an error while opening closes what opened
             self._stack.enter_context(self.rec)
             self.rec.add_command(self.params.command_line())
+            # Then what the hosts ran before (the lab's checks, the facts), and from now on
+            # everything they run (each workspace makes its host tell the recorder).
             self.peer_workspaces = [self._workspace(peer) for peer in self.peers]
             self.ws = self._workspace(self.host)
             opening.pop_all()
         return self
 
     def __exit__(self, *exc_info: object) -> bool | None:
-        return self._stack.__exit__(*exc_info)
+        try:
+            return self._stack.__exit__(*exc_info)
+        finally:
+            for host in (self.host, *self.peers):
+                host.listen(None)  # the recorder is closed: a next run records its own
 
     def recorded(self) -> RecordedRun:
         """The run as the book reads it, once the `with` block has published it."""

@@ -86,8 +86,10 @@ class LabWorkspace:
         self.work_dir = f"{host.work_dir.rstrip('/')}/{self.lab}/{self.run_id}"
         self.allow_devices = tuple(allow_devices or ())
         self.log = log or (lambda message: None)
-        # Every command that creates or changes something, as the host ran it (run.json).
-        self.on_command = on_command or (lambda command: None)
+        # Every command the host runs from now on, as it ran it (run.json): the lab's own,
+        # and those the workspace runs to make, check and remove what it needs.
+        if on_command is not None:
+            host.listen(on_command)
         self.created: list[tuple[str, str]] = []
         # Guard answers, kept until the workspace creates or removes something: a check
         # costs several round trips, and a device cannot change identity in between.
@@ -122,8 +124,6 @@ class LabWorkspace:
 
     def _sudo(self, command: str | Sequence[str], timeout_s: float, check: bool = True
               ) -> CommandResult:
-        self.on_command(f"[{self.host.name}] "
-                        + (command if isinstance(command, str) else shlex.join(command)))
         return self.host.sudo(command, timeout_s=timeout_s, check=check)
 
     def journaled(self, kind: str, resource_id: str, command: str | Sequence[str],

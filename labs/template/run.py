@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 import time
 
 from labs.infra.hosts import Host
@@ -24,7 +23,6 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
             target = f"{ws.work_dir}/file-{count}"
             dd = ["dd", "if=/dev/zero", f"of={target}", f"bs={params.block_kib}K",
                   f"count={count}", "conv=fdatasync", "status=none"]
-            rec.add_command(f"[{host.name}] {shlex.join(dd)}")
             started = time.monotonic()
             host.sudo(dd, timeout_s=120)
             seconds = time.monotonic() - started

@@ -3,7 +3,7 @@ slices of the first lab disk (dm-linear), a dm-log-writes device over the first 
 every write on the second lab disk, and the second slice, where the disk is rebuilt from
 the log as a fault would leave it. The probe (probe.py) runs beside it in the VM.
 
-    disk = LoggedDisk(ws, record_command, prefix="wp", slice_sectors=131072)
+    disk = LoggedDisk(ws, prefix="wp", slice_sectors=131072)
     disk.set_up()                                   # the probe and the two slices
     mounted = disk.new_file_system("written")      # a fresh ext4 through the log, mounted
     ... the trial; the probe marks the log ("cut", then "crash") ...
@@ -14,8 +14,6 @@ the log as a fault would leave it. The probe (probe.py) runs beside it in the VM
 
 from __future__ import annotations
 
-import shlex
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +32,8 @@ class LoggedDisk:
     """The slices, the logging device and the probe of one lab run (names `<prefix>-data`,
     `<prefix>-replay`, `<prefix>-logged`), each journaled in the workspace."""
 
-    def __init__(self, ws: LabWorkspace, record_command: Callable[[str], None], prefix: str,
-                 slice_sectors: int) -> None:
-        self.ws, self.record_command = ws, record_command
+    def __init__(self, ws: LabWorkspace, prefix: str, slice_sectors: int) -> None:
+        self.ws = ws
         self.slice_sectors = slice_sectors
         self.data_name, self.replay_name = f"{prefix}-data", f"{prefix}-replay"
         self.logged_name = f"{prefix}-logged"
@@ -49,11 +46,10 @@ class LoggedDisk:
 
     def sudo(self, command: str | list[str], devices: list[str] | None = None,
              timeout_s: float = 600, check: bool = True) -> CommandResult:
-        """Run as root in the VM: guarded when it changes `devices` (the workspace records
-        those), else recorded here."""
+        """Run as root in the VM (the workspace's host records it), guarded when it changes
+        `devices`."""
         if devices is not None:
             return self.ws.run_guarded(command, devices, timeout_s=timeout_s, check=check)
-        self.record_command(command if isinstance(command, str) else shlex.join(command))
         return self.ws.host.sudo(command, timeout_s=timeout_s, check=check)
 
     def probe_json(self, *args: str, devices: list[str] | None = None) -> dict[str, Any]:

@@ -31,8 +31,7 @@ class Bench:
 
     def __init__(self, ws: LabWorkspace, rec: RunRecorder, params: Parameters) -> None:
         self.ws, self.params = ws, params
-        self.disk = LoggedDisk(ws, lambda command: rec.add_command(f"[{ws.host.name}] {command}"),
-                               prefix="wp", slice_sectors=SLICE_SECTORS)
+        self.disk = LoggedDisk(ws, prefix="wp", slice_sectors=SLICE_SECTORS)
 
     def cut(self, way: Way, number: int) -> dict[str, Any]:
         """One trial: a new file system through the log, the writer, the cut, a count per fault."""
