@@ -217,8 +217,8 @@ class Host:
     # Told of every command this object runs (a lab's run.json lists them), as "[host] cmd";
     # what runs while nobody listens (a lab's checks before its recorder opens) is kept for
     # the next listener.
-    on_command: Callable[[str], None] | None = field(default=None, repr=False)
-    unheard: list[str] = field(default_factory=list, repr=False)
+    on_command: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
+    unheard: list[str] = field(default_factory=list, repr=False, compare=False)
 
     def run(self, command: str | list[str], *, timeout_s: float = DEFAULT_TIMEOUT_S,
             check: bool = True, env: dict[str, str] | None = None,
