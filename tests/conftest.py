@@ -31,7 +31,6 @@ import yaml
 from session_report import (
     TIMES,
     TwoGroupScheduling,
-    container_files_first,
     lower_priority_for_the_host_group,
     once_per_session,
     relay_figures,
@@ -518,7 +517,6 @@ def pytest_collection_modifyitems(session, config, items):
     for item in items:
         if LAB_HOST_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(LAB_HOST)
-    container_files_first(items)
     items.sort(key=lambda item: item.get_closest_marker("last") is not None)
     write_groups(config, items)
 

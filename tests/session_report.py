@@ -109,14 +109,11 @@ def lower_priority_for_the_host_group(item: pytest.Item) -> None:
         _lowered.append(True)
 
 
-# The lowest priority is not enough against the container engine: the engine puts its
-# containers in a control group of its own, which the kernel weighs like one task at normal
-# priority. Beside the host group's containers the DRBD lab's ci run took 653 s, alone about
-# 400 s. So while a VM test holds the machine (machine_to_itself), the host group's worker
-# starts no test that uses the engine; its other tests run on (at the lowest priority they
-# take what the emulated machines leave), and the files with containers run first in the
-# host group (container_files_first), so that they are mostly done before the longest VM
-# labs start.
+# The lowest priority is not enough for the longest VM lab run: beside the host group's
+# containers, browser and book build, the DRBD lab's ci run took 653 s, alone about 400 s (the
+# emulated machines lose more than their share of the two cores). While a VM test holds the
+# machine (machine_to_itself), the host group's worker waits between its tests; it has time
+# to spare, and the VM group is CI's longest path.
 MACHINE_WAIT_LIMIT_S = 900
 
 
@@ -139,13 +136,11 @@ _gave_up_waiting: list[bool] = []
 
 
 def wait_while_the_machine_is_wanted(item: pytest.Item) -> None:
-    """In the host group's worker, before each test that uses the container engine: wait
-    while a VM test holds the machine. After MACHINE_WAIT_LIMIT_S in one wait it never
-    waits again: a VM worker that died holding the machine delays the host group only that
-    long."""
+    """In the host group's worker, before each test: wait while a VM test holds the
+    machine. After MACHINE_WAIT_LIMIT_S in one wait it never waits again: a VM worker that
+    died holding the machine delays the host group only that long."""
     wanted = os.environ.get(MACHINE_WANTED_ENV)
-    if not wanted or _gave_up_waiting or _GROUP_OF_TEST.get(item.nodeid) != HOST_GROUP \
-            or "docker_engine" not in _fixtures(item):
+    if not wanted or _gave_up_waiting or _GROUP_OF_TEST.get(item.nodeid) != HOST_GROUP:
         return
     started = time.monotonic()
     while Path(wanted).exists():
@@ -153,14 +148,6 @@ def wait_while_the_machine_is_wanted(item: pytest.Item) -> None:
             _gave_up_waiting.append(True)
             return
         time.sleep(1)
-
-
-def container_files_first(items: list[pytest.Item]) -> None:
-    """Sort the test files that use the container engine before the others (in place, each
-    file's tests together and in their order; the order is the same in every worker)."""
-    with_containers = {item.nodeid.split("::", 1)[0] for item in items
-                       if "docker_engine" in _fixtures(item)}
-    items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in with_containers)
 
 
 def write_groups(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -13,14 +13,9 @@ from session_report import (
     HOST_GROUP,
     MACHINE_WANTED_ENV,
     VM_GROUP,
-    container_files_first,
     machine_to_itself,
     wait_while_the_machine_is_wanted,
 )
-
-# A host-group test that uses the container engine, and one that does not.
-CONTAINER_TEST = SimpleNamespace(nodeid="host::test", fixturenames=["docker_engine"])
-PLAIN_TEST = SimpleNamespace(nodeid="host::plain", fixturenames=["tmp_path"])
 
 
 @pytest.fixture
@@ -28,7 +23,6 @@ def wanted(tmp_path, monkeypatch):
     path = tmp_path / "machine-wanted"
     monkeypatch.setenv(MACHINE_WANTED_ENV, str(path))
     monkeypatch.setitem(session_report._GROUP_OF_TEST, "host::test", HOST_GROUP)
-    monkeypatch.setitem(session_report._GROUP_OF_TEST, "host::plain", HOST_GROUP)
     monkeypatch.setitem(session_report._GROUP_OF_TEST, "vm::test", VM_GROUP)
     monkeypatch.setattr(session_report, "_gave_up_waiting", [])
     return path
@@ -47,7 +41,7 @@ def test_a_host_test_waits_until_the_vm_test_lets_go(wanted):
     holding.__enter__()
     threading.Timer(1.5, holding.__exit__, args=(None, None, None)).start()
     started = time.monotonic()
-    wait_while_the_machine_is_wanted(CONTAINER_TEST)
+    wait_while_the_machine_is_wanted(SimpleNamespace(nodeid="host::test"))
     waited_s = time.monotonic() - started
     assert not wanted.exists() and waited_s >= 1.0
 
@@ -58,7 +52,7 @@ def test_a_vm_test_never_waits_and_nobody_waits_for_a_free_machine(wanted):
     wait_while_the_machine_is_wanted(SimpleNamespace(nodeid="vm::test"))
     assert time.monotonic() - started < 1.0
     wanted.unlink()
-    wait_while_the_machine_is_wanted(CONTAINER_TEST)
+    wait_while_the_machine_is_wanted(SimpleNamespace(nodeid="host::test"))
     assert time.monotonic() - started < 1.0
 
 
@@ -67,10 +61,10 @@ def test_a_holder_that_never_lets_go_delays_the_host_group_once_and_only_so_long
     monkeypatch.setattr(session_report, "MACHINE_WAIT_LIMIT_S", 1.0)
     wanted.touch()
     started = time.monotonic()
-    wait_while_the_machine_is_wanted(CONTAINER_TEST)
+    wait_while_the_machine_is_wanted(SimpleNamespace(nodeid="host::test"))
     assert 1.0 <= time.monotonic() - started < 5.0
     started = time.monotonic()
-    wait_while_the_machine_is_wanted(CONTAINER_TEST)
+    wait_while_the_machine_is_wanted(SimpleNamespace(nodeid="host::test"))
     assert time.monotonic() - started < 0.5  # the next test does not wait again
 
 
@@ -104,23 +98,6 @@ def test_work_that_fails_is_not_marked_done(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError):
         session_report.once_per_session("book", fail)
     assert session_report.once_per_session("book", lambda: None) is True
-
-
-def test_a_host_test_without_containers_never_waits(wanted):
-    wanted.touch()
-    started = time.monotonic()
-    wait_while_the_machine_is_wanted(PLAIN_TEST)
-    assert time.monotonic() - started < 1.0
-
-
-def test_files_with_containers_come_first_each_file_whole_and_in_order():
-    def item(nodeid, *fixtures):
-        return SimpleNamespace(nodeid=nodeid, fixturenames=list(fixtures))
-    items = [item("a.py::one"), item("b.py::bad_input"), item("b.py::lab", "docker_engine"),
-             item("b.py::after"), item("c.py::two"), item("d.py::lab", "docker_engine")]
-    container_files_first(items)
-    assert [i.nodeid for i in items] == ["b.py::bad_input", "b.py::lab", "b.py::after",
-                                         "d.py::lab", "a.py::one", "c.py::two"]
 
 
 def test_the_timeline_gives_each_files_span_per_worker_in_seconds_into_the_session():
