@@ -131,7 +131,8 @@ TRACE_ENV = "LABS_TRACE_COMMANDS"
 
 def _tell(host: Host, text: str, marked: bool) -> None:
     """Report a command about to run: to the host's listener (a lab's recorder), unless it
-    is unmarked (the session's own plumbing: who am I, stop my commands, find orphans)."""
+    is unmarked (the session's own plumbing: who am I, stop my commands, find orphans, does
+    SSH answer); and to the trace file, if one is named."""
     shown = f"[{host.name}] {text}"
     if marked:
         (host.unheard.append if host.on_command is None else host.on_command)(shown)
