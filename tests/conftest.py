@@ -41,6 +41,8 @@ from session_report import (
     write_time_report,
 )
 
+from labs.infra.hosts import TRACE_ENV
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 VM_PAIR_ARGS = ("--pair", "--memory", "1536", "--cpus", "2", "--slow-iops", "200")
 
@@ -121,7 +123,7 @@ def local_lab_env(base: Path) -> dict:
 
 
 def commands_not_recorded(trace: Path, run) -> tuple[int, list[str]]:
-    """How many commands a lab ran through its hosts (the file LABS_TRACE_COMMANDS names,
+    """How many commands a lab ran through its hosts (the file TRACE_ENV names,
     written while it ran), and those of them its run.json does not list. Unmarked commands
     are the session's plumbing (who am I, stop my commands), not the lab's, and are left
     out."""
@@ -129,6 +131,13 @@ def commands_not_recorded(trace: Path, run) -> tuple[int, list[str]]:
     ran = [json.loads(line) for line in trace.read_text().splitlines() if line]
     marked = [entry["command"] for entry in ran if entry["marked"]]
     return len(marked), [command for command in marked if command not in recorded]
+
+
+def command_trace(trace: Path) -> dict[str, str]:
+    """The environment that makes a lab write every command it runs to `trace` (emptied
+    first: a lab run twice in one folder is compared with its own commands only)."""
+    trace.unlink(missing_ok=True)
+    return {TRACE_ENV: str(trace)}
 
 
 def assert_every_command_recorded(trace: Path, run, lab: str) -> None:
@@ -161,7 +170,7 @@ def run_local_ci(lab: str, base: Path, timeout: float) -> dict:
 
     trace = base / "commands-ran.jsonl"
     result = run_cli(["run", lab, "--host", "local", "--profile", "ci"],
-                     {**local_lab_env(base), "LABS_TRACE_COMMANDS": str(trace)}, timeout=timeout)
+                     {**local_lab_env(base), **command_trace(trace)}, timeout=timeout)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     runs = list_runs(lab, base / "runs")
     assert len(runs) == 1
@@ -188,10 +197,9 @@ def run_vm_ci(lab_vms, lab: str, *args: str, timeout_s: float = 2400,
 
     before = set(list_runs(lab, lab_vms.base / "runs"))
     trace = lab_vms.base / f"{lab}-commands-ran.jsonl"
-    trace.unlink(missing_ok=True)
     started = time.monotonic()
     ran = lab_vms.cli("run", lab, *args, "--profile", "ci", timeout_s=timeout_s,
-                      env={**(env or {}), "LABS_TRACE_COMMANDS": str(trace)})
+                      env={**(env or {}), **command_trace(trace)})
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
     new = [p for p in list_runs(lab, lab_vms.base / "runs") if p not in before]
     assert len(new) == 1
@@ -415,7 +423,7 @@ class BackgroundCiRuns:
 
     def __init__(self, lab_vms):
         self.lab_vms = lab_vms
-        self.runs: dict[str, tuple[subprocess.Popen, set, float]] = {}
+        self.runs: dict[str, tuple[subprocess.Popen, set, float, Path]] = {}
 
     def start(self, lab: str, *args: str) -> None:
         from labs.records import list_runs
@@ -425,20 +433,19 @@ class BackgroundCiRuns:
         before = set(list_runs(lab, self.lab_vms.base / "runs"))
         # Output to files: a pipe that nobody reads while other tests run would fill up.
         trace = self.lab_vms.base / f"{lab}-commands-ran.jsonl"
-        trace.unlink(missing_ok=True)
         with (self.lab_vms.base / f"{lab}-ci.out").open("w") as out:
             process = subprocess.Popen(
                 [sys.executable, "-m", "labs", "run", lab, *args, "--profile", "ci"],
                 cwd=PROJECT_ROOT, env={**os.environ, **self.lab_vms.env,
-                                       "LABS_TRACE_COMMANDS": str(trace)},
+                                       **command_trace(trace)},
                 stdout=out, stderr=subprocess.STDOUT, text=True)
-        self.runs[lab] = (process, before, time.monotonic())
+        self.runs[lab] = (process, before, time.monotonic(), trace)
 
     def finish(self, lab: str, *args: str, timeout_s: float = 2400):
         from labs.records import list_runs, load_run
 
         self.start(lab, *args)
-        process, before, started = self.runs[lab]
+        process, before, started, trace = self.runs[lab]
         process.wait(timeout=max(1.0, timeout_s - (time.monotonic() - started)))
         output = (self.lab_vms.base / f"{lab}-ci.out").read_text()
         assert process.returncode == 0, output[-6000:]
@@ -446,11 +453,11 @@ class BackgroundCiRuns:
         assert len(new) == 1
         assert_steps_counted(output)
         run = load_run(new[0])
-        assert_every_command_recorded(self.lab_vms.base / f"{lab}-commands-ran.jsonl", run, lab)
+        assert_every_command_recorded(trace, run, lab)
         return run, time.monotonic() - started
 
     def stop_all(self) -> None:
-        for process, _, _ in self.runs.values():
+        for process, *_ in self.runs.values():
             if process.poll() is None:
                 process.kill()
                 process.wait()

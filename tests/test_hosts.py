@@ -14,7 +14,14 @@ import pytest
 
 from labs.errors import UsageError
 from labs.infra.guard import DeviceRefused, check_device, is_plain_device_path
-from labs.infra.hosts import CommandFailed, CommandTimedOut, LocalHost, SSHHost, UnknownHost
+from labs.infra.hosts import (
+    TRACE_ENV,
+    CommandFailed,
+    CommandTimedOut,
+    LocalHost,
+    SSHHost,
+    UnknownHost,
+)
 from labs.infra.inventory import get_host, link_address, load_inventory
 from labs.infra.journal import Journal
 from labs.infra.workspace import LabWorkspace
@@ -66,7 +73,7 @@ def test_local_run_sudo_put_get(private_state):
 def test_every_marked_command_is_told_and_traced_and_twins_tell_the_same_listener(
         private_state, monkeypatch):
     trace = private_state / "ran.jsonl"
-    monkeypatch.setenv("LABS_TRACE_COMMANDS", str(trace))
+    monkeypatch.setenv(TRACE_ENV, str(trace))
     told: list[str] = []
     host = LocalHost(str(private_state / "work"))
     host.sudo(["printf", "%s", "a b"])  # as root: `id -u` first, unmarked; nobody listens yet

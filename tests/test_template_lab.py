@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-from conftest import PROJECT_ROOT, commands_not_recorded
+from conftest import PROJECT_ROOT, command_trace, commands_not_recorded
 
 from labs import records
 from labs.infra.journal import Journal
@@ -28,7 +28,7 @@ def cli(env, *args, timeout=300):
 def test_template_runs_records_and_matches_its_model(tmp_path):
     env = {"LABS_STATE_DIR": str(tmp_path / "state"), "LABS_WORK_DIR": str(tmp_path / "work"),
            "LABS_RUNS_DIR": str(tmp_path / "runs"),
-           "LABS_TRACE_COMMANDS": str(tmp_path / "ran.jsonl")}
+           **command_trace(tmp_path / "ran.jsonl")}
     result = cli(env, "run", "template", "--quick", "--block-kib", "16")
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0] == (
