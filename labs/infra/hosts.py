@@ -314,7 +314,14 @@ class Host:
                 raise HostInterrupted(self.name)
 
     def twin(self) -> Host:
-        """A new object for the same host, with its own connection (used by `interrupt`)."""
+        """A new object for the same host, with its own connection (used by `interrupt` and
+        by readers of a command's output while it runs), telling the same listener."""
+        twin = self._another()
+        twin.on_command = self.on_command
+        return twin
+
+    def _another(self) -> Host:
+        """A new object for the same host (subclasses: how to reach it again)."""
         raise NotImplementedError
 
     def sudo(self, command: str | list[str], **kwargs: Any) -> CommandResult:
@@ -387,10 +394,8 @@ class LocalHost(Host):
     def put(self, local_path: str | Path, remote_path: str) -> None:
         shutil.copyfile(local_path, remote_path)
 
-    def twin(self) -> LocalHost:
-        twin = LocalHost(self.work_dir)
-        twin.on_command = self.on_command
-        return twin
+    def _another(self) -> LocalHost:
+        return LocalHost(self.work_dir)
 
     def get(self, remote_path: str, local_path: str | Path) -> None:
         shutil.copyfile(remote_path, local_path)
@@ -409,12 +414,10 @@ class SSHHost(Host):
         self.connect_timeout_s = connect_timeout_s
         self._connection: Any = None
 
-    def twin(self) -> SSHHost:
-        twin = SSHHost(self.name, self.address, user=self.user, port=self.port, key=self.key,
+    def _another(self) -> SSHHost:
+        return SSHHost(self.name, self.address, user=self.user, port=self.port, key=self.key,
                        known_hosts=self.known_hosts, work_dir=self.work_dir,
                        lab_devices=self.lab_devices, connect_timeout_s=self.connect_timeout_s)
-        twin.on_command = self.on_command
-        return twin
 
     def connection(self) -> Any:
         if self._connection is None:
