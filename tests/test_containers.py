@@ -131,6 +131,28 @@ def test_journal_clean_removes_only_this_labs_containers(lab, client):
         other.remove(force=True)
 
 
+def test_leftovers_counts_this_installs_containers_and_networks_and_only_those(lab, client):
+    # The count reads the engine's state folder first and asks the engine only when that
+    # folder names this install's owner (labs/infra/leftovers.py): each answer is checked
+    # against what the engine itself holds, before, during and after.
+    from labs.infra.leftovers import leftovers
+
+    local = get_host("local")
+    assert (leftovers(local)["container"], leftovers(local)["network"]) == (0, 0)
+    other = client.containers.create(LOCAL_POSTGRES, ["true"], name=f"{lab.run_id[-6:]}-not-ours")
+    try:
+        network = lab.create_network(f"{lab.run_id[-6:]}-net")
+        lab.run_container(ContainerSpec(name=f"{lab.run_id[-6:]}-left", image=LOCAL_POSTGRES,
+                                        command=["sleep", "300"], network=network))
+        counts = leftovers(local)
+        assert (counts["container"], counts["network"]) == (1, 1), counts
+        lab.journal.clean(host=local, log=lambda line: None)
+        counts = leftovers(local)
+        assert (counts["container"], counts["network"]) == (0, 0), counts
+    finally:
+        other.remove(force=True)
+
+
 def test_image_is_cached_by_recipe_and_choice_is_printed(client):
     result = subprocess.run([sys.executable, "-m", "labs", "images", "build", "postgres"],
                             cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)

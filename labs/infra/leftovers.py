@@ -22,13 +22,27 @@ SECTIONS = ("loop", "mount", "work_dir", "container", "network", "process", "md"
             "netem", "netns", "server")
 
 
+# Asking a stopped engine starts it (docker.socket): about 12 s in an emulated lab VM, which
+# then keeps it running beside the labs. A stopped engine runs nothing, and it keeps each
+# container's and network's labels as plain text in its state folder; while it is stopped
+# and nothing there names this install's owner, the count is 0 without asking. A removed
+# network's name can stay in the network store's free pages: then the engine is asked.
+ENGINE_STATE = "/var/lib/docker"
+
+
 def _owned_by_this_install(listing: str, marker: str) -> str:
     """Count the engine objects `listing` prints that carry this install's owner label."""
     # The marker is spelled in two pieces so that this script's own command line does not
     # carry it (the process count below would find the script itself).
-    return (f"p={marker[:8]}; command -v docker >/dev/null && {listing} "
-            f"--filter label=storage-labs.owner=${{p}}{marker[8:]} 2>/dev/null "
-            "| wc -l || echo 0")
+    state = ENGINE_STATE
+    nothing_stored = (
+        "! systemctl is-active --quiet docker.service 2>/dev/null && "
+        "! grep -qs data-root /etc/docker/daemon.json && "
+        f"{{ [ ! -e {state} ] || {{ grep -rqsaF --include=config.v2.json --include=local-kv.db "
+        f'-- "$o" {state}/containers {state}/network; [ $? -eq 1 ]; }}; }}')
+    return (f"p={marker[:8]}; o=${{p}}{marker[8:]}; command -v docker >/dev/null || "
+            f"{{ echo 0; exit 0; }}; if {nothing_stored}; then echo 0; else {listing} "
+            "--filter label=storage-labs.owner=$o 2>/dev/null | wc -l; fi")
 
 
 def _script(host: Host, on_lab_vm: bool) -> str:
