@@ -415,17 +415,27 @@ def vm_inventory_entry(name: str, vm: str, **extra: str) -> str:
         for key, value in fields.items())
 
 
+BACKGROUND_LIMIT_S = 2400  # a background lab ci run's longest wait
+
+
 class BackgroundCiRuns:
-    """Lab ci runs started in the background on one VM while other tests use the other: the
-    quorum-commit lab (vm1) runs beside the power-loss tests (vm2), which cut only vm2's
-    power and clean only vm2. `start` is a no-op for a lab already started; `finish` waits
-    for it (starting it first if needed) and returns (its run, its wall time in s)."""
+    """Lab ci runs started in the background on one VM while the tests of a few named files
+    use only the other: the write-path lab (vm2) beside the commit-settings tests (vm1), the
+    quorum-commit lab (vm1) beside the power-loss tests (vm2), which cut only vm2's power
+    and clean only vm2. Before a test of any other file starts, the session waits for the
+    run (`wait_unless_beside`): that test may use the run's VM. `start` is a no-op for a
+    lab already started; `finish` waits for it (starting it first if needed) and returns
+    (its run, its wall time in s)."""
+
+    started: list[BackgroundCiRuns] = []  # the session's, for pytest_runtest_setup
 
     def __init__(self, lab_vms):
         self.lab_vms = lab_vms
         self.runs: dict[str, tuple[subprocess.Popen, set, float, Path]] = {}
+        self.beside: dict[str, tuple[str, ...]] = {}  # lab: names of the test files beside it
+        BackgroundCiRuns.started.append(self)
 
-    def start(self, lab: str, *args: str) -> None:
+    def start(self, lab: str, *args: str, beside: tuple[str, ...] = ()) -> None:
         from labs.records import list_runs
 
         if lab in self.runs:
@@ -440,8 +450,24 @@ class BackgroundCiRuns:
                                        **command_trace(trace)},
                 stdout=out, stderr=subprocess.STDOUT, text=True)
         self.runs[lab] = (process, before, time.monotonic(), trace)
+        self.beside[lab] = beside
 
-    def finish(self, lab: str, *args: str, timeout_s: float = 2400):
+    @classmethod
+    def wait_unless_beside(cls, item: pytest.Item) -> None:
+        """Before `item`: wait for every background run not allowed beside its file."""
+        file_name = Path(item.nodeid.split("::", 1)[0]).name
+        for runs in cls.started:
+            for lab, (process, _, started, _) in runs.runs.items():
+                if file_name in runs.beside[lab] or process.poll() is not None:
+                    continue
+                try:  # as long as `finish` would wait; a run killed here fails there
+                    process.wait(timeout=max(1.0, BACKGROUND_LIMIT_S - (time.monotonic()
+                                                                       - started)))
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+
+    def finish(self, lab: str, *args: str, timeout_s: float = BACKGROUND_LIMIT_S):
         from labs.records import list_runs, load_run
 
         self.start(lab, *args)
@@ -461,6 +487,7 @@ class BackgroundCiRuns:
             if process.poll() is None:
                 process.kill()
                 process.wait()
+        BackgroundCiRuns.started.remove(self)
 
 
 @pytest.fixture(scope="session")
@@ -536,6 +563,7 @@ def pytest_collection_modifyitems(session, config, items):
 def pytest_runtest_setup(item):
     lower_priority_for_the_host_group(item)
     wait_while_the_machine_is_wanted(item)
+    BackgroundCiRuns.wait_unless_beside(item)
 
 
 def pytest_runtest_logreport(report):

@@ -177,8 +177,8 @@ class TwoGroupScheduling(LoadScopeScheduling):
 
 BOOK_FILES = {"test_book.py", "test_book_controls.py", "test_book_incremental.py",
               "test_workshop_book.py", "test_pages_are_notebooks.py"}
-VM_AREA_FILES = {"test_vm.py", "test_hosts.py", "test_run_on_many_hosts.py",
-                 "test_throttle_qmp.py"}
+VM_AREA_FILES = {"test_vm.py", "test_vm_image_build.py", "test_hosts.py",
+                 "test_run_on_many_hosts.py", "test_throttle_qmp.py"}
 LAB_FILE = re.compile(r"test_(?P<lab>[a-z_]+?)_(?:lab|local|power_cut)\.py$")
 
 

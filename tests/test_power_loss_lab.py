@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import PROJECT_ROOT, kill_once_it_prints, report, run_vm_ci
@@ -33,7 +34,7 @@ def leftovers(lab_vms) -> str:
 def ci_run(lab_vms, background_ci, request):
     # vm1 is free while this lab cuts vm2's power: the quorum-commit lab's ci run goes there
     # meanwhile (its own tests wait for it). Every test here cleans only vm2.
-    background_ci.start("quorum-commit", "--host", "vm1")
+    background_ci.start("quorum-commit", "--host", "vm1", beside=(Path(__file__).name,))
     ran = run_vm_ci(lab_vms, "power-loss", "--host", VM, timeout_s=1800)
     run = ran.run
     report(request.config, f"power-loss ci run on {VM}: {ran.wall_s:.0f} s; "
