@@ -90,6 +90,8 @@ def test_every_marked_command_is_told_and_traced_and_twins_tell_the_same_listene
         ("[local] id -u", False), ("[local] printf %s 'a b'", True), ("[local] true", True),
         ("[local] echo twin", True), ("[local] echo plumbing", False),
         ("[local] echo unheard", True)]
+    started = [t["at"] for t in traced]
+    assert started == sorted(started) and started[-1] - started[0] < 60
 
 
 def test_failure_names_host_command_exit_code_and_stderr_tail(private_state):

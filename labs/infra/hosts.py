@@ -139,7 +139,9 @@ def _tell(host: Host, text: str, marked: bool) -> None:
     trace = os.environ.get(TRACE_ENV)
     if trace:
         with open(trace, "a", encoding="utf-8") as out:
-            out.write(json.dumps({"command": shown, "marked": marked}) + "\n")
+            # When it started (Unix time): the gaps between lines show where a run's time went.
+            out.write(json.dumps({"command": shown, "marked": marked,
+                                  "at": round(time.time(), 3)}) + "\n")
 
 
 def _as_shell(command: str | list[str]) -> str:
