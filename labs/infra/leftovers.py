@@ -37,7 +37,9 @@ def _owned_by_this_install(listing: str, marker: str) -> str:
     state = ENGINE_STATE
     nothing_stored = (
         "! systemctl is-active --quiet docker.service 2>/dev/null && "
+        # Its state elsewhere (daemon.json, or dockerd's own command line): ask the engine.
         "! grep -qs data-root /etc/docker/daemon.json && "
+        "! pgrep -a -x dockerd 2>/dev/null | grep -q -e --data-root -e ' -g ' && "
         f"{{ [ ! -e {state} ] || {{ grep -rqsaF --include=config.v2.json --include=local-kv.db "
         f'-- "$o" {state}/containers {state}/network; [ $? -eq 1 ]; }}; }}')
     return (f"p={marker[:8]}; o=${{p}}{marker[8:]}; command -v docker >/dev/null || "
