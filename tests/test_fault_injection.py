@@ -1,7 +1,7 @@
 """The fault-injection harness (benchmarks/fault_injection.py), CI-sized, on real labs.
 
 Kills a few runs of the template lab and one of the torn-pages lab on this machine and one of
-the write-mostly lab on the session's shared VM (SIGKILL, SIGINT, SIGTERM, and the VM's SSH
+the quorum-commit lab on the session's shared vm1 (SIGKILL, SIGINT, SIGTERM, and the VM's SSH
 sessions), runs `python -m labs clean` after each, and counts what is left from the
 systems' own view. The full run (200 kills and more) is the benchmark script itself.
 """
