@@ -12,6 +12,7 @@ Tests marked `last` run after all others (they stop what the session shares).
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import http.server
 import json
@@ -421,8 +422,6 @@ BACKGROUND_LIMIT_S = 2400  # a background lab ci run's longest wait
 def recorded_wall_s(run) -> float:
     """A run's own wall time, from its record: a background run may end long before the
     tests that read it ask (the time `finish` waited is not the run's)."""
-    import datetime as dt
-
     return (dt.datetime.fromisoformat(run.meta["finished_at"])
             - dt.datetime.fromisoformat(run.meta["started_at"])).total_seconds()
 

@@ -29,7 +29,7 @@ from labs.write_path import findings, model
 
 pytestmark = pytest.mark.slow
 
-VM = "vm2"  # vm1 is the commit-settings tests' meanwhile
+VM = "vm2"  # its ci run goes beside the commit-settings tests, which use vm1
 
 
 @pytest.fixture(scope="module")
