@@ -80,7 +80,7 @@ def test_status_run_and_exit_code_pass_through(lab_env):
 def test_counting_leftovers_in_a_vm_does_not_start_its_container_engine(lab_env):
     # Asking a stopped engine would start it (docker.socket), 12 s or so under emulation,
     # and leave it running beside the labs; the count reads its state folder instead.
-    # Safe: stops only the throw-away lab VM's own engine, which no lab in it uses.
+    # Safe: stops only the throw-away lab VM's own engine, which no test of the session uses.
     stopped = lab_env.cli("vm", "run", "vm2", "--", "systemctl stop docker.service")
     assert stopped.returncode == 0, stopped.stderr
     counted = lab_env.cli("leftovers", "--host", "vm2")
