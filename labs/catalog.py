@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import datetime as dt
-
 import pandas as pd
 
 from labs import records, registry
 
 
 def _minutes(run: records.RecordedRun) -> str:
-    started = dt.datetime.fromisoformat(run.meta["started_at"])
-    finished = dt.datetime.fromisoformat(run.meta["finished_at"])
-    minutes = (finished - started).total_seconds() / 60
+    minutes = run.wall_s / 60
     return "under a minute" if minutes < 1 else f"{minutes:.0f} min"
 
 

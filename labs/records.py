@@ -107,6 +107,12 @@ class RecordedRun:
     def raw_dir(self) -> Path:
         return self.path / "raw"
 
+    @property
+    def wall_s(self) -> float:
+        """Seconds from the run's start to its end, as its record says."""
+        return (dt.datetime.fromisoformat(self.meta["finished_at"])
+                - dt.datetime.fromisoformat(self.meta["started_at"])).total_seconds()
+
     def command_line(self) -> str:
         """The command that made this run (first recorded command line)."""
         return self.meta["parameters"].get("command_line", "")

@@ -12,7 +12,6 @@ Tests marked `last` run after all others (they stop what the session shares).
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 import http.server
 import json
@@ -419,13 +418,6 @@ def vm_inventory_entry(name: str, vm: str, **extra: str) -> str:
 BACKGROUND_LIMIT_S = 2400  # a background lab ci run's longest wait
 
 
-def recorded_wall_s(run) -> float:
-    """A run's own wall time, from its record: a background run may end long before the
-    tests that read it ask (the time `finish` waited is not the run's)."""
-    return (dt.datetime.fromisoformat(run.meta["finished_at"])
-            - dt.datetime.fromisoformat(run.meta["started_at"])).total_seconds()
-
-
 class BackgroundCiRuns:
     """Lab ci runs started in the background on one VM while the tests of a few named files
     use only the other: the write-path lab (vm2) beside the commit-settings tests (vm1), the
@@ -488,7 +480,7 @@ class BackgroundCiRuns:
         assert_steps_counted(output)
         run = load_run(new[0])
         assert_every_command_recorded(trace, run, lab)
-        return run, recorded_wall_s(run)
+        return run, run.wall_s  # its own time, not the wait: it may have ended long before
 
     def stop_all(self) -> None:
         for process, *_ in self.runs.values():

@@ -10,7 +10,6 @@ another machine takes what it takes, and the guide says so.
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -25,9 +24,7 @@ from labs.timings import QUICK_RUNS_CSV
 
 
 def wall_minutes(run: records.RecordedRun) -> float:
-    started = dt.datetime.fromisoformat(run.meta["started_at"])
-    finished = dt.datetime.fromisoformat(run.meta["finished_at"])
-    return (finished - started).total_seconds() / 60
+    return run.wall_s / 60
 
 
 def lab_times(labs: Iterable[Any]) -> pd.DataFrame:
