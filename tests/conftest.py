@@ -418,6 +418,21 @@ def vm_inventory_entry(name: str, vm: str, **extra: str) -> str:
 BACKGROUND_LIMIT_S = 2400  # a background lab ci run's longest wait
 
 
+@dataclass
+class BackgroundRun:
+    """One lab ci run going on in the background, and the test files it may run beside."""
+
+    process: subprocess.Popen
+    runs_before: set  # the lab's recorded runs before it started
+    started_s: float  # time.monotonic() at its start
+    trace: Path  # where its hosts wrote each command they ran
+    beside: tuple[str, ...]  # names of the test files that may run meanwhile
+
+    def wait(self, limit_s: float = BACKGROUND_LIMIT_S) -> None:
+        """Until it ends, at most `limit_s` from its start (then subprocess.TimeoutExpired)."""
+        self.process.wait(timeout=max(1.0, limit_s - (time.monotonic() - self.started_s)))
+
+
 class BackgroundCiRuns:
     """Lab ci runs started in the background on one VM while the tests of a few named files
     use only the other: the write-path lab (vm2) beside the commit-settings tests (vm1), the
@@ -431,8 +446,7 @@ class BackgroundCiRuns:
 
     def __init__(self, lab_vms):
         self.lab_vms = lab_vms
-        self.runs: dict[str, tuple[subprocess.Popen, set, float, Path]] = {}
-        self.beside: dict[str, tuple[str, ...]] = {}  # lab: names of the test files beside it
+        self.runs: dict[str, BackgroundRun] = {}
         BackgroundCiRuns.started.append(self)
 
     def start(self, lab: str, *args: str, beside: tuple[str, ...] = ()) -> None:
@@ -449,44 +463,43 @@ class BackgroundCiRuns:
                 cwd=PROJECT_ROOT, env={**os.environ, **self.lab_vms.env,
                                        **command_trace(trace)},
                 stdout=out, stderr=subprocess.STDOUT, text=True)
-        self.runs[lab] = (process, before, time.monotonic(), trace)
-        self.beside[lab] = beside
+        self.runs[lab] = BackgroundRun(process, before, time.monotonic(), trace, beside)
 
     @classmethod
     def wait_unless_beside(cls, item: pytest.Item) -> None:
         """Before `item`: wait for every background run not allowed beside its file."""
         file_name = Path(item.nodeid.split("::", 1)[0]).name
         for runs in cls.started:
-            for lab, (process, _, started, _) in runs.runs.items():
-                if file_name in runs.beside[lab] or process.poll() is not None:
+            for run in runs.runs.values():
+                if file_name in run.beside or run.process.poll() is not None:
                     continue
                 try:  # as long as `finish` would wait; a run killed here fails there
-                    process.wait(timeout=max(1.0, BACKGROUND_LIMIT_S - (time.monotonic()
-                                                                       - started)))
+                    run.wait()
                 except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+                    run.process.kill()
+                    run.process.wait()
 
     def finish(self, lab: str, *args: str, timeout_s: float = BACKGROUND_LIMIT_S):
         from labs.records import list_runs, load_run
 
         self.start(lab, *args)
-        process, before, started, trace = self.runs[lab]
-        process.wait(timeout=max(1.0, timeout_s - (time.monotonic() - started)))
+        background = self.runs[lab]
+        background.wait(timeout_s)
         output = (self.lab_vms.base / f"{lab}-ci.out").read_text()
-        assert process.returncode == 0, output[-6000:]
-        new = [p for p in list_runs(lab, self.lab_vms.base / "runs") if p not in before]
+        assert background.process.returncode == 0, output[-6000:]
+        new = [p for p in list_runs(lab, self.lab_vms.base / "runs")
+               if p not in background.runs_before]
         assert len(new) == 1
         assert_steps_counted(output)
         run = load_run(new[0])
-        assert_every_command_recorded(trace, run, lab)
+        assert_every_command_recorded(background.trace, run, lab)
         return run, run.wall_s  # its own time, not the wait: it may have ended long before
 
     def stop_all(self) -> None:
-        for process, *_ in self.runs.values():
-            if process.poll() is None:
-                process.kill()
-                process.wait()
+        for background in self.runs.values():
+            if background.process.poll() is None:
+                background.process.kill()
+                background.process.wait()
         BackgroundCiRuns.started.remove(self)
 
 
