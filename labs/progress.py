@@ -1,9 +1,16 @@
 """One progress reporter for every long job: which step, step k of n, elapsed time.
 
-    progress = Progress("torn-pages", total_steps=17)
-    progress.step("pgbench -i at scale 16")      # counts: "step 3/17: pgbench -i ..."
-    progress.detail("resync 41.0 % at 48 MiB/s") # a sub-step: shown, not counted
+    progress = Progress("torn-pages", total_steps=1)
+    progress.plan(["pgbench -i", "a pgbench leg", ...])  # the lab's steps, declared once
+    progress.step("pgbench -i", "scale 16")       # counts: "step 1/17: pgbench -i — scale 16"
+    progress.detail("resync 41.0 % at 48 MiB/s")  # a sub-step: shown, not counted
     progress.close()
+
+A lab declares its steps once, by name and in order, with the conditions its parameters set
+(`plan`); the total a reader sees is their number, never a sum written by hand. Each step
+then gives its name and, optionally, what this run does in it (`detail`: a host, a delay).
+A lab run records both lists (`recorded_steps`, kept in run.json): the tests check that a
+run took the steps it planned, and a step's start time shows where a run's time went.
 
 In a terminal it draws a tqdm bar on stderr (`tqdm.auto` draws a notebook bar in
 JupyterLab); anywhere else (a log file, CI, a pipe read by the live panel) it prints one
@@ -21,8 +28,9 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable
-from typing import IO
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import IO, Any
 
 from tqdm.auto import tqdm
 
@@ -30,6 +38,7 @@ from labs.errors import Interrupted, unwinding_from_an_interrupt
 
 STEP_LINE = re.compile(r"^\[(?P<name>\S+)\s+(?P<elapsed>\d+) s\] step (?P<step>\d+)/(?P<total>\d+)"
                        r": (?P<text>.*)$")
+STEP_DETAIL_SEPARATOR = " — "  # between a step's name and what this run does in it
 QUIET_DETAIL_S = 20.0  # without a terminal, transient details are printed this often at most
 
 # A Ctrl-C (or a SIGTERM, which unwinds like one) must stop the lab even when the
@@ -57,6 +66,13 @@ def keep_swallowed_interrupts(unraisable) -> None:
     sys.__unraisablehook__(unraisable)
 
 
+@dataclass(frozen=True)
+class TakenStep:
+    name: str
+    detail: str
+    started_at: float  # Unix time: a run's record shows where its time went
+
+
 class Progress:
     def __init__(self, name: str, total_steps: int, *, stream: IO[str] | None = None,
                  callback: Callable[[float, str], None] | None = None,
@@ -68,6 +84,8 @@ class Progress:
         self.stream = stream or sys.stderr
         self.callback = callback  # (fraction done, step text), for widgets
         self.done = 0
+        self.planned: tuple[str, ...] = ()  # the lab's steps by name, once it declares them
+        self.taken: list[TakenStep] = []
         self.stop_requested = False  # set by `interrupt`, from another thread
         self.started = time.monotonic()
         self._last_detail = 0.0
@@ -80,12 +98,24 @@ class Progress:
                                        "{postfix}", leave=True, dynamic_ncols=True,
                             position=position)
 
-    def expect(self, total_steps: int) -> None:
-        """Set how many steps the job takes, once it knows (a lab knows after validating)."""
-        self.total = max(int(total_steps), self.done, 1)
+    def plan(self, steps: Sequence[str]) -> None:
+        """Declare the job's steps by name, in order (a lab knows them after validating its
+        parameters): the total shown is their number."""
+        names = tuple(steps)
+        for name in names:
+            if not name.strip() or STEP_DETAIL_SEPARATOR in name:
+                raise ValueError(f"{self.name}: {name!r} cannot name a step")
+        self.planned = names
+        self.total = max(len(names), self.done, 1)
         if self.bar is not None:
             self.bar.total = self.total
             self.bar.refresh()
+
+    def recorded_steps(self) -> dict[str, Any]:
+        """The steps planned, the steps taken (name, detail, start) and now (the last step's
+        end: the lab's work is done when its run is recorded), for run.json."""
+        return {"planned": list(self.planned), "taken": [asdict(step) for step in self.taken],
+                "ended_at": time.time()}
 
     @property
     def elapsed_s(self) -> float:
@@ -110,9 +140,12 @@ class Progress:
             if not unwinding_from_an_interrupt():
                 raise Interrupted(f"{self.name}: interrupted")
 
-    def step(self, text: str) -> None:
-        """A new step starts (steps beyond the total stretch the total)."""
+    def step(self, name: str, detail: str = "") -> None:
+        """A new step starts: its name as planned, and what this run does in it. Steps
+        beyond the total stretch the total."""
         self._stop_if_asked()
+        self.taken.append(TakenStep(name, detail, time.time()))
+        text = f"{name}{STEP_DETAIL_SEPARATOR}{detail}" if detail else name
         self.done += 1
         if self.done > self.total:
             self.total = self.done

@@ -113,6 +113,16 @@ class RecordedRun:
         return (dt.datetime.fromisoformat(self.meta["finished_at"])
                 - dt.datetime.fromisoformat(self.meta["started_at"])).total_seconds()
 
+    def step_seconds(self) -> list[tuple[str, str, float]]:
+        """(name, detail, seconds) of each step the run took, in order, from the times its
+        record keeps (a step lasts until the next starts, the last until the lab's work
+        ended); empty for a run recorded without them."""
+        steps = self.meta.get("steps", {})
+        taken = steps.get("taken", [])
+        ends = [step["started_at"] for step in taken[1:]] + [steps.get("ended_at")]
+        return [(step["name"], step["detail"], end - step["started_at"])
+                for step, end in zip(taken, ends, strict=True)]
+
     def command_line(self) -> str:
         """The command that made this run (first recorded command line)."""
         return self.meta["parameters"].get("command_line", "")
@@ -144,6 +154,7 @@ class RunRecorder:
     commands: list[str] = field(default_factory=list)
     rows: list[dict[str, Any]] = field(default_factory=list)
     final_path: Path | None = None
+    steps: dict[str, Any] | None = None  # planned and taken (labs.progress), if the lab said
 
     def __post_init__(self) -> None:
         self.started_at = utc_now()
@@ -233,6 +244,8 @@ class RunRecorder:
             # recorded on a busy machine says so.
             "controller_load": {"at_start": self.load_at_start, "at_end": load_averages()},
         }
+        if self.steps is not None:
+            meta["steps"] = self.steps
         validate_results(results, meta, self.staging / "results.csv")
         results.to_csv(self.staging / "results.csv", index=False)
         (self.staging / "run.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")

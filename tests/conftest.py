@@ -31,6 +31,7 @@ import yaml
 from session_report import (
     TIMES,
     TwoGroupScheduling,
+    keep_lab_steps,
     lower_priority_for_the_host_group,
     once_per_session,
     relay_figures,
@@ -148,10 +149,12 @@ def assert_every_command_recorded(trace: Path, run, lab: str) -> None:
                           f"{missing[:5]}"
 
 
-def assert_steps_counted(output: str) -> None:
-    """A lab's progress knows its length: every step line has the same total, and the last
-    step is that total (a lab that makes one step too many goes from "step 20/20" to
-    "step 21/21"; one that makes too few ends at "step 19/20")."""
+def assert_steps_as_planned(output: str, run) -> None:
+    """A lab's progress knows its length, from the steps it declared: every step line has
+    the same total, and the last step is that total (a lab that makes one step too many goes
+    from "step 20/20" to "step 21/21"; one that makes too few ends at "step 19/20"). The run's
+    record keeps the plan and the steps taken, by name: the same, in the same order. The run
+    and its step times then go to the session's time report."""
     from labs.progress import parse_step_line
 
     steps = [(int(s["step"]), int(s["total"]))
@@ -161,6 +164,13 @@ def assert_steps_counted(output: str) -> None:
     totals = {total for _, total in steps}
     assert len(totals) == 1, f"step totals changed during the run: {sorted(totals)}"
     assert steps[-1][0] == totals.pop(), f"the last step line is step {steps[-1][0]}/{steps[-1][1]}"
+    planned, taken = run.meta["steps"]["planned"], run.meta["steps"]["taken"]
+    assert [step["name"] for step in taken] == planned, \
+        f"{run.lab}: the steps taken are not the ones its plan declares"
+    assert len(planned) == steps[-1][1], f"{run.lab}: the plan is not what progress counted"
+    parameters = run.meta["parameters"]
+    keep_lab_steps(run, f"{run.lab} --profile {parameters.get('profile')} on "
+                        f"{parameters.get('host')}")
 
 
 def run_local_ci(lab: str, base: Path, timeout: float) -> dict:
@@ -174,8 +184,8 @@ def run_local_ci(lab: str, base: Path, timeout: float) -> dict:
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     runs = list_runs(lab, base / "runs")
     assert len(runs) == 1
-    assert_steps_counted(result.stderr)
     run = load_run(runs[0])
+    assert_steps_as_planned(result.stderr, run)
     assert_every_command_recorded(trace, run, lab)
     return {"run": run, "stdout": result.stdout, "stderr": result.stderr, "base": base}
 
@@ -203,8 +213,8 @@ def run_vm_ci(lab_vms, lab: str, *args: str, timeout_s: float = 2400,
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
     new = [p for p in list_runs(lab, lab_vms.base / "runs") if p not in before]
     assert len(new) == 1
-    assert_steps_counted(ran.stderr)
     run = load_run(new[0])
+    assert_steps_as_planned(ran.stderr, run)
     assert_every_command_recorded(trace, run, lab)
     return VmCiRun(run, time.monotonic() - started, ran.stdout, ran.stderr)
 
@@ -490,8 +500,8 @@ class BackgroundCiRuns:
         new = [p for p in list_runs(lab, self.lab_vms.base / "runs")
                if p not in background.runs_before]
         assert len(new) == 1
-        assert_steps_counted(output)
         run = load_run(new[0])
+        assert_steps_as_planned(output, run)
         assert_every_command_recorded(background.trace, run, lab)
         return run, run.wall_s  # its own time, not the wait: it may have ended long before
 

@@ -15,7 +15,9 @@ the host group's worker starts no new test.
 
 The figures a worker reports go to a file the controller reads after every test (a worker's
 own standard output reaches no terminal). The time report is printed at the end and
-written to `_build/test-times.json` (benchmarks/ci_times.py keeps a record of it).
+written to `_build/test-times.json` (benchmarks/ci_times.py keeps a record of it), with the
+steps of every lab run the tests checked and how long each took (`keep_lab_steps`;
+benchmarks/lab_steps.py keeps a record of those: where a lab's ci time goes).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ FIGURES_ENV = "LABS_TEST_FIGURES"
 GROUPS_ENV = "LABS_TEST_GROUPS"
 MACHINE_WANTED_ENV = "LABS_TEST_MACHINE_WANTED"
 ONCE_ENV = "LABS_TEST_ONCE"  # a folder: what once_per_session did, and its locks
+LAB_STEPS_ENV = "LABS_TEST_LAB_STEPS"  # a file: one line per lab run the tests checked
 TIMES_FILE = PROJECT_ROOT / "_build" / "test-times.json"
 
 # A test in this group uses the lab VMs (booted once per session, in the worker that runs
@@ -276,6 +279,28 @@ def start_shared_files(config: pytest.Config) -> None:
     os.environ[GROUPS_ENV] = str(folder / "groups.json")
     os.environ[MACHINE_WANTED_ENV] = str(folder / "machine-wanted")
     os.environ[ONCE_ENV] = str(folder)
+    os.environ[LAB_STEPS_ENV] = str(folder / "lab-steps.jsonl")
+
+
+def keep_lab_steps(run, how: str) -> None:
+    """Note a lab run the tests checked (`how`: its lab, profile and host) with the seconds
+    of each step it took, for the time report."""
+    path = os.environ.get(LAB_STEPS_ENV)
+    if not path:
+        return
+    line = {"lab": run.lab, "how": how, "wall_s": round(run.wall_s, 1),
+            "steps": [[name, round(seconds, 1)] for name, _, seconds in run.step_seconds()]}
+    with open(path, "a", encoding="utf-8") as out:  # one short line: appends do not interleave
+        out.write(json.dumps(line) + "\n")
+
+
+def lab_runs() -> list[dict]:
+    """The lab runs the workers noted (keep_lab_steps), slowest first."""
+    path = os.environ.get(LAB_STEPS_ENV)
+    if not path or not Path(path).exists():
+        return []
+    runs = [json.loads(line) for line in Path(path).read_text().splitlines() if line]
+    return sorted(runs, key=lambda run: -run["wall_s"])
 
 
 def once_per_session(name: str, work: Callable[[], None]) -> bool:
@@ -309,6 +334,17 @@ def relay_figures(config: pytest.Config) -> None:
     TIMES.figures_read = len(lines)
 
 
+def write_lab_steps(terminalreporter, runs: list[dict]) -> None:
+    """Each lab run the tests checked: its wall time and its three slowest steps."""
+    if not runs:
+        return
+    terminalreporter.section("lab runs: wall time and the slowest steps")
+    for run in runs:
+        slowest = sorted(run["steps"], key=lambda step: -step[1])[:3]
+        terminalreporter.write_line(f"{run['wall_s']:8.1f} s  {run['how']}: " + "; ".join(
+            f"{name} {seconds:.0f} s" for name, seconds in slowest))
+
+
 def write_time_report(terminalreporter) -> None:
     if not TIMES.seconds_by_file or is_worker(terminalreporter.config):
         return
@@ -326,6 +362,8 @@ def write_time_report(terminalreporter) -> None:
     total = sum(summary["files_s"].values()) or 1.0  # a session of instant tests
     for path, seconds in list(summary["files_s"].items())[:25]:
         write(f"{seconds:8.1f} s  {100 * seconds / total:5.1f} %  {path}")
+    summary["lab_runs"] = lab_runs()
+    write_lab_steps(terminalreporter, summary["lab_runs"])
     TIMES_FILE.parent.mkdir(exist_ok=True)
     TIMES_FILE.write_text(json.dumps(summary, indent=1) + "\n")
     write(f"written to {TIMES_FILE.relative_to(PROJECT_ROOT)}")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import (
     PROJECT_ROOT,
-    assert_steps_counted,
+    assert_steps_as_planned,
     journal_and_container_leftovers,
     kill_at_step_then_clean,
     local_lab_env,
@@ -77,7 +77,7 @@ def test_parameters_echoed_and_progress_counted(ci_run):
     lines = ci_run["stdout"].splitlines()
     assert lines[0].startswith("python -m labs run consistency --host local --profile ci")
     assert lines[1].startswith("using image storage-labs/cassandra:5.0.9")
-    assert_steps_counted(ci_run["stderr"])
+    assert_steps_as_planned(ci_run["stderr"], ci_run["recorded"])
 
 
 def test_every_request_did_what_the_model_predicts(ci_run):
@@ -155,7 +155,7 @@ def test_a_killed_run_leaves_nothing_after_clean(docker_engine):
         return found
 
     kill_at_step_then_clean(["run", "consistency", "--host", "local", "--profile", "ci"],
-                            local_lab_env(base), "stopping node 3", leftovers)
+                            local_lab_env(base), "stopping a node — node 3", leftovers)
     assert sum(line.startswith("network ") for line in left_at_kill) == 1, left_at_kill
     assert list_runs("consistency", base / "runs") == []
     shutil.rmtree(base, ignore_errors=True)

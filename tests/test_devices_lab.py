@@ -156,7 +156,7 @@ def test_the_disks_are_throttled_as_booted_and_nothing_is_left(ci_run, lab_vms):
 
 def test_ctrl_c_while_a_volume_is_throttled_puts_the_disks_back(ci_run, lab_vms, figures):
     code, rest = interrupt_lab_at(["run", "devices", "--host", VM, "--profile", "ci"],
-                                  {**os.environ, **lab_vms.env}, "fio on gp3")
+                                  {**os.environ, **lab_vms.env}, "fio on a volume — gp3")
     assert code == 130, rest
     assert throttles(lab_vms) == ci_run["booted"]
     left = leftovers(lab_vms)
@@ -166,7 +166,7 @@ def test_ctrl_c_while_a_volume_is_throttled_puts_the_disks_back(ci_run, lab_vms,
 
 def test_a_killed_run_is_put_back_by_clean(ci_run, lab_vms):
     kill_once_it_prints(["run", "devices", "--host", VM, "--profile", "ci"],
-                        {**os.environ, **lab_vms.env}, "fio on gp3", settle_s=2)
+                        {**os.environ, **lab_vms.env}, "fio on a volume — gp3", settle_s=2)
     assert throttles(lab_vms)["fast"] != ci_run["booted"]["fast"]  # still gp3's limits
     cleaned = lab_vms.cli("clean", "--keep-vms", timeout_s=900)
     assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr

@@ -78,7 +78,7 @@ def test_a_killed_local_run_leaves_nothing_after_clean():
     base = Path(tempfile.mkdtemp(prefix="storage-labs-test-devices-kill-", dir="/var/tmp"))
     # At the sysbench run: a loop device, ext4 mounted on it, sysbench's files.
     kill_at_step_then_clean(["run", "devices", "--host", "local", "--profile", "ci"],
-                            local_lab_env(base), "sysbench fileio rndrw on local",
+                            local_lab_env(base), "sysbench fileio rndrw — on local",
                             lambda: leftovers(base))
     assert list_runs("devices", base / "runs") == []
     shutil.rmtree(base, ignore_errors=True)

@@ -227,7 +227,7 @@ def test_a_run_killed_mid_sweep_is_cleaned_up_by_clean(ci_run, lab_vms, figures)
     # there without the bare disk's pgbench.
     with machine_to_itself():  # the sweep's set-up again, as slow beside the host group
         kill_once_it_prints(["run", "drbd", *PAIR, "--profile", "ci", "--part", "sweep"],
-                            {**os.environ, **lab_vms.env}, "round trip +6 ms: ping",
+                            {**os.environ, **lab_vms.env}, "one TCP stream — +6 ms",
                             settle_s=2)
     for vm in ("vm1", "vm2"):
         left = leftovers(lab_vms, vm)

@@ -1,7 +1,10 @@
 """LabRun, what every lab's run opens and closes alike, on the local host: the command line
-first in run.json, the workspace's commands after it, nothing published (and nothing left)
-when the run fails, and the workspace's resources gone before the run is published."""
+first in run.json, the workspace's commands after it, the steps planned and taken, nothing
+published (and nothing left) when the run fails, and the workspace's resources gone before
+the run is published."""
 
+import io
+import time
 from pathlib import Path
 
 import pytest
@@ -9,6 +12,7 @@ import pytest
 from labs.infra.inventory import get_host
 from labs.infra.journal import Journal
 from labs.infra.lab_run import LabRun
+from labs.progress import Progress
 from labs.records import list_runs
 from labs.template.params import Parameters
 
@@ -24,10 +28,14 @@ def params() -> Parameters:
     return Parameters.for_profile("quick", blocks=(1,))
 
 
+def quiet_progress() -> Progress:
+    return Progress("template", 1, stream=io.StringIO(), interactive=False)
+
+
 def test_a_run_records_its_command_line_first_then_what_its_workspace_ran(local_state,
                                                                           runs_dir):
     host = get_host("local")
-    with LabRun(params(), host) as lab_run:
+    with LabRun(params(), host, quiet_progress()) as lab_run:
         lab_run.ws.prepare()  # a journaled mkdir, through the workspace
         work_dir = Path(lab_run.ws.work_dir)
         assert work_dir.is_dir()
@@ -45,7 +53,7 @@ def test_a_run_records_its_command_line_first_then_what_its_workspace_ran(local_
 def test_a_failed_run_publishes_nothing_and_leaves_nothing(local_state, runs_dir):
     host = get_host("local")
     with pytest.raises(RuntimeError, match="the lab failed"):
-        with LabRun(params(), host) as lab_run:
+        with LabRun(params(), host, quiet_progress()) as lab_run:
             lab_run.ws.prepare()
             work_dir = Path(lab_run.ws.work_dir)
             lab_run.rec.add_result(config="c", workload="w", metric="m", value=1.0, unit="s")
@@ -54,3 +62,23 @@ def test_a_failed_run_publishes_nothing_and_leaves_nothing(local_state, runs_dir
     assert Journal("local").live_entries() == []
     assert list_runs("template", runs_dir) == []
     assert list((runs_dir / "template").iterdir()) == []  # no staging folder either
+
+
+def test_a_run_records_the_steps_it_planned_and_took_with_their_start_times(local_state):
+    progress = quiet_progress()
+    progress.plan(["one", "two"])
+    before = time.time()
+    with LabRun(params(), get_host("local"), progress) as lab_run:
+        progress.step("one", "the first")
+        time.sleep(0.2)
+        progress.step("two")
+        lab_run.rec.add_result(config="c", workload="w", metric="m", value=1.0, unit="s")
+    run = lab_run.recorded()
+    assert run.meta["steps"]["planned"] == ["one", "two"]
+    taken = run.meta["steps"]["taken"]
+    assert [(step["name"], step["detail"]) for step in taken] == [("one", "the first"),
+                                                                  ("two", "")]
+    assert before <= taken[0]["started_at"] <= taken[1]["started_at"] <= time.time()
+    (first, _, first_s), (second, _, second_s) = run.step_seconds()
+    assert (first, second) == ("one", "two")
+    assert first_s >= 0.2 and second_s >= 0  # a step lasts until the next one starts

@@ -175,7 +175,7 @@ def test_a_run_killed_while_the_databases_write_leaves_nothing_after_clean(ci_ru
     kill_once_it_prints(["run", "power-loss", "--host", VM, "--profile", "ci", "--engines",
                          "postgres", "--write-s", "60", "--tear-delay-ms", "0"],
                         {**os.environ, **lab_vms.env},
-                        "committing for about", settle_s=5)  # the databases are writing
+                        "committing, then the power cut", settle_s=5)  # the databases are writing
     cleaned = lab_vms.cli("clean", "--host", VM, "--keep-vms", timeout_s=900)
     assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
     left = leftovers(lab_vms)

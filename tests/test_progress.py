@@ -218,3 +218,24 @@ def test_the_expected_time_is_printed_only_for_the_quick_profile_as_it_is():
     assert quick.changed_from_profile() == []
     assert Parameters.for_profile("quick", seed=3, peer="vm3").changed_from_profile() == []
     assert Parameters.for_profile("quick", part="all").changed_from_profile() == ["part"]
+
+
+def test_a_planned_job_counts_its_declared_steps_and_prints_name_and_detail():
+    progress, stream = plain_progress(1)
+    progress.plan(["set-up", "a leg", "a leg", "teardown"])
+    progress.step("set-up", "on vm1")
+    progress.step("a leg")
+    lines = stream.getvalue().splitlines()
+    assert lines[0].endswith("step 1/4: set-up — on vm1")
+    assert lines[1].endswith("step 2/4: a leg")
+    recorded = progress.recorded_steps()
+    assert recorded["planned"] == ["set-up", "a leg", "a leg", "teardown"]
+    assert [(step["name"], step["detail"]) for step in recorded["taken"]] == [
+        ("set-up", "on vm1"), ("a leg", "")]
+
+
+@pytest.mark.parametrize("name", ["", "  ", "a leg — the first"])
+def test_a_step_name_must_be_words_without_the_detail_separator(name):
+    progress, _ = plain_progress()
+    with pytest.raises(ValueError, match="cannot name a step"):
+        progress.plan(["set-up", name])

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import docker
 import pytest
-from conftest import assert_steps_counted, interrupt_lab_at, loops_over, owner_label, run_cli
+from conftest import assert_steps_as_planned, interrupt_lab_at, loops_over, owner_label, run_cli
 
 from labs import rawfiles
 from labs.infra.containers import OWNER_LABEL
@@ -63,7 +63,8 @@ def test_parameters_echoed_and_image_choice_printed(quick_run):
     assert lines[0].startswith("python -m labs run torn-pages --host local --profile ci "
                                "--seed")
     assert lines[1].startswith("using image ")
-    assert_steps_counted(quick_run["stderr"])  # progress goes to stderr, results to stdout
+    # Progress goes to stderr, results to stdout.
+    assert_steps_as_planned(quick_run["stderr"], quick_run["run"])
 
 
 def test_wal_per_transaction_higher_with_full_page_writes(quick_run):

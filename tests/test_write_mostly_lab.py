@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import assert_steps_counted, report
+from conftest import assert_steps_as_planned, report
 
 from labs import rawfiles
 from labs.infra.hosts import LocalHost
@@ -75,17 +75,18 @@ def finish_lab(lab_vms, request, legs: str, process: subprocess.Popen, wall_s: f
     stderr = (base / f"write-mostly-{legs}.err").read_text()
     assert wall_s is not None, f"write-mostly --legs {legs}: still running after 1500 s"
     assert process.returncode == 0, f"write-mostly --profile ci --legs {legs}: {stderr[-3000:]}"
-    assert_steps_counted(stderr)
+    (path,) = [p for p in set(list_runs("write-mostly", base / "runs")) - before
+               if p.name.endswith(host)]
+    run = load_run(path)
+    assert_steps_as_planned(stderr, run)
     report(request.config, f"write-mostly --profile ci --legs {legs} on the shared {host}, "
                            f"beside the other run: {wall_s:.0f} s "
                            f"(load {os.getloadavg()[0]:.1f})")
     leftovers = cli(env, "vm", "run", host, "--",
                     "cat /proc/mdstat; dmsetup ls --target delay; losetup -a; "
                     "grep instance-store /proc/mounts || true", timeout_s=120)
-    (path,) = [p for p in set(list_runs("write-mostly", base / "runs")) - before
-               if p.name.endswith(host)]
     return {"env": env, "stdout": stdout, "stderr": stderr, "leftovers": leftovers,
-            "run": load_run(path), "wall_s": wall_s, "host": host}
+            "run": run, "wall_s": wall_s, "host": host}
 
 
 @pytest.fixture(scope="module")

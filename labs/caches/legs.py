@@ -56,22 +56,27 @@ class Recorder:
         self.add(leg, phase, "latency_mean", float(np.mean(values)), unit, **dims)
 
 
+ROCKS_READS = ("buffered", "direct")  # how the RocksDB passes read (a step each)
+COMPRESSIONS = (False, True)  # each row size has a CQL table without and with compression
+BLOCK_READAHEADS = ("as the device has it", "none")  # the block-level reads' two passes
+
+
 # ---- block level ---------------------------------------------------------------------------
 
 def block_level(p: Parameters, disk: LabDisk, out: Recorder, progress: Progress) -> None:
     """Random reads of a file on the lab's device: buffered, direct, mmap; readahead as is, 0."""
     folder = disk.make_folder(f"{disk.fs.mount_point}/block")
     path = f"{folder}/random.bin"
-    progress.step(f"block level: writing a {p.block_file_mib} MiB file of random bytes")
+    progress.step("block level: a file of random bytes", f"{p.block_file_mib} MiB")
     disk.probe_json("fill", path, str(p.block_file_mib))
     default_sectors = disk.readahead_sectors()
     disk.default_readahead_sectors = default_sectors
     align = disk.logical_block_bytes()
     out.rec.add_tool_version("loop device readahead (default)", f"{default_sectors * 512} bytes")
-    for sectors in (default_sectors, 0):
+    for sectors in (default_sectors, 0):  # BLOCK_READAHEADS
         readahead_kib = sectors // 2
         disk.set_readahead_sectors(sectors)
-        progress.step(f"block level: reads with readahead {readahead_kib} KiB")
+        progress.step("block level: reads", f"readahead {readahead_kib} KiB")
         for method in ("buffered", "direct", "mmap"):
             for size in p.block_record_sizes:
                 count = p.mmap_reads if method == "mmap" else p.block_reads
@@ -136,12 +141,13 @@ def readahead_settings(disk: LabDisk, leg: str) -> list[int]:
 def rocks_cold_passes(p: Parameters, node: RocksNode, disk: LabDisk, out: Recorder,
                       progress: Progress, leg: str = "engine", reads: int | None = None,
                       row_sizes: tuple[int, ...] | None = None,
-                      settings: tuple[str, ...] = ("buffered", "direct")) -> None:
+                      settings: tuple[str, ...] = ROCKS_READS) -> None:
     reads = reads or p.cold_reads
     for row_bytes in row_sizes or p.row_sizes:
         db, rows = f"db{row_bytes}", rocks_rows(p, row_bytes)
         for setting in settings:
-            progress.step(f"RocksDB {leg}: {rows:,} rows of {row_bytes} B, {setting} reads")
+            progress.step(f"RocksDB {leg}: cold reads", f"{rows:,} rows of {row_bytes} B, "
+                                                          f"{setting} reads")
             for number, sectors in enumerate(readahead_settings(disk, leg)):
                 disk.set_readahead_sectors(sectors)
                 keys = cold_keys(range(rows), reads, p.seed + row_bytes + 7919 * number
@@ -260,10 +266,10 @@ def cql_cold_passes(p: Parameters, node: CqlNode, disk: LabDisk, out: Recorder,
     from labs.caches.cql import table_name
 
     reads = reads or p.cold_reads
-    for row_bytes, compressed in tables or [(s, c) for s in p.row_sizes for c in (False, True)]:
+    for row_bytes, compressed in tables or [(s, c) for s in p.row_sizes for c in COMPRESSIONS]:
         table = table_name(row_bytes, compressed)
-        progress.step(f"{node.flavor.engine} {leg}: {node.setting}, {table}, {reads} cold "
-                      "reads then warm")
+        progress.step(f"{node.flavor.engine} {leg}: cold reads", f"{node.setting}, {table}, "
+                      f"{reads} cold reads then warm")
         order = node.storage_order(cql_rows(p, row_bytes, compressed))
         for number, sectors in enumerate(readahead_settings(disk, leg)):
             disk.set_readahead_sectors(sectors)

@@ -53,14 +53,34 @@ def load_average(host: Host) -> float:
     return float(host.run(["cat", "/proc/loadavg"], timeout_s=60).stdout.split()[0])
 
 
-def expected_steps(p: Parameters) -> int:
-    """The progress steps run() takes (it prints "step k/N")."""
-    rows = len(p.row_sizes)
-    block = 1 + 1 + 1 + 2  # digests, file system, test file, readahead as is and 0
-    rocks = 1 + rows + 2 * rows + 1 + 1 + 2 + 2  # start, loads, passes, sweep, throttled
-    cql_tables = 2 * rows  # compression on and off
-    cql = len(FLAVORS[p.engine].settings) * (1 + cql_tables) + 1 + 1 + 1 + 2 + 2
-    return block + rocks + cql + 1  # and the clean-up
+def steps(p: Parameters) -> list[str]:
+    """The run's steps, in order: the set-up, the block level, RocksDB, the CQL engine (one
+    server per setting), the teardown."""
+    block = (["recording the images' digests", "a file system on a loop device",
+              "block level: a file of random bytes"]
+             + ["block level: reads"] * len(legs.BLOCK_READAHEADS))
+    rocks = (["RocksDB: starting its container"] + ["RocksDB: loading"] * len(p.row_sizes)
+             + ["RocksDB engine: cold reads"] * (len(p.row_sizes) * len(legs.ROCKS_READS))
+             + ["RocksDB: working set", "RocksDB on a throttled device"]
+             + ["RocksDB unthrottled: cold reads"] * len(legs.ROCKS_READS)
+             + ["RocksDB throttled: cold reads"] * len(legs.ROCKS_READS))
+    return block + rocks + cql_steps(p) + ["removing the containers and the file system; "
+                                           "writing the run"]
+
+
+def cql_steps(p: Parameters) -> list[str]:
+    """The CQL engine's steps: a server per setting, the tables loaded by the first, the
+    cold passes on each, the sweep and the throttled passes on the last."""
+    engine, settings = FLAVORS[p.engine].engine, FLAVORS[p.engine].settings
+    tables = len(p.row_sizes) * len(legs.COMPRESSIONS)
+    names = []
+    for number in range(len(settings)):
+        names += [f"{engine}: starting its container"]
+        names += [f"{engine}: loading the tables"] if number == 0 else []
+        names += [f"{engine} engine: cold reads"] * tables
+    return names + [f"{engine}: working set", f"{engine} on a throttled device"] \
+        + [f"{engine} unthrottled: cold reads"] * len(legs.COMPRESSIONS) \
+        + [f"{engine} throttled: cold reads"] * len(legs.COMPRESSIONS)
 
 
 def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
@@ -73,9 +93,9 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     cql_image, cql_choice = choose_cql_image(engine, p)
     rocks_image = images.ensure_image(engine, True, "rocksdb", None).tag
     check_memory(host, p)
-    progress.expect(expected_steps(p))
+    progress.plan(steps(p))
     started = time.monotonic()
-    with LabRun(p, host) as lab_run:
+    with LabRun(p, host, progress) as lab_run:
         rec, ws = lab_run.rec, lab_run.ws
         out = legs.Recorder(rec)
         out.add("lab", "start", "load_average", load_average(host), "ratio")
@@ -84,7 +104,7 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
             rec.add_tool_version(f"image {tag}", images.image_digest(ws.engine(), tag))
         rec.add_tool_version("docker", ws.engine().version().get("Version", "unknown"))
         progress.say(f"using {cql_choice} and image {rocks_image}")
-        progress.step(f"building an ext4 file system on a loop device ({p.fs_size_mib} MiB)")
+        progress.step("a file system on a loop device", f"ext4, {p.fs_size_mib} MiB")
         fs = ws.make_loop_filesystem("cachefs", p.fs_size_mib, direct_io=True)
         disk = LabDisk(ws, fs, rec)
         disk.install_probe()
@@ -112,16 +132,17 @@ def run_rocksdb(p: Parameters, disk: LabDisk, out: legs.Recorder, image: str,
     out.rec.add_tool_version("rocksdict", "0.3.29 (the rocksdb image's pinned wheel)")
     for row_bytes in p.row_sizes:
         rows = legs.rocks_rows(p, row_bytes)
-        progress.step(f"RocksDB: loading {rows:,} rows of {row_bytes} B, flush, compaction")
+        progress.step("RocksDB: loading", f"{rows:,} rows of {row_bytes} B, flush, "
+                                                 "compaction")
         node.open(f"db{row_bytes}", False, p.rocks_cold_cache_mib)
         loaded = node.call("/load", {"count": rows, "value_bytes": row_bytes, "seed": p.seed})
         out.add("load", "rocksdb", "load_time", loaded["load_s"], "s", engine="rocksdb",
                 row_bytes=row_bytes)
     legs.rocks_cold_passes(p, node, disk, out, progress)
-    progress.step("RocksDB: working set against a block cache and a row cache")
+    progress.step("RocksDB: working set", "against a block cache and a row cache")
     legs.rocks_sweep(p, node, disk, out, progress)
-    progress.step(f"RocksDB on a throttled device ({p.throttle_read_iops} reads/s, "
-                  f"{p.throttle_read_kibps} KiB/s)")
+    progress.step("RocksDB on a throttled device", f"{p.throttle_read_iops} reads/s, "
+                  f"{p.throttle_read_kibps} KiB/s")
     # The same passes just before, unthrottled: the two differ only in the limits.
     legs.rocks_cold_passes(p, node, disk, out, progress, leg="unthrottled",
                            reads=p.throttled_reads, row_sizes=(min(p.row_sizes),))
@@ -135,10 +156,10 @@ def run_cql(p: Parameters, disk: LabDisk, out: legs.Recorder, image: str,
             progress: Progress) -> None:
     flavor = FLAVORS[p.engine]
     token = disk.token
-    tables = {table_name(s, c): c for s in p.row_sizes for c in (False, True)}
+    tables = {table_name(s, c): c for s in p.row_sizes for c in legs.COMPRESSIONS}
     tables[legs.SWEEP_TABLE] = False
     for number, setting in enumerate(flavor.settings):
-        progress.step(f"{flavor.engine}: starting its container ({setting})")
+        progress.step(f"{flavor.engine}: starting its container", setting)
         node = CqlNode(disk, flavor, image, f"caches-{token}-cql{number}", setting,
                        p.cql_heap_mib, p.cql_memory_mib)
         node.start()
@@ -146,7 +167,7 @@ def run_cql(p: Parameters, disk: LabDisk, out: legs.Recorder, image: str,
                 "s", engine=flavor.engine, setting=setting)
         out.rec.add_tool_version(flavor.engine, node.version())
         if number == 0:
-            progress.step(f"{flavor.engine}: loading {len(tables)} tables")
+            progress.step(f"{flavor.engine}: loading the tables", f"{len(tables)} of them")
             for statement in node.create_tables(tables):
                 out.rec.add_command(statement)
             for name, compressed in tables.items():
@@ -165,16 +186,17 @@ def run_cql(p: Parameters, disk: LabDisk, out: legs.Recorder, image: str,
         if flavor.engine == "cassandra":
             out.rec.add_raw(f"nodetool/info-{setting}.txt", node.nodetool("info"))
         if number == len(flavor.settings) - 1:
-            progress.step(f"{flavor.engine}: working set against the page cache it may keep")
+            progress.step(f"{flavor.engine}: working set", "against the page cache it may "
+                                                                 "keep")
             legs.cql_sweep(p, node, disk, out, progress)
-            progress.step(f"{flavor.engine} on a throttled device ({p.throttle_read_iops} "
-                          f"reads/s, {p.throttle_read_kibps} KiB/s)")
+            progress.step(f"{flavor.engine} on a throttled device",
+                          f"{p.throttle_read_iops} reads/s, {p.throttle_read_kibps} KiB/s")
             node.set_memory_limit_mib(p.cql_memory_mib)  # the sweep's limit no longer holds
-            small = min(p.row_sizes)
+            small_tables = [(min(p.row_sizes), c) for c in legs.COMPRESSIONS]
             legs.cql_cold_passes(p, node, disk, out, progress, leg="unthrottled",
-                                 reads=p.throttled_reads, tables=[(small, False), (small, True)])
+                                 reads=p.throttled_reads, tables=small_tables)
             disk.set_read_limits(node.container, p.throttle_read_iops,
                                  p.throttle_read_kibps * 1024)
             legs.cql_cold_passes(p, node, disk, out, progress, leg="throttled",
-                                 reads=p.throttled_reads, tables=[(small, False), (small, True)])
+                                 reads=p.throttled_reads, tables=small_tables)
         node.stop()

@@ -181,12 +181,18 @@ def record_cut(rec: RunRecorder, found: dict[str, Any]) -> None:
             rec.add_result(metric="oldest_lost_age_s", value=max(lost_ages), unit="s", **add)
 
 
+def steps(params: Parameters) -> list[str]:
+    """The run's steps, in order: the set-up, one cut per setting and round, the record."""
+    return (["setting up the two 256 MiB slices and the probe"]
+            + ["a cut"] * (params.cuts * len(params.settings)) + ["writing the recorded run"])
+
+
 def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     machine.require_lab_vm(host, params.LAB, SERVER_COMMANDS,
                            "ls -d /usr/lib/postgresql/*/bin >/dev/null 2>&1 || echo initdb")
     settings = [model.SETTINGS[name] for name in params.settings]
-    progress.expect(1 + len(settings) * params.cuts + 1)
-    with LabRun(params, host) as lab_run:
+    progress.plan(steps(params))
+    with LabRun(params, host, progress) as lab_run:
         rec, ws = lab_run.rec, lab_run.ws
         progress.step("setting up the two 256 MiB slices and the probe")
         bench = Bench(ws, rec, params, progress)
@@ -194,8 +200,8 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
         rec.add_tool_version("kernel", host.run(["uname", "-r"], timeout_s=60).stdout.strip())
         for number in range(1, params.cuts + 1):
             for setting in settings:
-                progress.step(f"cut {number}/{params.cuts}: {setting.label}, "
-                              f"{params.write_s:g} s of commits")
+                progress.step("a cut", f"{number}/{params.cuts}: {setting.label}, "
+                                       f"{params.write_s:g} s of commits")
                 found = bench.cut(setting, number)
                 record_cut(rec, found)
                 progress.detail(f"{setting.label}: {found['trial']['acked']} acknowledged; lost "

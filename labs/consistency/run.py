@@ -47,36 +47,51 @@ def check_memory(host: Host, p: Parameters) -> None:
                        f"{NODES} nodes of --memory-mib {p.memory_mib}")
 
 
+# Part 1 stops no node, then node 3, then node 2: a write and a read at each level after each.
+STOP_ORDER = (None, 3, 2)
+
+
+def steps() -> list[str]:
+    """The run's steps, in order (the parameters change none of them)."""
+    part_1 = [step for to_stop in STOP_ORDER for step in
+              (["stopping a node"] if to_stop is not None else [])
+              + ["a write and a read at each level"]]
+    return (["starting the nodes", "a keyspace"] + part_1
+            + ["starting nodes 2 and 3 again", "stale reads", "removing the containers; "
+               "writing the run"])
+
+
 def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     p = params
-    progress.expect(10)
+    progress.plan(steps())
     check_memory(host, p)
     started = time.monotonic()
-    with LabRun(p, host) as lab_run:
+    with LabRun(p, host, progress) as lab_run:
         rec, ws = lab_run.rec, lab_run.ws
         image = images.ensure_image(ws.engine(), True, "cassandra", p.cassandra_image)
         progress.say(f"using {image.describe()}")
         cluster = Cluster(ws, image.tag, secrets.token_hex(3), p.heap_mib, p.memory_mib)
         try:
-            progress.step(f"starting {NODES} Cassandra nodes (node 1, then 2 and 3 together)")
+            progress.step("starting the nodes", f"{NODES} Cassandra nodes (node 1, then 2 and 3 "
+                                                   "together)")
             seconds = cluster.start()
             rec.add_result(config="cluster", workload="start", metric="seconds",
                            value=round(seconds, 1), unit="s")
             session = cluster.session(1)
             rec.add_tool_version("cassandra", str(session.execute(
                 "SELECT release_version FROM system.local").one().release_version))
-            progress.step(f"keyspace {KEYSPACE} with replication factor {NODES}")
+            progress.step("a keyspace", f"{KEYSPACE} with replication factor {NODES}")
             for statement in (f"CREATE KEYSPACE {KEYSPACE} WITH replication = {{'class': "
                               f"'SimpleStrategy', 'replication_factor': {NODES}}}", TABLE):
                 session.execute(statement, timeout=120)
                 rec.add_command(statement)
             measure_and_stop(cluster, rec, progress)
-            progress.step("starting nodes 2 and 3 again (hinted handoff is off)")
+            progress.step("starting nodes 2 and 3 again", "hinted handoff is off")
             seconds = restart(cluster, (2, 3))
             rec.add_result(config="cluster", workload="restart", metric="seconds",
                            value=round(seconds, 1), unit="s")
-            progress.step(f"each node reads each row at each level, {p.reads_per_case} "
-                          "times, traced")
+            progress.step("stale reads", f"each node reads each row at each level, "
+                                         f"{p.reads_per_case} times, traced")
             stale_reads(cluster, rec, p, progress)
         finally:
             cluster.disconnect()
@@ -141,15 +156,15 @@ def measure_and_stop(cluster: Cluster, rec: RunRecorder, progress: Progress) -> 
     for key, _, _ in CASES.values():
         must_write(cluster, key, OLD, "ALL", "every replica holds the old value")
     stopped: list[int] = []
-    for to_stop in (None, 3, 2):
+    for to_stop in STOP_ORDER:
         if to_stop is not None:
-            progress.step(f"stopping node {to_stop}")
+            progress.step("stopping a node", f"node {to_stop}")
             cluster.stop_node(to_stop)
             stopped.append(to_stop)
             cluster.wait_until(observer=1, up=set(cluster.nodes) - set(stopped))
         rec.add_raw(f"nodetool/status-{len(stopped)}-stopped.txt",
                     "\n".join(f"{s.code} {s.address} {s.host_id}" for s in cluster.status(1)))
-        progress.step(f"{len(stopped)} node(s) stopped: a write and a read at each level")
+        progress.step("a write and a read at each level", f"{len(stopped)} node(s) stopped")
         up = NODES - len(stopped)
         for level in model.LEVELS:
             for operation in ("write", "read"):

@@ -145,6 +145,35 @@ def volumes(params: Parameters) -> list[tuple[str, str, cloud_volume.QemuThrottl
     return [("unthrottled", "fast", None), ("gp3", "fast", gp3), ("sc1", "slow", sc1)]
 
 
+def sysbench_plan(target: Target) -> list[tuple[str, str, bool]]:
+    """(volume, disk, repeat) in the order sysbench runs them: on a disk with the unthrottled
+    reference and a throttled volume, the reference runs again after it, so the page can
+    show how much two runs of the same disk differ."""
+    plan = []
+    for disk in target.disks:
+        names = [name for name, d, _ in target.volumes if d == disk]
+        plan += [(name, disk, False) for name in names]
+        if "unthrottled" in names and len(names) > 1:
+            plan.append(("unthrottled", disk, True))
+    return plan
+
+
+def steps(params: Parameters, emulated: bool) -> list[str]:
+    """The run's steps, in order: (on the reader's machine) the loop device; the prefill,
+    fio on each volume, (in a lab VM) sc1's burst; a file system per disk, sysbench per
+    volume, (in a lab VM) MariaDB's servers and each session count; the teardown."""
+    # The steps follow the target's shape; a loop device's name changes none of them.
+    target = vm_target(params) if emulated else local_target("(the loop device)")
+    names = [] if emulated else ["a loop device over a new file"]
+    names += (["writing the first MiB of each disk once"]
+              + ["fio on a volume"] * len(target.volumes) + (["sc1's burst"] if emulated else [])
+              + ["a file system"] * len(target.disks)
+              + ["sysbench fileio rndrw"] * len(sysbench_plan(target)))
+    if emulated:
+        names += ["MariaDB: a server per disk"] + ["MariaDB inserts"] * len(params.sessions)
+    return names + ["removing the file systems"]
+
+
 def burst_throttle(params: Parameters) -> cloud_volume.QemuThrottle:
     """A 1 TiB sc1 whose bucket is scaled so the burst lasts about params.burst_s."""
     vol = cloud_volume.Sc1(BURST_VOLUME_GIB)
@@ -227,7 +256,7 @@ class DevicesLab:
         throttle.throttle_in_workspace(self.ws, disk, limit.options() if limit else {})
 
     def prefill(self) -> None:
-        self.progress.step(f"writing the first {REGION_MIB} MiB of each disk once")
+        self.progress.step("writing the first MiB of each disk once", f"{REGION_MIB} MiB")
         for disk, device in self.target.disks.items():
             self.throttle(disk, None)
             # Safe: a lab disk of the lab VM (the guard checks it), nothing of the reader's.
@@ -239,8 +268,9 @@ class DevicesLab:
         for name, disk, limit in self.target.volumes:
             device = self.target.disks[disk]
             jobs = fio_jobs(self.params, device, limit)
-            self.progress.step(f"fio on {name} ({device}): {len(jobs)} measurements of "
-                               f"{self.params.fio_s} s" + (f", {limit.emulates}" if limit else ""))
+            self.progress.step("fio on a volume", f"{name} ({device}): {len(jobs)} measurements "
+                               f"of {self.params.fio_s} s"
+                               + (f", {limit.emulates}" if limit else ""))
             self.throttle(disk, limit)
             _record_throttle(self.rec, name, limit, "throttle")
             for job, dims in jobs:
@@ -270,8 +300,8 @@ class DevicesLab:
     def burst(self) -> None:
         limit = burst_throttle(self.params)
         seconds = round(2 * limit.burst_seconds) + 10
-        self.progress.step(f"sc1 {BURST_VOLUME_GIB} GiB, time scaled: {seconds} s of 1 MiB "
-                           f"sequential reads, burst then baseline")
+        self.progress.step("sc1's burst", f"{BURST_VOLUME_GIB} GiB, time scaled: {seconds} s "
+                           "of 1 MiB sequential reads, burst then baseline")
         device = DISKS["slow"]
         _record_throttle(self.rec, "sc1-burst", limit, "burst-throttle")
         self.throttle("slow", limit)
@@ -297,28 +327,16 @@ class DevicesLab:
         """An ext4 file system on each disk, mounted for the rest of the run: disk -> folder."""
         mount_points = {}
         for disk, device in self.target.disks.items():
-            self.progress.step(f"an ext4 file system on {device}")
+            self.progress.step("a file system", f"ext4 on {device}")
             self.throttle(disk, None)
             self.ws.make_filesystem(device, "ext4", label=f"dev-{disk}")
             mount_points[disk] = self.ws.mount(device, f"fileio-{disk}")
         return mount_points
 
-    def sysbench_plan(self) -> list[tuple[str, str, bool]]:
-        """(volume, disk, repeat) in the order sysbench runs them: on a disk with the
-        unthrottled reference and a throttled volume, the reference runs again after it, so
-        the page can show how much two runs of the same disk differ."""
-        plan = []
-        for disk in self.target.disks:
-            names = [name for name, d, _ in self.target.volumes if d == disk]
-            plan += [(name, disk, False) for name in names]
-            if "unthrottled" in names and len(names) > 1:
-                plan.append(("unthrottled", disk, True))
-        return plan
-
     def sysbench_runs(self, mount_points: dict[str, str]) -> None:
         options = sysbench_options(self.params)
         limits = {name: limit for name, _, limit in self.target.volumes}
-        plan = self.sysbench_plan()
+        plan = sysbench_plan(self.target)
         for disk, mount_point in mount_points.items():
             self.progress.detail(f"sysbench fileio prepare: {options.total_size_mib} MiB of "
                                  f"files on {self.target.disks[disk]}")
@@ -327,7 +345,7 @@ class DevicesLab:
                            + " >/dev/null", timeout_s=1800)
             for name, _, repeat in [step for step in plan if step[1] == disk]:
                 label = f"{name}-again" if repeat else name
-                self.progress.step(f"sysbench fileio rndrw on {name}"
+                self.progress.step("sysbench fileio rndrw", f"on {name}"
                                    + (" again" if repeat else "") + f": {options.time_s} s")
                 self.throttle(disk, limits[name])
                 # Nothing of the files stays in the guest's memory from the preparation.
@@ -360,8 +378,8 @@ class DevicesLab:
         the emulated processors does not fall on one volume alone."""
         server = SERVERS["mariadb"]
         sockets, tmpdirs = {}, {}
-        self.progress.step(f"MariaDB in {self.host.name}: one server per disk, its temporary "
-                           "folder on the disk")
+        self.progress.step("MariaDB: a server per disk", f"in {self.host.name}, its "
+                           "temporary folder on the disk")
         for disk, mount_point in mount_points.items():
             data = f"{self.ws.work_dir}/mariadb-{disk}"  # on the VM's own disk, not the volume
             tmpdirs[disk], sockets[disk] = f"{mount_point}/mariadb-tmp", f"{data}/server.sock"
@@ -374,7 +392,7 @@ class DevicesLab:
                            f"<<'SQL'\n{INSERT_PROCEDURE}\nSQL", timeout_s=300)
         for sessions in self.params.sessions:
             plural = "s" if sessions > 1 else ""
-            self.progress.step(f"MariaDB inserts, {sessions} session{plural} of "
+            self.progress.step("MariaDB inserts", f"{sessions} session{plural} of "
                                f"{self.params.rows:,} rows, on each volume in turn")
             for name, disk, limit in self.target.volumes:
                 self.throttle(disk, limit)
@@ -425,19 +443,16 @@ def check_local_host(host: Host) -> None:
 def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     if host.is_local:
         check_local_host(host)
-        # loop device, prefill, fio, file system, sysbench, the end
-        progress.expect(1 + 1 + 1 + 1 + 1 + 1)
     else:
         machine.require_lab_vm(host, params.LAB, VM_TOOLS)
         throttle.current_throttle(host.name, "fast")  # the monitor answers, or one clear line
         volumes(params), burst_throttle(params)  # refuses limits QEMU cannot honour, first
-        # prefill, fio x3, burst, file systems x2, sysbench x4, servers, sessions, the end
-        progress.expect(1 + 3 + 1 + 2 + 4 + 1 + len(params.sessions) + 1)
-    with LabRun(params, host) as lab_run:
+    progress.plan(steps(params, emulated=not host.is_local))
+    with LabRun(params, host, progress) as lab_run:
         rec, ws = lab_run.rec, lab_run.ws
         tools = [("fio", "fio --version"), ("sysbench", "sysbench --version")]
         if host.is_local:
-            progress.step(f"a loop device over a new {LOCAL_FILE_MIB} MiB file in "
+            progress.step("a loop device over a new file", f"{LOCAL_FILE_MIB} MiB in "
                           f"{ws.work_dir} (direct I/O)")
             target = local_target(ws.make_loop_device("disk", LOCAL_FILE_MIB, direct_io=True))
         else:
@@ -454,7 +469,6 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
         lab.sysbench_runs(mount_points)
         if target.emulated:  # the server comes from the lab VM's packages
             lab.mariadb_inserts(mount_points)
-        progress.step("removing the file systems" + (", the disks' throttles back as booted"
-                                                     if target.emulated else
-                                                     " and the loop device with its file"))
+        progress.step("removing the file systems", "the disks' throttles back as booted"
+                      if target.emulated else "and the loop device with its file")
     return lab_run.recorded()

@@ -55,6 +55,18 @@ def oltp_options(params: Parameters) -> sysbench.OltpOptions:
         histogram=True, percentile=99)
 
 
+def planned_legs(p: Parameters) -> list[tuple[str, int, int, int]]:
+    """(innodb_doublewrite, buffer pool MiB, write limit MiB/s, repetition) of each leg, in
+    the order they run."""
+    # Which of ON/OFF runs first is drawn per pair from the seed, so that a drift of the
+    # shared machine during the run does not always favour the same side.
+    rng = random.Random(p.seed)
+    return [(doublewrite, pool_mib, limit, repetition)
+            for pool_mib in p.buffer_pools_mib for limit in p.disks()
+            for repetition in range(1, p.repetitions + 1)
+            for doublewrite in rng.sample(["ON", "OFF"], 2)]
+
+
 class Benchmark:
     def __init__(self, params: Parameters, rec: RunRecorder, servers: Servers,
                  progress: Progress):
@@ -63,7 +75,7 @@ class Benchmark:
 
     def make_template(self) -> None:
         """The table every leg starts from, on the lab's file system, shut down cleanly."""
-        self.progress.step(f"sysbench prepare: a table of {self.p.initial_rows:,} rows")
+        self.progress.step("sysbench prepare", f"a table of {self.p.initial_rows:,} rows")
         # A large pool only to load faster; the legs set their own.
         settings = server_settings(self.p, "ON", 256)
         container = self.servers.start("template", settings, TEMPLATE)
@@ -91,14 +103,8 @@ class Benchmark:
 
     def run(self) -> None:
         self.make_template()
-        # Which of ON/OFF runs first is drawn per pair from the seed, so that a drift of the
-        # shared machine during the run does not always favour the same side.
-        rng = random.Random(self.p.seed)
-        for pool_mib in self.p.buffer_pools_mib:
-            for limit in self.p.disks():
-                for repetition in range(1, self.p.repetitions + 1):
-                    for doublewrite in rng.sample(["ON", "OFF"], 2):
-                        self.run_leg(doublewrite, pool_mib, limit, repetition)
+        for doublewrite, pool_mib, limit, repetition in planned_legs(self.p):
+            self.run_leg(doublewrite, pool_mib, limit, repetition)
         self.servers.remove_data(LEG_DATA)
 
     def settings(self, doublewrite: str, buffer_pool_mib: int = 64) -> dict:
@@ -110,7 +116,7 @@ class Benchmark:
         leg = f"bp{pool_mib}-{disk}-r{repetition}-dblwr-{doublewrite.lower()}"
         self.index += 1
         self.progress.step(
-            f"{self.p.rows:,} inserts, innodb_doublewrite={doublewrite}, buffer pool "
+            "inserts", f"{self.p.rows:,} of them, innodb_doublewrite={doublewrite}, buffer pool "
             f"{pool_mib} MiB, " + (f"writes limited to {limit_mibps} MiB/s" if limit_mibps
                                    else "no write limit") + f" (repetition {repetition})")
         started = time.monotonic()

@@ -59,6 +59,3 @@ class Parameters(LabParameters):
     def disks(self) -> tuple[int, ...]:
         """Write limits of the legs, MiB/s (0: unlimited)."""
         return (0, self.write_mibps) if self.write_mibps else (0,)
-
-    def leg_count(self) -> int:
-        return 2 * len(self.buffer_pools_mib) * len(self.disks()) * self.repetitions

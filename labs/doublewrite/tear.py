@@ -47,14 +47,15 @@ ROW_QUERIES = {
 }
 RECOVERED = "from the doublewrite buffer"
 FORCE_LEVELS = (1, 6)
+TORN_MODES = ("ON", "OFF")  # innodb_doublewrite, in the order the torn pages are made
 CORRUPTED = "Unable to apply log to corrupted page"
 
 
 def torn_page_demo(servers: Servers, rec: RunRecorder, progress: Progress,
                    settings: Callable[[str], dict], force_recovery: bool) -> None:
     """`settings(mode)`: the server settings with innodb_doublewrite=mode."""
-    for mode in ("ON", "OFF"):
-        progress.step(f"a torn 16 KiB page, innodb_doublewrite={mode}: crash, tear, restart")
+    for mode in TORN_MODES:
+        progress.step("a torn 16 KiB page", f"innodb_doublewrite={mode}: crash, tear, restart")
         Tear(servers, rec, mode, settings(mode)).run(force_recovery)
 
 

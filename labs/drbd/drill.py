@@ -43,6 +43,8 @@ from labs.progress import Progress
 from labs.records import RunRecorder
 from labs.tools import drbd
 
+DRILL_STEPS = ("drill: commits, then the failure", "drill: the peer takes over",
+               "drill: the primary rejoins and resyncs", "drill: roles back")
 FIRST_ACK_TIMEOUT_S = 300
 PEER_NOTICES_TIMEOUT_S = 60  # DRBD's ping-int (10 s) plus its timeouts, with room
 ACKS_IN_FLIGHT_S = 2.0  # from the client's output to the controller, with room
@@ -85,8 +87,8 @@ def failover(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progres
     config = f"drill-{protocol}"
     data = f"{mount_point}/pg"
     failure = "power is cut" if pair.vms else "server is frozen and its link cut"
-    progress.step(f"drill under {protocol}, round trip +{added_rtt_ms:g} ms: commits, then "
-                  f"{primary.host.name}'s {failure}")
+    progress.step("drill: commits, then the failure", f"under {protocol}, round trip "
+                  f"+{added_rtt_ms:g} ms: then {primary.host.name}'s {failure}")
     rtt, stream = _start_commits(params, pair, rec, data, config, protocol, added_rtt_ms)
     try:
         cut_at = fail(pair, data, added_rtt_ms)
@@ -100,7 +102,7 @@ def failover(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progres
         acked, rate = stream.acked, stream.rate()
         rec.add_raw(f"drill/{config}-acks.txt",
                     "".join(f"{row} {at:.3f}\n" for row, at in stream.acks))
-        progress.step(f"drill under {protocol}: {peer.host.name} takes over")
+        progress.step("drill: the peer takes over", f"under {protocol}: {peer.host.name}")
         found, newest, notice_s = take_over(pair, data, config, rec, acked, cut_at)
     finally:
         if pair.vms:
@@ -111,13 +113,14 @@ def failover(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progres
         else:
             # The frozen server dies as in a crash (a stopped process cannot stop itself).
             primary.host.sudo(signal_server_command(data, "KILL"), timeout_s=60, check=False)
-    progress.step(f"drill under {protocol}: {primary.host.name} rejoins and resyncs")
+    progress.step("drill: the primary rejoins and resyncs", f"under {protocol}: "
+                                                                f"{primary.host.name}")
     if pair.vms:
         resync_s, resync_kib = rejoin(pair)
     else:
         resync_s, resync_kib = rejoin_after_link_cut(pair, mount_point, added_rtt_ms)
     differing_mib = _differing_mib(pair, rec, config)
-    progress.step(f"drill under {protocol}: roles back ({primary.host.name} primary)")
+    progress.step("drill: roles back", f"under {protocol}: {primary.host.name} primary")
     switch_back(pair, mount_point, data)
     dims = {"protocol": protocol, "added_rtt_ms": added_rtt_ms, "rtt_ms": rtt}
     _record_drill(rec, progress, config, dims, acked=acked, found=found, newest=newest,

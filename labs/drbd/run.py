@@ -78,11 +78,10 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     first, second = check_pair(params, host)
     peer_host = second.host
     largest = max(params.added_rtt_ms)
-    others = [p for p in params.protocols if p != "C"]
-    progress.expect(expected_steps(params, others))
+    progress.plan(steps(params))
     # The peer's workspace is opened first so that it closes last: the primary stops its
     # database and unmounts while the peer still mirrors what that writes.
-    with LabRun(params, host, peers=[peer_host]) as lab_run:
+    with LabRun(params, host, progress, peers=[peer_host]) as lab_run:
         rec, ws1, (ws2,) = lab_run.rec, lab_run.ws, lab_run.peer_workspaces
         rec.add_raw("peer-host.json", json.dumps(host_facts(peer_host), indent=2) + "\n")
         proc = host.sudo("modprobe drbd && cat /proc/drbd", timeout_s=120).stdout
@@ -110,10 +109,10 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
                     link_probe_mib=params.link_probe_mib)
 
         measure_baselines(params, pair, rec, progress)
-        progress.step(f"the link's own round trip ({first.address} to {second.address})")
+        progress.step("the link's own round trip", f"{first.address} to {second.address}")
         record_rtt(pair, rec, "link", 0.0)
-        progress.step(f"the link's bandwidth ({params.link_probe_mib} MiB over one TCP "
-                      "connection)")
+        progress.step("the link's bandwidth", f"{params.link_probe_mib} MiB over one TCP "
+                                              "connection")
         link_mib_s = record_link_bandwidth(pair, rec, "link", 0.0)
         progress.detail(f"link: {link_mib_s:.1f} MiB/s")
         bring_up(pair, resource, major, rec, progress)
@@ -124,16 +123,34 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     return lab_run.recorded()
 
 
-def expected_steps(params: Parameters, others: list[str]) -> int:
-    """The run's top-level steps, for the progress bar: eight fixed ones (the disks alone,
-    zeroing, the link twice, DRBD up, DRBD disconnected, the teardown), two per round trip
-    and one per protocol there, the other protocols' job files at the largest; with the
-    whole lab, four for PostgreSQL's set-ups and pgbench runs, one more per round trip and
-    per other protocol, and four per drill."""
-    steps = 8 + len(params.added_rtt_ms) * (2 + len(params.protocols)) + len(others)
-    if params.part == "all":
-        steps += 4 + len(params.added_rtt_ms) + len(others) + 4 * len(params.drill_protocols)
-    return steps
+def steps(params: Parameters) -> list[str]:
+    """The run's steps, in order: the disks alone, the link, DRBD disconnected, each round
+    trip with its measurements, then (the whole lab) PostgreSQL on DRBD, pgbench at each
+    round trip and under each other protocol, the drills; the teardown."""
+    whole = params.part == "all"
+    bare_pgbench = ["PostgreSQL on ext4", "baseline: pgbench on the primary's own disk"]
+    names = (["baseline: fio on a side's own disk"] * 2 + (bare_pgbench if whole else [])
+             + ["zeroing both disks", "the link's own round trip", "the link's bandwidth",
+                "DRBD up", "fio on DRBD, the peer disconnected"])
+    for added in params.added_rtt_ms:
+        names += sweep_steps(params, added)
+    if whole:
+        others = [p for p in params.protocols if p != "C"]
+        names += (["PostgreSQL on ext4", "pgbench on DRBD, the peer disconnected"]
+                  + ["pgbench under C"] * len(params.added_rtt_ms)
+                  + ["pgbench under another protocol"] * len(others)
+                  + list(drill.DRILL_STEPS) * len(params.drill_protocols))
+    return names + ["stopping PostgreSQL, taking DRBD and netem down; writing the run"]
+
+
+def sweep_steps(params: Parameters, added: float) -> list[str]:
+    """At one added round trip: the link measured, 4 KiB writes under every protocol, the
+    article's throughput jobs under C (and under the others at the largest round trip)."""
+    throughput = ["C"] + [p for p in params.protocols
+                          if p != "C" and added == max(params.added_rtt_ms)]
+    return (["a round trip: ping and one TCP stream"]
+            + ["fio: 4 KiB writes"] * len(params.protocols)
+            + ["fio: the article's throughput jobs"] * len(throughput))
 
 
 def databases(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progress,
@@ -221,14 +238,14 @@ def measure_baselines(params: Parameters, pair: Pair, rec: RunRecorder,
                       progress: Progress) -> None:
     for ws in pair.both:
         disk = pair.disk(ws)
-        progress.step(f"baseline: fio on {ws.host.name}'s own disk {disk}")
+        progress.step("baseline: fio on a side's own disk", f"{ws.host.name}'s {disk}")
         fio_write_latency(params, ws, rec, disk, f"local-{ws.host.name}", protocol="none",
                           added_rtt_ms=0.0, rtt_ms=None)
         fio_article_throughput(params, ws, rec, disk, f"local-{ws.host.name}",
                                protocol="none", added_rtt_ms=0.0, rtt_ms=None)
     if params.part == "all":
         pgbench_on_the_bare_disk(params, pair, rec, progress)
-    progress.step("zeroing both disks whole, so that they hold the same bytes")
+    progress.step("zeroing both disks", "whole, so that they hold the same bytes")
     for ws in pair.both:
         disk = pair.disk(ws)
         size_mib = int(ws.host.sudo(["blockdev", "--getsize64", disk], timeout_s=60).stdout) \
@@ -245,7 +262,8 @@ def pgbench_on_the_bare_disk(params: Parameters, pair: Pair, rec: RunRecorder,
     """pgbench on the primary's own disk: the article's "local disk", no DRBD anywhere."""
     ws, disk = pair.primary, pair.disk(pair.primary)
     mount_point = start_postgres(ws, disk, "local", rec, progress)
-    progress.step(f"baseline: pgbench on {ws.host.name}'s own disk, {params.pgbench_s} s")
+    progress.step("baseline: pgbench on the primary's own disk", f"{ws.host.name}, "
+                                                                    f"{params.pgbench_s} s")
     pgbench_once(params, pair, rec, mount_point, "local", protocol="none", added_rtt_ms=0.0,
                  rtt_ms=None)
     ws.remove("server", f"{mount_point}/pg")
@@ -254,8 +272,9 @@ def pgbench_on_the_bare_disk(params: Parameters, pair: Pair, rec: RunRecorder,
 
 def bring_up(pair: Pair, resource: drbd.DrbdResource, major: int, rec: RunRecorder,
              progress: Progress) -> None:
-    progress.step(f"DRBD resource {resource.name}: metadata, up on both, {pair.primary.host.name} "
-                  "primary (no initial sync: both disks hold the same zeros)")
+    progress.step("DRBD up", f"resource {resource.name}: metadata, up on both, "
+                  f"{pair.primary.host.name} primary (no initial sync: both disks hold the "
+                  "same zeros)")
     text = drbd.resource_file(resource, major)
     rec.add_raw("drbd/resource.res", text)
     for ws in pair.both:
@@ -270,7 +289,7 @@ def bring_up(pair: Pair, resource: drbd.DrbdResource, major: int, rec: RunRecord
 
 def sweep(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progress) -> None:
     name = pair.resource.name
-    progress.step("fio on DRBD with the peer disconnected (DRBD's own cost, no network)")
+    progress.step("fio on DRBD, the peer disconnected", "DRBD's own cost, no network")
     drbdadm(pair.primary, pair, drbd.disconnect_command(name))
     fio_write_latency(params, pair.primary, rec, pair.device, "drbd-disconnected",
                       protocol="none", added_rtt_ms=0.0, rtt_ms=None)
@@ -280,7 +299,7 @@ def sweep(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progress) 
     largest = max(params.added_rtt_ms)
     for added in params.added_rtt_ms:
         set_added_rtt(pair, added)
-        progress.step(f"round trip +{added:g} ms: ping and one TCP stream over the link")
+        progress.step("a round trip: ping and one TCP stream", f"+{added:g} ms, over the link")
         record_netem(pair, rec, f"added-{added:g}")
         rtt = record_rtt(pair, rec, f"added-{added:g}", added)
         # One stream's bandwidth falls as the round trip grows (its window must cover the
@@ -290,12 +309,12 @@ def sweep(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progress) 
                         f"{link_mib_s:.1f} MiB/s")
         # 4 KiB latency under every protocol; the article's throughput jobs under C at every
         # round trip, under the others at the largest.
-        measurements = [(p, "fio", fio_write_latency) for p in params.protocols] + [
-            (p, "the article's throughput jobs", fio_article_throughput)
+        measurements = [(p, "fio: 4 KiB writes", fio_write_latency) for p in params.protocols] + [
+            (p, "fio: the article's throughput jobs", fio_article_throughput)
             for p in ["C"] + [p for p in params.protocols if p != "C" and added == largest]]
         for protocol, what, measure in measurements:
-            progress.step(f"round trip +{added:g} ms (measured {rtt:.1f} ms): {what} under "
-                          f"protocol {protocol}")
+            progress.step(what, f"round trip +{added:g} ms (measured {rtt:.1f} ms), "
+                                f"protocol {protocol}")
             drbdadm(pair.primary, pair, drbd.net_options_command(name, protocol=protocol))
             measure(params, pair.primary, rec, pair.device, f"drbd-{protocol}-added-{added:g}",
                     protocol=protocol, added_rtt_ms=added, rtt_ms=rtt)
@@ -321,8 +340,8 @@ def start_postgres(ws: LabWorkspace, device: str, name: str, rec: RunRecorder,
                    progress: Progress) -> str:
     """ext4 on `device`, a PostgreSQL cluster on it, pgbench's tables; returns the mount point
     (the cluster's data directory is POINT/pg)."""
-    progress.step(f"ext4 on {device}, PostgreSQL on it, pgbench's tables "
-                  f"(scale {PGBENCH_SCALE})")
+    progress.step("PostgreSQL on ext4", f"on {device}, with pgbench's tables "
+                                        f"(scale {PGBENCH_SCALE})")
     ws.make_filesystem(device, "ext4", label=f"{name}lab")
     mount_point = ws.mount(device, name)
     data = f"{mount_point}/pg"
@@ -387,7 +406,7 @@ def pgbench_runs(params: Parameters, pair: Pair, rec: RunRecorder, progress: Pro
                  mount_point: str, largest: float) -> None:
     name = pair.resource.name
     set_added_rtt(pair, 0.0)
-    progress.step(f"pgbench on DRBD with the peer disconnected, {params.pgbench_s} s")
+    progress.step("pgbench on DRBD, the peer disconnected", f"{params.pgbench_s} s")
     drbdadm(pair.primary, pair, drbd.disconnect_command(name))
     pgbench_once(params, pair, rec, mount_point, "drbd-disconnected", protocol="none",
                  added_rtt_ms=0.0, rtt_ms=None)
@@ -396,7 +415,7 @@ def pgbench_runs(params: Parameters, pair: Pair, rec: RunRecorder, progress: Pro
     for added in params.added_rtt_ms:
         set_added_rtt(pair, added)
         rtt = record_rtt(pair, rec, f"pgbench-added-{added:g}", added)
-        progress.step(f"pgbench under C, round trip +{added:g} ms (measured {rtt:.1f} ms)")
+        progress.step("pgbench under C", f"round trip +{added:g} ms (measured {rtt:.1f} ms)")
         pgbench_once(params, pair, rec, mount_point, f"drbd-C-added-{added:g}", protocol="C",
                      added_rtt_ms=added, rtt_ms=rtt)
     others = [p for p in params.protocols if p != "C"]
@@ -404,7 +423,8 @@ def pgbench_runs(params: Parameters, pair: Pair, rec: RunRecorder, progress: Pro
         set_added_rtt(pair, largest)
         rtt = record_rtt(pair, rec, f"pgbench-others-added-{largest:g}", largest)
         for protocol in others:
-            progress.step(f"pgbench under {protocol}, round trip +{largest:g} ms")
+            progress.step("pgbench under another protocol", f"{protocol}, round trip "
+                                                            f"+{largest:g} ms")
             drbdadm(pair.primary, pair, drbd.net_options_command(name, protocol=protocol))
             pgbench_once(params, pair, rec, mount_point, f"drbd-{protocol}-added-{largest:g}",
                          protocol=protocol, added_rtt_ms=largest, rtt_ms=rtt)

@@ -2,7 +2,8 @@
 
 A lab's `run()` does its own measuring inside
 
-    with LabRun(params, host) as lab_run:
+    progress.plan(steps(params))
+    with LabRun(params, host, progress) as lab_run:
         rec, ws = lab_run.rec, lab_run.ws
         ...
     return lab_run.recorded()
@@ -11,7 +12,8 @@ and LabRun does the rest: a run id for the host, the recorder (run.json, results
 raw/, published only when the block ends without an error), the command line that
 reproduces the run as the first command of its record, then every command run on the lab
 host (and its peers) through the host objects it was given, a workspace on each, and the
-recorded run loaded back at the end.
+recorded run loaded back at the end. The run's record keeps the steps the lab planned and the
+ones it took, with their start times (from `progress`).
 The workspace closes before the recorder: what the lab made is gone before its run is
 published, and a run that could not clean up is no run.
 """
@@ -26,22 +28,26 @@ from labs.infra.facts import host_facts
 from labs.infra.hosts import Host
 from labs.infra.workspace import LabWorkspace
 from labs.lab import LabParameters
+from labs.progress import Progress
 from labs.records import RecordedRun, RunRecorder, load_run, new_run_id
 
 
 class LabRun:
     """One run of a lab on `host`: `rec` (the RunRecorder) and `ws` (its LabWorkspace).
 
+    `progress` is the lab's reporter: the run records the steps it planned and took.
     `facts` and `record` replace the host's facts and the parameters' record when a lab
     adds to them; `peers` are more hosts the run uses (DRBD's second side), each with a
     workspace of its own in `peer_workspaces`, opened first so that they close last;
     `log` and `allow_devices` go to the workspaces."""
 
-    def __init__(self, params: LabParameters, host: Host, *, facts: dict[str, Any] | None = None,
-                 record: dict[str, Any] | None = None, peers: Sequence[Host] = (),
+    def __init__(self, params: LabParameters, host: Host, progress: Progress, *,
+                 facts: dict[str, Any] | None = None, record: dict[str, Any] | None = None,
+                 peers: Sequence[Host] = (),
                  log: Callable[[str], None] | None = None,
                  allow_devices: Iterable[str] = ()) -> None:
         self.params, self.host, self.peers = params, host, tuple(peers)
+        self.progress = progress
         self.run_id = new_run_id(host.name)
         self.rec = RunRecorder(
             params.LAB, params.as_record() if record is None else record, seed=params.seed,
@@ -70,6 +76,7 @@ class LabRun:
         return self
 
     def __exit__(self, *exc_info: object) -> bool | None:
+        self.rec.steps = self.progress.recorded_steps()  # the last step has started
         try:
             return self._stack.__exit__(*exc_info)
         finally:

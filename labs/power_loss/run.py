@@ -85,6 +85,16 @@ class Writer(AckStream):
         return cls(command=command, leg=leg)
 
 
+CUT_STEPS = ("starting the databases", "committing, then the power cut", "booting again",
+             "recovery and the count")
+
+
+def steps(params: Parameters) -> list[str]:
+    """The run's steps, in order: the disks, four per power cut, the teardown."""
+    return (["the file systems"] + list(CUT_STEPS) * params.cuts
+            + ["stopping the databases, removing the file system; writing the run"])
+
+
 def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     machine.require_lab_vm(host, params.LAB,
                            ("mariadbd", "mariadb-install-db", "psql", "runuser", "setsid"),
@@ -95,9 +105,9 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     if tears and second is None:
         raise LabError(f"{host.name} has one lab disk; the torn-page legs need two "
                        "(or leave them out with --tear-delay-ms 0)")
-    progress.expect(2 + 4 * params.cuts)
+    progress.plan(steps(params))
     rng = random.Random(params.seed)
-    with LabRun(params, host) as lab_run:
+    with LabRun(params, host, progress) as lab_run:
         rec, ws = lab_run.rec, lab_run.ws
         disks = set_up_disks(params, ws, progress, disk, second)
         versions = host.sudo("mariadbd --version; "
@@ -125,10 +135,11 @@ class Disks:
 def set_up_disks(params: Parameters, ws: LabWorkspace, progress: Progress, first: str,
                  second: str | None) -> Disks:
     if second is None:
-        progress.step(f"an ext4 file system on {first}, for the databases' folders")
+        progress.step("the file systems", f"ext4 on {first}, for the databases' folders")
         ws.make_filesystem(first, "ext4", label="powerloss")
         return Disks(first, first, ws.mount(first, "data"))
-    progress.step(f"a disk that tears pages: 4 KiB stripes over {first} and {second} "
+    progress.step("the file systems", f"a disk that tears pages: 4 KiB stripes over {first} "
+                  f"and {second} "
                   f"(while the clients write, {second} holds each write "
                   f"{params.tear_delay_ms} ms); two file systems")
     layout = torn.build(ws, first, second)
@@ -174,7 +185,8 @@ def cut_once(params: Parameters, ws: LabWorkspace, rec: RunRecorder, progress: P
              rng: random.Random, cut: int, disks: Disks) -> None:
     host = ws.host
     legs = make_legs(params, disks, cut)
-    progress.step(f"power cut {cut}: starting {len(legs)} databases in {host.name}")
+    progress.step("starting the databases", f"power cut {cut}: {len(legs)} of them in "
+                                               f"{host.name}")
     _start_databases(ws, progress, legs)
     # Everything made so far (the folders, the tables) reaches the disk before the cut: the
     # run then measures the commits, not an unsynced set-up.
@@ -182,7 +194,8 @@ def cut_once(params: Parameters, ws: LabWorkspace, rec: RunRecorder, progress: P
     if disks.layout:
         # Only now: the set-up (a table's first writes) at a second a write would take minutes.
         torn.hold_writes(ws, disks.layout, params.tear_delay_ms)
-    progress.step(f"power cut {cut}: committing for about {params.write_s} s, then the cut")
+    progress.step("committing, then the power cut", f"power cut {cut}: about "
+                                                       f"{params.write_s} s of commits")
     started = time.monotonic()
     writers = [Writer.of(leg) for leg in legs]
     for writer in writers:
@@ -194,8 +207,8 @@ def cut_once(params: Parameters, ws: LabWorkspace, rec: RunRecorder, progress: P
     # The power cut: QEMU dies at once; the guest's memory is gone, its disks stay.
     cut_at, boot_s = power.cut_then_boot(
         host.name, waiting=[writer.thread for writer in writers], log=progress.detail,
-        before_boot=lambda: progress.step(f"power cut {cut}: booting {host.name} again on "
-                                          "the same disks"))
+        before_boot=lambda: progress.step("booting again", f"power cut {cut}: {host.name} "
+                                          "on the same disks"))
     cut_at -= started
     ws.reconnect()
     for writer in writers:
@@ -203,7 +216,7 @@ def cut_once(params: Parameters, ws: LabWorkspace, rec: RunRecorder, progress: P
             raise LabError(f"{writer.leg.name}: no commit was acknowledged before the cut "
                            f"({writer.ended or 'no answer'})")
     mount_again(ws, disks)
-    progress.step(f"power cut {cut}: recovery and the count")
+    progress.step("recovery and the count", f"power cut {cut}")
     for writer in writers:
         _count_leg(params, ws, rec, progress, writer, cut, started, writing, cut_at, boot_s)
 

@@ -14,14 +14,16 @@ from labs.progress import Progress
 from labs.quorum.params import Parameters
 from labs.records import RecordedRun
 
+STEPS = ("simulating", "the exact model", "writing the recorded run")
+
 
 def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     """Simulate `params.trials` worlds on this machine (the model needs no lab host)."""
-    progress.expect(3)
-    progress.step(f"simulating {params.trials:,} worlds of {params.config} over "
-                  f"{params.azs} zones")
+    progress.plan(STEPS)
     # A model on this machine: the run's workspace stays unused.
-    with LabRun(params, host) as lab_run:
+    with LabRun(params, host, progress) as lab_run:
+        progress.step("simulating", f"{params.trials:,} worlds of {params.config} over "
+                                    f"{params.azs} zones")
         rec = lab_run.rec
         rec.add_tool_version("numpy", np.__version__)
         started = time.perf_counter()

@@ -29,7 +29,7 @@ from labs.quorum_commit.copies import Copies, lsn
 from labs.quorum_commit.params import Parameters
 from labs.records import RunRecorder
 
-STEPS_PER_CUT = 3  # the writes and the cut; the boot; the standbys' count and the primary
+CUT_STEPS = ("commits, then the power cut", "booting again", "the standbys recover; the count")
 CONFIG = "power cut"
 
 
@@ -54,8 +54,8 @@ def cut_once(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress
     ws, primary = copies.ws, copies.primary
     host = ws.host
     label = f"power cut {number} (synchronous_commit={setting})"
-    progress.step(f"{label}: a client commits numbered rows for about {p.phase_s} s, then "
-                  f"{host.name}'s power is cut")
+    progress.step("commits, then the power cut", f"{label}: a client commits numbered rows "
+                  f"for about {p.phase_s} s, then {host.name}'s power is cut")
     writer = _fresh_table_and_client(copies, label, setting)
     began = time.monotonic()
     writer.start(host, began)
@@ -66,8 +66,8 @@ def cut_once(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress
     # The power cut: QEMU dies at once; the guest's memory is gone, its disks stay.
     cut_at, boot_s = power.cut_then_boot(
         host.name, waiting=[writer.thread], log=progress.detail,
-        before_boot=lambda: progress.step(f"{label}: booting {host.name} again on the same "
-                                          "disks"))
+        before_boot=lambda: progress.step("booting again", f"{label}: {host.name} on the "
+                                          "same disks"))
     cut_at -= began
     replays, recovery_s = _recover_standbys(copies, p, progress, disk, label)
     acked = writer.acked
@@ -127,7 +127,7 @@ def _recover_standbys(copies: Copies, p: Parameters, progress: Progress, disk: s
     disk holds; (each one's settled replay position, the seconds that took)."""
     ws = copies.ws
     ws.reconnect()
-    progress.step(f"{label}: the standbys recover without the primary; the count")
+    progress.step("the standbys recover; the count", f"{label}: without the primary")
     ws.run_guarded(["mount", disk, copies.mount_point], [disk], timeout_s=300)
     copies.after_reboot(p)
     recovering = time.monotonic()

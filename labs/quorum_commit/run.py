@@ -47,6 +47,28 @@ MEMORY_PER_COPY_MIB = 96
 SCRIPT = "INSERT INTO commits (client) VALUES (:client_id);"
 
 
+DRILL_STEPS = ("drill: all up", "drill: a zone lost", "drill: one more copy lost",
+               "drill: the waiting commit and the survivors' rows",
+               "drill: the lost copies come back")
+
+
+def steps(p: Parameters) -> list[str]:
+    """The run's steps, in order: the set-up; with the sweep, the round trips of each layout,
+    each point in each layout and the drill (the power-cut part alone: the even layout's
+    round trips); the power cuts, if the part has them; the teardown."""
+    sweeps, cuts = p.part in ("all", "sweep"), p.part in ("all", "power-cut")
+    names = ["a file system", "a primary and five standbys", "the flush a standby makes"]
+    if sweeps:
+        names += (["netem and the round trips"] * len(LAYOUTS)
+                  + ["a commit point"] * (len(points(p)) * len(LAYOUTS)) + list(DRILL_STEPS))
+    else:
+        names += ["netem and the round trips"]
+    if cuts:
+        names += list(power_cut.CUT_STEPS) * len(p.cut_settings)
+    return names + ["stopping the six servers, removing the namespaces and the file system; "
+                    "writing the run"]
+
+
 def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     p = params
     machine.require_lab_vm(host, p.LAB, NEEDED)
@@ -57,23 +79,18 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
                          f"six copies need about {needed_mib} MiB (a lab VM started with "
                          "`python -m labs vm up` and its default memory has enough)")
     disk = machine.data_disk(host, p.data_disk)
-    # Three set-up steps, a round-trip step per layout and a step per point and layout,
-    # the drill's five, the power cuts' steps, and the teardown (the power-cut part: one
-    # round-trip step instead of the sweep and the drill; the sweep part: no power cut).
     sweeps, cuts = p.part in ("all", "sweep"), p.part in ("all", "power-cut")
-    cut_steps = power_cut.STEPS_PER_CUT * len(p.cut_settings) if cuts else 0
-    progress.expect(3 + (len(LAYOUTS) * (1 + len(points(p))) + 5 if sweeps else 1)
-                    + cut_steps + 1)
+    progress.plan(steps(p))
     started = time.monotonic()
-    with LabRun(p, host) as lab_run:
+    with LabRun(p, host, progress) as lab_run:
         rec, ws = lab_run.rec, lab_run.ws
-        progress.step(f"an ext4 file system on {disk}, for the six copies")
+        progress.step("a file system", f"ext4 on {disk}, for the six copies")
         ws.make_filesystem(disk, "ext4", label="quorum")
         mount_point = ws.mount(disk, "data")
         for tool, command in (("postgres", f"{PG_BIN}/postgres --version"),
                               ("pgbench", "pgbench --version"), ("fio", "fio --version")):
             rec.add_tool_version(tool, host.sudo(command, timeout_s=60).stdout.strip())
-        progress.step("a primary and five standbys (pg_basebackup), each standby in a "
+        progress.step("a primary and five standbys", "pg_basebackup; each standby in a "
                       "network namespace of its own")
         copies = Copies(ws, mount_point, secrets.token_hex(2))
         for part, seconds in copies.create().items():
@@ -81,14 +98,15 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
                            value=round(seconds, 1), unit="s")
         copies.psql(copies.primary, "CREATE TABLE commits (client int, "
                                     "at timestamptz DEFAULT clock_timestamp())")
-        progress.step("the flush a standby makes before it answers (fio: 8 KiB, fdatasync)")
+        progress.step("the flush a standby makes", "before it answers (fio: 8 KiB, "
+                                                          "fdatasync)")
         flush = measure_flush(ws, rec, mount_point, p)
         progress.detail(f"flush p50 {flush['p50_ms']:.2f} ms, p99 {flush['p99_ms']:.2f} ms")
         if sweeps:
             rtts = sweep(copies, rec, p, progress, flush)
             drill(copies, rec, p, progress)
         else:
-            progress.step("even: netem on each standby's link; the round trips, measured")
+            progress.step("netem and the round trips", "even: on each standby's link")
             rtts = measure_layout(copies, rec, p, "even")
         if cuts:
             power_cut.cuts(copies, rec, p, progress, disk, flush["p50_ms"], rtts)
@@ -158,7 +176,7 @@ def sweep(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress,
     Returns the even layout's round trips."""
     rtts: dict[str, dict[int, float]] = {}
     for layout in LAYOUTS:
-        progress.step(f"{layout}: netem on each standby's link; the round trips, measured")
+        progress.step("netem and the round trips", f"{layout}: on each standby's link")
         rtts[layout] = measure_layout(copies, rec, p, layout)
         progress.detail("round trips (ms): " + ", ".join(
             f"s{n} {rtt:.1f}" for n, rtt in sorted(rtts[layout].items())))
@@ -170,7 +188,8 @@ def sweep(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress,
     for point in points(p):
         copies.set_sync(point.standby_names())
         for layout in LAYOUTS:
-            progress.step(f"{point.label}, {point.clients} client(s), {layout}: {p.point_s} s")
+            progress.step("a commit point", f"{point.label}, {point.clients} client(s), "
+                                                f"{layout}: {p.point_s} s")
             copies.set_layout(p, layout)
             measured = commit_point(copies, rec, p, logs, layout, point)
             progress.detail(f"p50 {measured['p50_ms']:.1f} ms, p99 {measured['p99_ms']:.1f} "
@@ -238,8 +257,8 @@ def commit_point(copies: Copies, rec: RunRecorder, p: Parameters, logs: str, lay
 def drill(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress) -> None:
     k, lost, extra = p.quorum, p.lost_zone(), p.one_more()
     host, primary = copies.ws.host, copies.primary
-    progress.step(f"drill: ANY {k}, every other zone at {p.cross_zone_ms:g} ms; a client "
-                  "commits numbered rows")
+    progress.step("drill: all up", f"ANY {k}, every other zone at {p.cross_zone_ms:g} ms; "
+                  "a client commits numbered rows")
     copies.set_layout(p, "even")
     names = f"ANY {k} ({', '.join(s.name for s in copies.standbys)})"
     copies.set_sync(names)
@@ -264,18 +283,18 @@ def drill(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress) -
     phase("all up", STANDBYS)
     time.sleep(p.phase_s)
     zone = ", ".join(f"s{n}" for n in lost)
-    progress.step(f"drill: zone {p.zones} lost ({zone} killed at once)")
+    progress.step("drill: a zone lost", f"zone {p.zones} ({zone} killed at once)")
     copies.kill(lost)
     phase("zone lost", STANDBYS - len(lost))
     time.sleep(p.phase_s)
-    progress.step(f"drill: one more copy lost (s{extra} killed)")
+    progress.step("drill: one more copy lost", f"s{extra} killed")
     copies.kill([extra])
     phase("zone + 1 lost", STANDBYS - len(lost) - 1)
     time.sleep(p.phase_s)
-    progress.step("drill: the waiting commit, and the rows each survivor holds")
+    progress.step("drill: the waiting commit and the survivors' rows")
     count_survivors(copies, rec, writer, [n for n in range(1, STANDBYS + 1)
                                           if n not in lost and n != extra])
-    progress.step(f"drill: the {len(lost) + 1} lost copies come back")
+    progress.step("drill: the lost copies come back", f"{len(lost) + 1} of them")
     target = lsn(copies.psql(primary, "SELECT pg_current_wal_lsn()"))
     acked_before = writer.acked
     phase("back", STANDBYS)

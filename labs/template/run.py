@@ -11,15 +11,20 @@ from labs.records import RecordedRun
 from labs.template.params import Parameters
 
 
+def steps(params: Parameters) -> list[str]:
+    """The run's steps, in order: one file per block count, then the record."""
+    return ["dd"] * len(params.blocks) + ["writing the recorded run"]
+
+
 def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
-    progress.expect(len(params.blocks) + 1)
+    progress.plan(steps(params))
     # LabRun opens the recorder and the workspace and records the command line first; the
     # workspace journals its folder first: after a crash `python -m labs clean` removes it.
-    with LabRun(params, host) as lab_run:
+    with LabRun(params, host, progress) as lab_run:
         rec, ws = lab_run.rec, lab_run.ws
         ws.prepare()
         for count in params.blocks:
-            progress.step(f"dd {count} x {params.block_kib} KiB")
+            progress.step("dd", f"{count} x {params.block_kib} KiB")
             target = f"{ws.work_dir}/file-{count}"
             dd = ["dd", "if=/dev/zero", f"of={target}", f"bs={params.block_kib}K",
                   f"count={count}", "conv=fdatasync", "status=none"]

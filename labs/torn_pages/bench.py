@@ -87,24 +87,24 @@ class Benchmark:
         settings = {"shared_buffers": f"{self.p.shared_buffers_mib}MB", "max_wal_size": "4GB",
                     "wal_keep_size": "2GB", "log_checkpoints": "on"}
         fast, slow = plan_legs(self.p)
-        self.progress.step("starting PostgreSQL (data checksums on)")
+        self.progress.step("starting PostgreSQL", "data checksums on")
         container = self.cluster.start("bench", settings, checksums=True)
         self.rec.add_tool_version("postgresql", psql(container, "SELECT version()"))
         self.rec.add_tool_version("pgbench", exec_in(container, ["pgbench", "--version"],
                                                      user="postgres").strip())
         psql(container, "CREATE EXTENSION IF NOT EXISTS pg_walinspect")
-        self.progress.step(f"pgbench -i at scale {self.p.scale}")
+        self.progress.step("pgbench -i", f"scale {self.p.scale}")
         init = pgbench.init_command(self.p.scale, self.p.clients)
         self.rec.add_command(shlex.join(init))
         self.rec.add_raw("bench/init.txt", exec_in(container, init, user="postgres"))
-        self.progress.step(f"warm-up pgbench {self.p.warmup_s} s (not measured)")
+        self.progress.step("warm-up", f"pgbench {self.p.warmup_s} s (not measured)")
         if self.p.warmup_s:
             warm = pgbench.run_command(self.p.clients, self.p.threads, self.p.warmup_s, 5,
                                        extra=[f"--random-seed={self.p.seed}"])
             self.rec.add_command(shlex.join(warm))
             self.rec.add_raw("bench/warmup.txt", exec_in(container, warm, user="postgres"))
         for leg in fast:
-            self.progress.step(describe(leg))
+            self.progress.step("a pgbench leg", describe(leg))
             LegRun(self, container, "bench", leg).run()
         self.rec.add_raw("bench/server.log", container.logs().decode(errors="replace"))
         container.stop(timeout=120)
@@ -115,7 +115,7 @@ class Benchmark:
         slow_container = self.cluster.start("bench-slow", settings, checksums=True,
                                             write_mibps=self.p.write_mibps, data_name="bench")
         for leg in slow:
-            self.progress.step(describe(leg))
+            self.progress.step("a pgbench leg", describe(leg))
             LegRun(self, slow_container, "bench-slow", leg).run()
         self.rec.add_raw("bench/server-slow.log",
                          slow_container.logs().decode(errors="replace"))
@@ -129,7 +129,7 @@ def describe(leg: Leg) -> str:
         what = f"CHECKPOINT forced at {leg.force_at_s} s"
         if leg.workload.endswith("replay"):
             what += ", replaying the previous leg's transactions"
-    return (f"pgbench {leg.duration_s} s{where}, full_page_writes={leg.fpw}, {what}, "
+    return (f"{leg.duration_s} s{where}, full_page_writes={leg.fpw}, {what}, "
             f"--random-seed={leg.pgbench_seed}")
 
 

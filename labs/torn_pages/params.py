@@ -55,8 +55,3 @@ class Parameters(LabParameters):
         if not self.checkpoint_timeouts_s:
             raise UsageError("--checkpoint-timeouts-s: give at least one, e.g. 30,300")
 
-    def leg_count(self) -> int:
-        """pgbench legs: on and off per setting (twice with a slow disk), and the three
-        forced-checkpoint legs (on, off, and on again replaying the previous leg's seed)."""
-        per_disk = 2 * len(self.checkpoint_timeouts_s)
-        return per_disk * (2 if self.write_mibps else 1) + 3

@@ -17,10 +17,22 @@ from labs.infra.hosts import Host
 from labs.infra.lab_run import LabRun
 from labs.progress import Progress
 from labs.records import RecordedRun, RunRecorder
-from labs.torn_pages.bench import Benchmark
+from labs.torn_pages.bench import Benchmark, plan_legs
 from labs.torn_pages.cluster import Cluster
 from labs.torn_pages.params import Parameters
-from labs.torn_pages.tear import torn_page_demo
+from labs.torn_pages.tear import CRASHES, torn_page_demo
+
+
+def steps(params: Parameters) -> list[str]:
+    """The run's steps, in order: the image, the file system, the server, its tables, the
+    warm-up, the legs, the tear on a stopped cluster, the crashes, the teardown."""
+    fast, slow = plan_legs(params)
+    return (["choosing the PostgreSQL image", "a file system on a loop device",
+             "starting PostgreSQL", "pgbench -i", "warm-up"]
+            + ["a pgbench leg"] * (len(fast) + len(slow))
+            + ["a torn page on a stopped cluster"]
+            + ["a crash, a torn page, recovery"] * len(CRASHES)
+            + ["removing the containers and the file system; writing the run"])
 
 
 def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
@@ -28,18 +40,16 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     if not host.sudo("true", check=False, timeout_s=60).ok:
         raise UsageError(f"host {host.name}: the torn-pages lab needs root there (a loop "
                          f"device, a mount, files written by the container): run it with sudo")
-    # image, file system, start, pgbench -i, warm-up; the legs; the stopped-cluster tear,
-    # three crashes and the teardown
-    progress.expect(5 + params.leg_count() + 5)
+    progress.plan(steps(params))
     started = time.monotonic()
-    with LabRun(params, host) as lab_run:
+    with LabRun(params, host, progress) as lab_run:
         rec, ws = lab_run.rec, lab_run.ws
         # The machine may be shared: its load before and after says how noisy the run was.
         add_load_average(host, rec, "start")
         progress.step("choosing the PostgreSQL image")
         choice = images.use_image(ws.engine(), host.is_local, "postgres", params.image, progress,
                                   rec.add_tool_version)
-        progress.step(f"building an ext4 file system on a loop device in {ws.work_dir}")
+        progress.step("a file system on a loop device", f"ext4, in {ws.work_dir}")
         fs = ws.make_loop_filesystem("labfs", params.fs_size_mib)
         cluster = Cluster(ws, fs, choice.tag, uuid.uuid4().hex[:6])
         Benchmark(params, rec, cluster, progress).run()

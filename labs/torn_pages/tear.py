@@ -30,13 +30,16 @@ PAGE_BYTES = 8192
 SECTOR_GROUP_BYTES = 4096  # the tear: ext4 and most devices write 4 KiB atomically at best
 
 
+# The crashes, in order: (name, full_page_writes, data checksums).
+CRASHES = (("fpw-on", "on", True), ("fpw-off", "off", True), ("fpw-off-nochecksums", "off", False))
+
+
 def torn_page_demo(cluster: Cluster, rec: RunRecorder, progress: Progress) -> None:
     tear = Tear(cluster, rec)
-    progress.step("torn page on a stopped cluster with data checksums")
+    progress.step("a torn page on a stopped cluster", "data checksums on")
     tear.stopped_cluster()
-    for name, fpw, checksums in (("fpw-on", "on", True), ("fpw-off", "off", True),
-                                 ("fpw-off-nochecksums", "off", False)):
-        progress.step(f"crash, torn page and recovery: full_page_writes={fpw}, "
+    for name, fpw, checksums in CRASHES:
+        progress.step("a crash, a torn page, recovery", f"full_page_writes={fpw}, "
                       f"data checksums {'on' if checksums else 'off'}")
         tear.crash_and_recover(name, fpw, checksums)
 

@@ -73,7 +73,7 @@ class Drills:
     def drill_slow_leg_lost(self) -> None:
         """The network disk goes away: the array serves on, degraded, from the fast leg."""
         drill = "drill-slow-leg-lost"
-        self.progress.step(f"{drill}: fail and remove the slow leg")
+        self.progress.step("drill: the slow leg lost", f"{drill}: fail and remove it")
         array = self.create_array([md.Member(self.legs.fast),
                                    md.Member(self.legs.slow, write_mostly=True)],
                                   bitmap="internal", assume_clean=True)
@@ -120,7 +120,7 @@ class Drills:
         """An instance replacement: the local disk comes back empty; rebuild from the slow leg."""
         drill = "drill-fast-leg-lost"
         size_mib = self.scale.drill_array_mib
-        self.progress.step(f"{drill}: the fast leg is replaced by an empty disk "
+        self.progress.step("drill: the fast leg lost", f"{drill}: replaced by an empty disk "
                            f"({size_mib} MiB array)")
         array = self.create_array([md.Member(self.legs.fast),
                                    md.Member(self.legs.slow, write_mostly=True)],
@@ -184,7 +184,8 @@ class Drills:
         """Resync time against array size: the recovery of a new fast leg, size by size."""
         drill = "drill-resync-size"
         for size_mib in self.scale.resync_sizes_mib:
-            self.progress.step(f"{drill}: {size_mib} MiB array, new fast leg")
+            self.progress.step("drill: a resync", f"{drill}: {size_mib} MiB array, new fast "
+                                                  "leg")
             array = self.create_array([md.Member(self.legs.slow, write_mostly=True),
                                        md.Member("missing")], bitmap="internal",
                                       size_mib=size_mib)
@@ -212,7 +213,8 @@ class Drills:
     def drill_check_control(self) -> None:
         """The data check itself must catch one wrong block: corrupt one and watch it fail."""
         drill = "drill-check-control"
-        self.progress.step(f"{drill}: does the data check catch a single wrong block?")
+        self.progress.step("drill: the data check's control", f"{drill}: does it catch a "
+                           "single wrong block?")
         array = self.create_array([md.Member(self.legs.fast),
                                    md.Member(self.legs.slow, write_mostly=True)],
                                   assume_clean=True)

@@ -223,11 +223,29 @@ def workload_groups(workloads: tuple[str, ...]) -> dict[str, list[str]]:
     return groups
 
 
-def major_steps(scale: Scale, part: str, power_cut: bool) -> int:
-    """How many top-level steps a run takes (for the progress bar)."""
-    # two steps per cut: the writes and the cut, then the boot and the check
-    cuts = 2 * scale.power_cuts * len(scale.power_cut_settings) if power_cut else 0
-    if part == "power-cut":
-        return 2 + cuts + 1  # prepare, delay, ..., teardown
-    # prepare, delay, prefill, configurations, two drills, resync sizes, control, teardown
-    return 3 + len(CONFIGURATIONS) + 2 + len(scale.resync_sizes_mib) + 1 + cuts + 1
+def before_the_delay(config: Configuration) -> bool:
+    """Measured before the slow leg gets its delay: the fast leg and the slow leg's parts."""
+    return not config.raid and config.leg != "slow"
+
+
+CUT_STEPS = ("power cut: writes, then the cut", "power cut: booting again")
+
+
+def steps(scale: Scale, part: str, power_cut: bool) -> list[str]:
+    """The run's steps, in order: the legs; (the sweep) the prefill and the configurations
+    without the delay; the delay; (the sweep) the rest and the drills; the power cuts, if
+    the host can have them; the teardown."""
+    sweep = part in ("all", "sweep")
+    early = [config for config in CONFIGURATIONS if before_the_delay(config)]
+    names = ["preparing the legs"]
+    if sweep:
+        names += ["prefill"] + ["a configuration"] * len(early)
+    names += ["the slow leg's delay"]
+    if sweep:
+        names += (["a configuration"] * (len(CONFIGURATIONS) - len(early))
+                  + ["drill: the slow leg lost", "drill: the fast leg lost"]
+                  + ["drill: a resync"] * len(scale.resync_sizes_mib)
+                  + ["drill: the data check's control"])
+    if power_cut:
+        names += list(CUT_STEPS) * (scale.power_cuts * len(scale.power_cut_settings))
+    return names + ["taking the array and its devices down; writing the run"]

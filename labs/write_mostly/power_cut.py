@@ -89,8 +89,9 @@ class PowerCut:
         write_s = self.scale.power_cut_write_s
         blocks = region_blocks(write_s, self.legs.cap_iops)
         size_mib = -(-(blocks + 1) * BLOCK_BYTES // (1024 * 1024)) + 1
-        self.progress.step(f"{DRILL} {cut}, {setting.label}: a fast leg in memory, {write_s:g} "
-                           f"s of acknowledged writes, then {host.name}'s power is cut")
+        self.progress.step("power cut: writes, then the cut", f"{DRILL} {cut}, "
+                           f"{setting.label}: a fast leg in memory, {write_s:g} s of "
+                           f"acknowledged writes, then {host.name}'s power is cut")
         array = self._fresh_array(cut, setting, size_mib)
         token, seed = secrets.token_hex(8), rng.randrange(2**31)
         layout = [str(blocks), setting.order, str(seed)]
@@ -149,8 +150,8 @@ class PowerCut:
             cut_at, boot_s = power.cut_then_boot(
                 host.name, waiting=[stream.thread], log=self.progress.detail,
                 before_boot=lambda: self.progress.step(
-                    f"{DRILL} {cut}, {setting.label}: booting {host.name} again; the array "
-                    "from the slow leg alone"))
+                    "power cut: booting again", f"{DRILL} {cut}, {setting.label}: "
+                    f"{host.name}; the array from the slow leg alone"))
             cut_at -= started
         finally:
             ws.reconnect()

@@ -31,7 +31,8 @@ from labs.write_mostly.params import (
     WORKLOADS,
     Configuration,
     Parameters,
-    major_steps,
+    before_the_delay,
+    steps,
     workload_groups,
 )
 from labs.write_mostly.power_cut import PowerCut, can_cut_power
@@ -295,7 +296,7 @@ class WriteMostlyLab(Drills, PowerCut):
     # -- steps --------------------------------------------------------------------------------
 
     def prepare(self) -> None:
-        self.progress.step(f"preparing: {self.legs.mode} legs, raid1, tools")
+        self.progress.step("preparing the legs", f"{self.legs.mode} legs, raid1, tools")
         for device in (self.legs.fast, self.legs.slow):
             self.ws.check_device(device)
         names = self.legs.names()
@@ -336,8 +337,8 @@ class WriteMostlyLab(Drills, PowerCut):
         VM disks are thin (qcow2) and loop files sparse: a block never written reads back as
         zeros without touching a disk, far faster than a real read. A drive in service is full.
         """
-        self.progress.step(f"prefill: writing the first {self.scale.region_mib} MiB of "
-                           "both legs")
+        self.progress.step("prefill", f"writing the first {self.scale.region_mib} MiB of "
+                                      "both legs")
         jobs = [(f"prefill/{leg}", [fio_tool.FioJob(
             name=f"prefill-{leg}", filename=device, rw="write", bs="1M", iodepth=4,
             size=f"{self.scale.region_mib}M")])
@@ -390,7 +391,7 @@ class WriteMostlyLab(Drills, PowerCut):
         return self.dm_delay("wm-fast-delay", self.legs.fast)  # the delay alone
 
     def measure_configuration(self, config: Configuration) -> None:
-        self.progress.step(f"configuration {config.name}: {config.label}")
+        self.progress.step("a configuration", f"{config.name}: {config.label}")
         target = self.build_mirror(config) if config.raid else self.leg_target(config)
         groups = workload_groups(config.workloads)
         self.progress.detail(f"{', '.join(w for g in groups.values() for w in g)}: "
@@ -440,18 +441,18 @@ class WriteMostlyLab(Drills, PowerCut):
         everything = self.params.part in ("all", "sweep")
         if everything:
             self.prefill()
-            for config in configurations:  # the fast leg and the slow leg's parts, no delay
-                if not config.raid and config.leg != "slow":
+            for config in configurations:
+                if before_the_delay(config):
                     self.measure_configuration(config)
         if self.params.slow_delay_ms > 0:
-            self.progress.step(f"slow leg: dm-delay of {self.params.slow_delay_ms} ms over "
-                               f"{self.legs.slow_disk}")
+            self.progress.step("the slow leg's delay", f"dm-delay of {self.params.slow_delay_ms} "
+                               f"ms over {self.legs.slow_disk}")
             self.legs.slow = self.dm_delay("wm-slow-delay", self.legs.slow_disk)
         else:
-            self.progress.step("slow leg: no dm-delay (--slow-delay-ms 0)")
+            self.progress.step("the slow leg's delay", "none (--slow-delay-ms 0)")
         if everything:
             for config in configurations:
-                if config.raid or config.leg == "slow":
+                if not before_the_delay(config):
                     self.measure_configuration(config)
             self.drill_slow_leg_lost()
             self.drill_fast_leg_lost()
@@ -472,12 +473,12 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     vm_cap = facts.get("vm", {}).get("slow_iops")
     legs = disk_legs(host, params, vm_cap) if mode == "disks" else None
     power_cut = can_cut_power(host, mode, params.part)  # before anything is made
-    progress.expect(major_steps(params.scale, params.part, power_cut))
+    progress.plan(steps(params.scale, params.part, power_cut))
     record = {**params.as_record(), "profile_settings": asdict(params.scale),
               "legs_mode": mode, "configurations": [asdict(c) for c in CONFIGURATIONS],
               "workloads": {k: {"rw": v[0], "iodepth": v[1], "rate_iops": v[2],
                                 "bs": BLOCK_SIZE} for k, v in WORKLOADS.items()}}
-    with LabRun(params, host, facts=facts, record=record, log=progress.detail,
+    with LabRun(params, host, progress, facts=facts, record=record, log=progress.detail,
                 allow_devices=params.allow_device) as lab_run:
         rec, workspace = lab_run.rec, lab_run.ws
         if legs is None:

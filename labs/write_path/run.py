@@ -94,10 +94,16 @@ def record_cut(rec: RunRecorder, found: dict[str, Any]) -> None:
                        value=int(seen["file_exists"]), unit="count", fault=fault, **dims)
 
 
+def steps(params: Parameters) -> list[str]:
+    """The run's steps, in order: the set-up, one cut per way and round, the record."""
+    return (["setting up the two 64 MiB slices and the probe"]
+            + ["a cut"] * (params.cuts * len(params.ways)) + ["writing the recorded run"])
+
+
 def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
     ways = [model.WAYS[name] for name in params.ways]
-    progress.expect(1 + len(ways) * params.cuts + 1)
-    with LabRun(params, host) as lab_run:
+    progress.plan(steps(params))
+    with LabRun(params, host, progress) as lab_run:
         rec, ws = lab_run.rec, lab_run.ws
         progress.step("setting up the two 64 MiB slices and the probe")
         bench = Bench(ws, rec, params)
@@ -105,8 +111,8 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
         rec.add_tool_version("kernel", host.run(["uname", "-r"], timeout_s=60).stdout.strip())
         for number in range(1, params.cuts + 1):
             for way in ways:
-                progress.step(f"cut {number}/{params.cuts}: {way.label}, "
-                              f"{params.write_s:g} s of writing")
+                progress.step("a cut", f"{number}/{params.cuts}: {way.label}, "
+                                       f"{params.write_s:g} s of writing")
                 found = bench.cut(way, number)
                 record_cut(rec, found)
                 progress.detail(f"{way.label}: {found['trial']['acked']} acknowledged; lost "
