@@ -29,6 +29,7 @@ RECORD = PROJECT_ROOT / "benchmarks" / "lab-steps.csv"
 FIELDS = ("commit", "measured_on", "where", "run", "step", "count", "seconds")
 BUDGET_S = 150.0  # a lab's ci profile, on the project's 2-core machine, quiet
 WALL = "(wall time)"  # the step column of a run's own row
+BEFORE = "(before its first step)"  # its checks and facts; started_at has whole seconds
 
 
 def rows_of(summary: dict, where: str) -> list[dict]:
@@ -43,6 +44,10 @@ def rows_of(summary: dict, where: str) -> list[dict]:
                   "run": run["how"]}
         rows += [{**common, "step": name, "count": len(times), "seconds": round(sum(times), 1)}
                  for name, times in by_step.items()]
+        # The lab's checks and the host's facts come before its first step.
+        before_s = run["wall_s"] - sum(seconds for _, seconds in run["steps"])
+        if before_s >= 1.0:  # less is the rounding of started_at
+            rows.append({**common, "step": BEFORE, "count": 1, "seconds": round(before_s, 1)})
         rows.append({**common, "step": WALL, "count": 1, "seconds": run["wall_s"]})
     return rows
 

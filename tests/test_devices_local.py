@@ -45,7 +45,7 @@ def local_run():
 
 def test_every_measurement_is_of_the_loop_device_and_nothing_else(local_run):
     run = local_run["run"]
-    device = re.search(r"fio on local \((/dev/loop\d+)\)", local_run["stderr"]).group(1)
+    device = re.search(r"fio on a volume — local \((/dev/loop\d+)\)", local_run["stderr"]).group(1)
     raw = run.path / "raw" / "fio" / "local"
     jobs = sorted(raw.iterdir())
     assert len(jobs) == len(page.fio_results(run)) > 0
