@@ -73,7 +73,7 @@ class PowerCut:
     """The power-cut drill; needs a lab VM of this install and its two disks as the legs."""
 
     def drill_power_cut(self) -> None:
-        if not can_cut_power(self.host, self.legs.mode, self.params.part):
+        if not self.power_cut:
             self.progress.detail("no power-cut drill: --part sweep leaves it out (--part "
                                  "power-cut runs it)" if self.params.part == "sweep" else
                                  "no power-cut drill: it needs a lab VM of this install and "

@@ -46,7 +46,7 @@ class WriteMostlyLab(Drills, PowerCut):
     """The lab's steps on one host; results go to a labs.records.RunRecorder."""
 
     def __init__(self, host: Host, workspace: LabWorkspace, recorder: RunRecorder,
-                 params: Parameters, legs: Legs, progress: Progress):
+                 params: Parameters, legs: Legs, progress: Progress, power_cut: bool):
         self.host = host
         self.ws = workspace
         self.run = recorder
@@ -54,6 +54,8 @@ class WriteMostlyLab(Drills, PowerCut):
         self.scale = params.scale
         self.legs = legs
         self.progress = progress
+        # Decided once, before the run planned its steps: whether it cuts the VM's power.
+        self.power_cut = power_cut
         self.fio_runs = 0
         self.kernel_paths: dict[str, str] = {}  # /dev/mapper/x -> /dev/dm-N
 
@@ -485,7 +487,7 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
             legs = loop_legs(workspace, params.scale, params.loop_slow_iops)
         rec.parameters.update(fast_device=legs.fast, slow_device=legs.slow,
                               slow_cap_iops=legs.cap_iops, slow_cap_by=legs.cap_by)
-        lab = WriteMostlyLab(host, workspace, rec, params, legs, progress)
+        lab = WriteMostlyLab(host, workspace, rec, params, legs, progress, power_cut)
         lab.measure()
         rec.add_result(config="lab", workload="wall", metric="wall_time_s",
                        value=time.monotonic() - started, unit="s", leg="none")
