@@ -7,34 +7,26 @@ import math
 import altair as alt
 import pandas as pd
 
+from labs.book import number_text as nt
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.panel import LabPanel
 from labs.book.provenance import run_summary
 from labs.book.tables import wrapping_table
 from labs.power_loss import doublewrite_page, model, torn_page
+from labs.power_loss import findings as found
 from labs.power_loss.params import Parameters
 from labs.records import RecordedRun
 
 LABELS = {"postgres": "PostgreSQL", "mariadb": "MariaDB (InnoDB)"}
+EXERCISE_RATE_PER_S = 5000  # an exercise: a busy server's commit rate
 
 
 def outcomes(run: RecordedRun) -> pd.DataFrame:
-    """One row per database and power cut: acknowledged, lost, the model's bounds."""
-    rows = run.results[run.results["workload"] == "power-cut"]
-    table = rows.pivot_table(index=["engine", "setting", "safety", "cut"], columns="metric",
-                             values="value").reset_index()
-    table.columns.name = None
+    """One row per database and power cut: acknowledged, lost, the model's bounds, and the
+    database's name as the page shows it."""
+    table = found.outcomes(run)
     table["database"] = table["engine"].map(LABELS) + ", " + table["setting"]
-    # The model in time: how long before the cut a lost commit can have been acknowledged.
-    table["bound_ms"] = [1000 * model.window_s(engine, *setting.split("=", 1))
-                         for engine, setting in zip(table["engine"], table["setting"],
-                                                    strict=True)]
-    # Measured from the acknowledgements' own times (see labs.infra.acks.lost_window_ms).
-    table["lost_ms"] = table["lost_window_ms"]
-    order = {"postgres": 0, "mariadb": 1}
-    return table.sort_values(["engine", "safety", "cut"],
-                             key=lambda c: c.map(order) if c.name == "engine" else c) \
-        .reset_index(drop=True)
+    return table
 
 
 def summary(run: RecordedRun) -> pd.DataFrame:
@@ -63,44 +55,45 @@ def summary_table(run: RecordedRun):
 
 
 def figures(run: RecordedRun) -> dict[str, str]:
-    """Every number the page quotes, computed from the run."""
-    return {**run_figures(run), **exercise_figures(run), **torn_page.torn_figures(run),
+    """Every number the page quotes: the commit servers' findings, formatted, and the
+    torn-page and doublewrite sections' figures."""
+    f = found.findings(run)
+    return {**run_figures(f), **engine_figures(f), **over_count_figures(f),
+            **exercise_figures(f), **torn_page.torn_figures(run),
             **doublewrite_page.doublewrite_figures(run)}
 
 
-def run_figures(run: RecordedRun) -> dict[str, str]:
-    table = outcomes(run)
-    safe, unsafe = table[table["safety"] == "safe"], table[table["safety"] == "unsafe"]
-    figures = {
-        "cuts": str(int(table["cut"].max())),
-        "acked_total": f"{int(table['acknowledged'].sum()):,}",
-        "safe_lost": f"{int(safe['acknowledged_lost'].sum())}",
-        "safe_acked": f"{int(safe['acknowledged'].sum()):,}",
-        "unsafe_lost": f"{int(unsafe['acknowledged_lost'].sum())}",
-        "unsafe_acked": f"{int(unsafe['acknowledged'].sum()):,}",
-        **over_count_figures(run, unsafe),
-        # "about N s": the shortest boot, rounded (the recorded-run test checks the longest
-        # rounds to the same)
-        "boot_s": f"{round(table['boot_s'].min())}",
+def run_figures(f: found.Findings) -> dict[str, str]:
+    return {
+        "cuts": nt.count(f.cut_count),
+        "acked_total": nt.count(f.acknowledged("safe") + f.acknowledged("unsafe")),
+        "safe_lost": nt.count(f.lost("safe")),
+        "safe_acked": nt.count(f.acknowledged("safe")),
+        "unsafe_lost": nt.count(f.lost("unsafe")),
+        "unsafe_acked": nt.count(f.acknowledged("unsafe")),
+        # "about N s": the shortest boot, rounded (a claim test checks every boot rounds so)
+        "boot_s": nt.count(min(f.boot_s)),
         # "in at most N s": rounded up to a tenth, so that N is never below the longest.
-        "recovery_max_s": f"{math.ceil(table['recovery_s'].max() * 10) / 10:.1f}",
-        "unacked_found": f"{int(table['unacknowledged_found'].sum())}",
-        "unsafe_lost_max": f"{int(unsafe['acknowledged_lost'].max())}",
+        "recovery_max_s": nt.number(math.ceil(f.longest_recovery_s * 10) / 10, 1),
+        "unacked_found": nt.count(f.unacknowledged_found()),
+        "unsafe_lost_max": nt.count(max(c.lost for c in f.of("unsafe"))),
     }
-    rates = {}
-    for (engine, safety), rows in table.groupby(["engine", "safety"]):
-        rates[engine, safety] = rows["acks_per_second"].median()
-        figures[f"{engine}_{safety}_rate"] = f"{rates[engine, safety]:.0f}"
-    for engine in ("postgres", "mariadb"):
-        figures[f"{engine}_speedup"] = f"{rates[engine, 'unsafe'] / rates[engine, 'safe']:.1f}"
-    for engine, rows in unsafe.groupby("engine"):
+
+
+def engine_figures(f: found.Findings) -> dict[str, str]:
+    """Per engine: its commit rates, the unsafe setting's speed-up, its lost commits' ages."""
+    out = {}
+    for engine in found.ENGINES:
+        for safety in ("safe", "unsafe"):
+            out[f"{engine}_{safety}_rate"] = nt.count(f.rate(engine, safety))
+        out[f"{engine}_speedup"] = nt.number(f.speedup(engine), 1)
         # Over the cuts that took something: a cut that lost nothing has no oldest loss.
-        lossy = rows[rows["acknowledged_lost"] > 0]
-        figures[f"{engine}_lost_ms_min"] = f"{lossy['lost_ms'].min():,.0f}"
-        figures[f"{engine}_lost_ms_max"] = f"{lossy['lost_ms'].max():,.0f}"
-        figures[f"{engine}_bound_ms"] = f"{rows['bound_ms'].max():,.0f}"
-        figures[f"{engine}_lossy_cuts"] = str(len(lossy))
-    return figures
+        lossy = f.lossy(engine)
+        out[f"{engine}_lost_ms_min"] = nt.count(min(c.lost_ms for c in lossy))
+        out[f"{engine}_lost_ms_max"] = nt.count(max(c.lost_ms for c in lossy))
+        out[f"{engine}_bound_ms"] = nt.count(max(c.bound_ms for c in f.of("unsafe", engine)))
+        out[f"{engine}_lossy_cuts"] = nt.count(len(lossy))
+    return out
 
 
 def chart(run: RecordedRun) -> alt.LayerChart:
@@ -136,49 +129,36 @@ def chart(run: RecordedRun) -> alt.LayerChart:
                "(points, one per cut) and the model's bound (grey ticks)"])
 
 
-def exercise_figures(run: RecordedRun) -> dict[str, str]:
+def exercise_figures(f: found.Findings) -> dict[str, str]:
     """The numbers the exercises ask about and their solutions (model and run)."""
-    rate_per_s = 5000
-    table = outcomes(run)
-    unsafe = table[(table["engine"] == "postgres") & (table["safety"] == "unsafe")]
-    worst = unsafe.sort_values(["lost_ms", "cut"]).iloc[-1]
-    pg_bound = model.max_lost("postgres", "synchronous_commit", "off", rate_per_s)
-    innodb_bound = model.max_lost("mariadb", "innodb_flush_log_at_trx_commit", "0", rate_per_s)
-    wakeups = worst["lost_ms"] / 200
+    worst = f.postgres_oldest_loss
     return {
-        "ex_rate": f"{rate_per_s:,}",
-        "ex_pg_bound": f"{pg_bound:,.0f}", "ex_innodb_bound": f"{innodb_bound:,.0f}",
-        "ex_cut": f"{int(worst['cut'])}",
-        "ex_lost": f"{int(worst['acknowledged_lost'])}",
-        "ex_lost_ms": f"{worst['lost_ms']:.0f}",
-        "ex_wakeups": f"{wakeups:.1f}",
+        "ex_rate": nt.count(EXERCISE_RATE_PER_S),
+        "ex_pg_bound": nt.count(model.max_lost("postgres", "synchronous_commit", "off",
+                                               EXERCISE_RATE_PER_S)),
+        "ex_innodb_bound": nt.count(model.max_lost("mariadb", "innodb_flush_log_at_trx_commit",
+                                                   "0", EXERCISE_RATE_PER_S)),
+        "ex_cut": nt.count(worst.cut),
+        "ex_lost": nt.count(worst.lost),
+        "ex_lost_ms": nt.count(worst.lost_ms),
+        "ex_wakeups": nt.number(f.postgres_oldest_loss_wakeups, 1),
         # "... % of the manual's bound of three (600 ms)"
-        "ex_of_bound": f"{worst['lost_ms'] / 600 * 100:.0f}",
+        "ex_of_bound": nt.count(100 * f.postgres_oldest_loss_share_of_manual),
     }
 
 
-def acks_before_cut(run: RecordedRun, row, window_ms: float) -> int:
-    """Commits the client of `row` (a row of outcomes) had acknowledged within `window_ms`
-    before its cut, counted from its acknowledgement file."""
-    value = row.setting.split("=", 1)[1]
-    path = torn_page.leg_file(run, f"{row.engine}-{value}", row.cut, "-acks.txt")
-    return torn_page.acks_in_window(path, row.cut_after_s, window_ms / 1000)
-
-
-def over_count_figures(run: RecordedRun, unsafe: pd.DataFrame) -> dict[str, str]:
-    """The cut that lost the most commits beyond its rate times the window (`unsafe`: the
-    unsafe rows of outcomes), and the commits its client had acknowledged within that window:
-    the model's rate is the client's average over its last ten seconds, not the rate of the
-    window itself."""
-    worst = unsafe.assign(over=unsafe["acknowledged_lost"] - unsafe["model_max_lost"]) \
-        .sort_values(["over", "cut"]).iloc[-1]
+def over_count_figures(f: found.Findings) -> dict[str, str]:
+    """The cut that lost the most commits beyond its rate times the window, and the commits
+    its client had acknowledged within that window: the model's rate is the client's average
+    over its last ten seconds, not the rate of the window itself."""
+    worst = f.furthest_over_estimate
     return {
-        "unsafe_over_cut": f"{worst['cut']:.0f}",
-        "unsafe_over_lost": f"{worst['acknowledged_lost']:.0f}",
-        "unsafe_over_model": f"{worst['model_max_lost']:.0f}",
-        "unsafe_over_rate": f"{worst['acks_per_second']:.0f}",
-        "unsafe_over_window_ms": f"{worst['bound_ms']:,.0f}",
-        "unsafe_over_in_window": f"{acks_before_cut(run, worst, worst['bound_ms'])}",
+        "unsafe_over_cut": nt.count(worst.cut),
+        "unsafe_over_lost": nt.count(worst.lost),
+        "unsafe_over_model": nt.count(worst.model_most_lost),
+        "unsafe_over_rate": nt.count(worst.acks_per_s),
+        "unsafe_over_window_ms": nt.count(worst.bound_ms),
+        "unsafe_over_in_window": nt.count(f.over_cut_acked_in_window),
     }
 
 
