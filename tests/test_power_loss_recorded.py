@@ -133,114 +133,87 @@ def test_the_boot_times_round_alike_and_the_unacknowledged_rows_are_the_safe_ser
 
 
 @pytest.fixture(scope="module")
-def torn_table(run):
-    return torn_page.torn_outcomes(run)
+def torn_legs(f):
+    assert f.torn is not None, "the page's torn-page section needs the torn-page servers"
+    return f.torn
 
 
-def test_the_recorded_run_has_both_torn_page_legs_in_every_cut(run, torn_table):
-    assert len(torn_table) == 2 * run.meta["parameters"]["cuts"]
-    assert sorted(set(torn_table["setting"])) == ["full_page_writes=off", "full_page_writes=on"]
+def test_the_recorded_run_has_both_torn_page_legs_in_every_cut(f, torn_legs):
+    assert len(torn_legs.cuts) == 2 * f.params.cuts
+    assert sorted({c.setting for c in torn_legs.cuts}) == ["full_page_writes=off",
+                                                            "full_page_writes=on"]
 
 
-def test_full_page_writes_on_left_no_damage_and_lost_no_update(run, torn_table):
-    """Backs the verdict of 'Torn pages: what full-page writes mend' (with `on`) and the
-    Summary bullet on full-page writes and the doublewrite buffer."""
-    safe = torn_table[torn_table["safety"] == "safe"]
-    assert (safe["recovered_alone"] == 1).all() and (safe["table_read"] == 1).all()
-    assert (safe["damaged_pages"] == 0).all() and (safe["acknowledged_lost"] == 0).all()
-    figures = page.figures(run)
-    assert figures["torn_safe_damaged"] == figures["torn_safe_lost"] == "0"
-    # "the server recovered by itself after every cut": recovered_alone above
+def test_full_page_writes_on_left_no_damage_and_lost_no_update(torn_legs):
+    assert torn_legs.full_page_writes_mended_everything, \
+        "backs the verdict of 'Torn pages: what full-page writes mend' (with `on`) and the " \
+        "Summary bullet on full-page writes and the doublewrite buffer"
 
 
-def test_the_damage_with_off_is_what_the_logs_say(run, torn_table):
-    """The damaged pages, counted again from the raw logs and answers; every lost update is
-    on a damaged page of the table (with synchronous commits, the WAL restores every other
-    one), and the quoted FATAL line is in the log of a cut whose recovery stopped. Backs the
-    verdict of 'Torn pages: what full-page writes mend' (with `off`)."""
-    unsafe = torn_table[torn_table["safety"] == "unsafe"]
-    for row in unsafe.itertuples():
-        folder = run.path / "raw" / f"cut{row.cut:.0f}"
-        log = (folder / f"postgres-fpw-off-cut{row.cut:.0f}.log").read_text(errors="replace")
-        read = (folder / f"postgres-fpw-off-cut{row.cut:.0f}-read.txt").read_text()
-        assert len(torn.damaged_pages(log, read)) == row.damaged_pages > 0
-        assert row.acknowledged_lost <= row.damaged_table_pages <= row.damaged_pages
-        acks = [(int(n), float(t)) for n, t in (line.split() for line in
-                (folder / f"postgres-fpw-off-cut{row.cut:.0f}-acks.txt").read_text()
-                .splitlines())]
-        assert len(torn.expected_values(acks, TORN_ROWS)) == row.rows_updated
-        stopped = [line for line in log.splitlines() if "FATAL:  invalid page" in line]
-        assert bool(stopped) == (row.recovered_alone == 0)
-    figures = page.figures(run)
-    assert figures["torn_unsafe_damaged_min"] == f"{unsafe['damaged_pages'].min():.0f}"
-    assert figures["torn_unsafe_damaged_max"] == f"{unsafe['damaged_pages'].max():.0f}"
-    assert figures["torn_unsafe_lost"] == f"{unsafe['acknowledged_lost'].sum():,.0f}"
+def test_without_full_page_writes_recovery_failed_every_time_and_only_table_pages_broke(
+        torn_legs):
     # "With `off`, recovery failed after every cut: the server would not start by itself."
-    assert (unsafe["recovered_alone"] == 0).all(), \
-        "backs the verdict of 'Torn pages: what full-page writes mend'"
-    # "In this run no catalog page was damaged.": every damaged page is the table's
-    assert (unsafe["damaged_pages"] == unsafe["damaged_table_pages"]).all()
+    assert torn_legs.recovery_failed_in_every_cut_without, \
+        "backs the verdict of 'Torn pages: what full-page writes mend' (with `off`)"
+    # "In this run no catalog page was damaged."
+    assert torn_legs.only_table_pages_damaged, "backs 'Torn pages: what full-page writes mend'"
+    # With synchronous commits the WAL restores every other row: a lost update is on a
+    # damaged page of the table.
+    assert torn_legs.every_lost_update_on_a_damaged_table_page
 
 
-def test_the_model_figures_match_their_numbers(run, torn_table):
-    unsafe = torn_table[torn_table["safety"] == "unsafe"]
-    expected, found = unsafe["model_damaged_pages"].sum(), unsafe["damaged_pages"].sum()
-    figures = page.figures(run)
-    assert figures["torn_model_total"] == f"{expected:.0f}"
-    assert figures["torn_damaged_total"] == f"{found:.0f}"
-    assert figures["torn_model_error"] == f"{(found - expected) / expected * 100:+.0f} %"
+def test_the_damage_with_off_is_what_the_logs_say(run, torn_legs):
+    """The damaged pages, counted again from the raw logs and answers, and the updates each
+    client made, from its acknowledgements: the findings are the raw files' own."""
+    for cut in torn_legs.of("unsafe"):
+        folder = run.path / "raw" / f"cut{cut.cut}"
+        log = (folder / f"postgres-fpw-off-cut{cut.cut}.log").read_text(errors="replace")
+        read = (folder / f"postgres-fpw-off-cut{cut.cut}-read.txt").read_text()
+        assert len(torn.damaged_pages(log, read)) == cut.damaged_pages > 0
+        acks = [(int(n), float(t)) for n, t in (line.split() for line in
+                (folder / f"postgres-fpw-off-cut{cut.cut}-acks.txt").read_text()
+                .splitlines())]
+        assert len(torn.expected_values(acks, TORN_ROWS)) == cut.rows_updated
+        stopped = [line for line in log.splitlines() if "FATAL:  invalid page" in line]
+        assert bool(stopped) == (not cut.recovered_alone)
+
+
+def test_the_model_expected_more_damaged_pages_than_the_run_found(torn_legs):
     # "The model's ten-second average rate expected more damaged pages than the run found."
-    assert expected > found, "backs the verdict of 'How many pages a cut tears'"
+    assert torn_legs.model_total > torn_legs.damaged_total, \
+        "backs the verdict of 'How many pages a cut tears'"
     # "The total is the exact sum, rounded once, so it can differ by one from the sum of the
-    # rounded cells": the total above is the exact sum, each cell one cut's, rounded
-    cells = sum(round(m) for m in unsafe["model_damaged_pages"])
-    assert abs(cells - expected) <= len(unsafe) / 2
+    # rounded cells" (the table's note): each cell is one cut's estimate, rounded.
+    unsafe = torn_legs.of("unsafe")
+    cells = sum(round(c.model_damaged_pages) for c in unsafe)
+    assert abs(cells - torn_legs.model_total) <= len(unsafe) / 2
 
 
-def test_neither_full_page_writes_setting_was_the_faster_in_every_cut(torn_table):
+def test_neither_full_page_writes_setting_was_the_faster_in_every_cut(torn_legs):
     # "Neither was the faster in every cut, so at this pace the run cannot see what the
     # full-page images cost."
-    rates = torn_table.pivot_table(index="cut", columns="safety", values="acks_per_second")
-    assert not (rates["safe"] < rates["unsafe"]).all()
-    assert not (rates["safe"] > rates["unsafe"]).all()
+    assert torn_legs.neither_faster_in_every_cut, "backs 'How many pages a cut tears'"
 
 
-def test_the_last_second_is_counted_from_the_raw_acknowledgements(run, torn_table):
-    """"the updates of the last second and the damaged pages with `off` were, cut by cut,
-    ...": counted again from the acknowledgement files and the 1,000 ms hold. Backs the
-    verdict of 'How many pages a cut tears' ("In every cut, the damaged pages were within 2
-    of the updates of the last second") and its Summary bullet."""
-    unsafe = torn_table[torn_table["safety"] == "unsafe"]
-    figures = page.figures(run)
-    assert run.meta["parameters"]["tear_delay_ms"] == 1000
+def test_the_last_second_is_counted_from_the_raw_acknowledgements(run, f, torn_legs):
+    """"In every cut, the damaged pages were within 2 of the updates of the last second"
+    (the verdict of 'How many pages a cut tears' and its Summary bullet); the page's table
+    of the hold, cut by cut, is the findings'."""
+    assert f.params.tear_delay_ms == 1000  # "the last second"
     counts = torn_page.hold_counts(run)
-    total_in_hold, widest = 0, 0
-    for row in unsafe.sort_values("cut").itertuples():
-        cut = f"cut{row.cut:.0f}"
-        path = run.path / "raw" / cut / f"postgres-fpw-off-{cut}-acks.txt"
-        times_s = [float(line.split()[1]) for line in path.read_text().splitlines()]
-        in_hold = sum(1 for at in times_s if at >= row.cut_after_s - 1.0)
-        # the page's table, cut by cut
-        assert counts.loc[int(row.cut)].tolist() == [in_hold, row.damaged_pages]
-        total_in_hold += in_hold
-        widest = max(widest, abs(in_hold - row.damaged_pages))
-    assert len(counts) == len(unsafe)
-    assert figures["torn_hold_total"] == str(total_in_hold)
-    assert figures["torn_hold_apart"] == f"{widest:.0f}"
-    # "about one damaged page for each of them" (the updates of the last second)
-    assert widest <= 2, "backs the verdict of 'How many pages a cut tears'"
+    assert [counts.loc[c.cut].tolist() for c in torn_legs.of("unsafe")] == [
+        [c.updates_in_hold, c.damaged_pages] for c in torn_legs.of("unsafe")]
+    assert torn_legs.hold_apart <= 2, "backs the verdict of 'How many pages a cut tears'"
 
 
-def test_the_quoted_fatal_line_is_in_its_cuts_log(run, torn_table):
+def test_the_quoted_fatal_line_is_in_its_cuts_log(run, torn_legs):
     """"With `off`, recovery stopped at the first damaged page it had to replay a change
     onto." and "In cut 1, the log says `invalid page in block 1282 of relation
     base/5/16384`": the first cut where recovery stopped, and the first FATAL line of its
     log."""
-    unsafe = torn_table[torn_table["safety"] == "unsafe"]
-    stopped = unsafe[unsafe["recovered_alone"] == 0]
-    cut = f"{stopped['cut'].iloc[0]:.0f}"
-    assert page.figures(run)["torn_fatal_cut"] == cut
+    cut = torn_legs.first_failed_cut
     log = (run.path / "raw" / f"cut{cut}" / f"postgres-fpw-off-cut{cut}.log").read_text(
         errors="replace")
     fatal = [line for line in log.splitlines() if "FATAL:" in line]
-    assert fatal[0].endswith("FATAL:  invalid page in block 1282 of relation base/5/16384")
+    assert fatal[0].endswith("FATAL:  invalid page in block 1282 of relation base/5/16384"), \
+        "the quoted line in 'Torn pages: what full-page writes mend'"

@@ -10,14 +10,9 @@ import pandas as pd
 
 from labs.book import number_text as nt
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
+from labs.power_loss.findings import acks_in_window, leg_file
 from labs.power_loss.params import TORN_ROWS
-from labs.power_loss.torn_page import (
-    acks_in_window,
-    leg_columns,
-    leg_file,
-    leg_outcomes,
-    wrapping_header,
-)
+from labs.power_loss.torn_page import leg_columns, leg_outcomes, wrapping_header
 from labs.records import RecordedRun
 
 SETTING_LABELS = {"innodb_doublewrite=ON": "innodb_doublewrite = ON",

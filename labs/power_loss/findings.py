@@ -1,7 +1,6 @@
-"""What a power-loss run found about its commit servers, as typed values: the page
-(book/power-loss/lab.md, its sections on what a cut takes with each setting) formats them
-and the claim tests assert them. The torn-page and doublewrite sections still compute their
-figures in torn_page.py and doublewrite_page.py.
+"""What a power-loss run found about its commit servers and its PostgreSQL torn-page
+servers, as typed values: the page (book/power-loss/lab.md) formats them and the claim tests
+assert them. The doublewrite section still computes its figures in doublewrite_page.py.
 
 Computed from the recorded run alone (its results and each server's acknowledgement file),
 with its parameters read back as the lab's dataclass.
@@ -11,10 +10,11 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
-from labs.power_loss import model, torn_page
+from labs.power_loss import model
 from labs.power_loss.params import Parameters
 from labs.records import RecordedRun
 
@@ -49,12 +49,104 @@ class Cut:
 
 
 @dataclass(frozen=True)
+class TornCut:
+    """One PostgreSQL torn-page server (full_page_writes on or off) in one power cut."""
+
+    setting: str  # "full_page_writes=on" or "=off"
+    safety: str
+    cut: int
+    acknowledged: int  # updates the client saw acknowledged
+    lost: int  # rows whose newest acknowledged update was gone after recovery
+    acks_per_s: float
+    recovered_alone: bool  # the server started by itself after the cut
+    table_read: bool  # the table could be read whole afterwards
+    damaged_pages: int  # pages that failed their checksum after recovery
+    damaged_table_pages: int  # of them, the table's
+    model_damaged_pages: float
+    rows_updated: int
+    updates_in_hold: int  # updates acknowledged within the hold before the cut
+
+
+@dataclass(frozen=True)
+class TornLegs:
+    hold_ms: int  # how long the disk held each write while the clients wrote
+    cuts: tuple[TornCut, ...]
+
+    def of(self, safety: str) -> list[TornCut]:
+        return [c for c in self.cuts if c.safety == safety]
+
+    @property
+    def full_page_writes_mended_everything(self) -> bool:
+        """Backs the verdict of 'Torn pages: what full-page writes mend' with `on`."""
+        return all(c.recovered_alone and c.table_read and c.damaged_pages == 0 and c.lost == 0
+                   for c in self.of("safe"))
+
+    @property
+    def recovery_failed_in_every_cut_without(self) -> bool:
+        """Backs "with `off`, recovery failed after every cut"."""
+        return all(not c.recovered_alone for c in self.of("unsafe"))
+
+    @property
+    def only_table_pages_damaged(self) -> bool:
+        """Backs "in this run no catalog page was damaged"."""
+        return all(c.damaged_pages == c.damaged_table_pages for c in self.of("unsafe"))
+
+    @property
+    def every_lost_update_on_a_damaged_table_page(self) -> bool:
+        return all(c.lost <= c.damaged_table_pages for c in self.of("unsafe"))
+
+    @property
+    def first_failed_cut(self) -> int | None:
+        """The first cut whose recovery stopped (the page quotes its log)."""
+        return min((c.cut for c in self.of("unsafe") if not c.recovered_alone), default=None)
+
+    @property
+    def model_total(self) -> float:
+        return sum(c.model_damaged_pages for c in self.of("unsafe"))
+
+    @property
+    def damaged_total(self) -> int:
+        return sum(c.damaged_pages for c in self.of("unsafe"))
+
+    @property
+    def model_error(self) -> float:
+        """The damaged pages against the model's, as a share of the model's."""
+        return (self.damaged_total - self.model_total) / self.model_total
+
+    @property
+    def hold_total(self) -> int:
+        return sum(c.updates_in_hold for c in self.of("unsafe"))
+
+    @property
+    def hold_error(self) -> float:
+        """The damaged pages against the updates of the hold, as a share of the latter."""
+        return (self.damaged_total - self.hold_total) / self.hold_total
+
+    @property
+    def hold_apart(self) -> int:
+        """The most one cut's damaged pages differ from its updates within the hold."""
+        return max(abs(c.damaged_pages - c.updates_in_hold) for c in self.of("unsafe"))
+
+    def median_rate(self, safety: str) -> float:
+        return statistics.median(c.acks_per_s for c in self.of(safety))
+
+    @property
+    def neither_faster_in_every_cut(self) -> bool:
+        """Backs "neither was the faster in every cut"."""
+        rates = {(c.cut, c.safety): c.acks_per_s for c in self.cuts}
+        cuts = sorted({c.cut for c in self.cuts})
+        faster = [rates[cut, "safe"] > rates[cut, "unsafe"] for cut in cuts]
+        return any(faster) and not all(faster)
+
+
+@dataclass(frozen=True)
 class Findings:
     params: Parameters
     cuts: tuple[Cut, ...]
     # Commits the client of the cut furthest over its estimate had acknowledged within its
     # setting's window before the cut, counted from its acknowledgement file.
     over_cut_acked_in_window: int
+    torn: TornLegs | None  # None: a run without the torn-page servers
 
     def of(self, safety: str, engine: str | None = None) -> list[Cut]:
         return [c for c in self.cuts if c.safety == safety and engine in (None, c.engine)]
@@ -156,17 +248,68 @@ def _cut(row) -> Cut:
                cut_after_s=float(row.cut_after_s))
 
 
+def has_legs(run: RecordedRun, workload: str) -> bool:
+    """Whether the run had the servers whose results are named `workload` ("torn-pages",
+    "doublewrite"): runs with --tear-delay-ms 0, or older ones, do not."""
+    return bool((run.results["workload"] == workload).any())
+
+
+def leg_outcomes(run: RecordedRun, workload: str) -> pd.DataFrame:
+    """One row per setting and power cut of the servers whose results are named `workload`,
+    each metric a column (safe settings first)."""
+    rows = run.results[run.results["workload"] == workload]
+    table = rows.pivot_table(index=["setting", "safety", "cut"], columns="metric",
+                             values="value").reset_index()
+    table.columns.name = None
+    return table.sort_values(["safety", "cut"]).reset_index(drop=True)
+
+
+def leg_file(run: RecordedRun, leg: str, cut: float, suffix: str) -> Path:
+    """A server's raw file from one cut, as the lab writes it: `leg` such as
+    "postgres-fpw-off" or "mariadb-dblwr-on", `suffix` such as ".log" or "-acks.txt"."""
+    return run.path / "raw" / f"cut{cut:.0f}" / f"{leg}-cut{cut:.0f}{suffix}"
+
+
+def acks_in_window(path: Path, cut_after_s: float, window_s: float) -> int:
+    """Acknowledgements in a raw acks file ("N seconds" a line) that came within `window_s`
+    before the cut."""
+    times_s = [float(line.split()[1]) for line in path.read_text().splitlines()]
+    return sum(1 for at in times_s if at >= cut_after_s - window_s)
+
+
 def acked_within(run: RecordedRun, cut: Cut, window_ms: float) -> int:
     """Commits the client of `cut` had acknowledged within `window_ms` before its cut,
     counted from its acknowledgement file."""
     value = cut.setting.split("=", 1)[1]
-    path = torn_page.leg_file(run, f"{cut.engine}-{value}", cut.cut, "-acks.txt")
-    return torn_page.acks_in_window(path, cut.cut_after_s, window_ms / 1000)
+    path = leg_file(run, f"{cut.engine}-{value}", cut.cut, "-acks.txt")
+    return acks_in_window(path, cut.cut_after_s, window_ms / 1000)
+
+
+def torn_legs(run: RecordedRun, params: Parameters) -> TornLegs | None:
+    if not has_legs(run, "torn-pages"):
+        return None
+    cuts = []
+    for row in leg_outcomes(run, "torn-pages").itertuples():
+        acks = leg_file(run, f"postgres-fpw-{row.setting.split('=', 1)[1]}", row.cut,
+                                  "-acks.txt")
+        cuts.append(TornCut(
+            setting=row.setting, safety=row.safety, cut=int(row.cut),
+            acknowledged=int(row.acknowledged), lost=int(row.acknowledged_lost),
+            acks_per_s=float(row.acks_per_second), recovered_alone=bool(row.recovered_alone),
+            table_read=bool(row.table_read), damaged_pages=int(row.damaged_pages),
+            damaged_table_pages=int(row.damaged_table_pages),
+            model_damaged_pages=float(row.model_damaged_pages),
+            rows_updated=int(row.rows_updated),
+            updates_in_hold=acks_in_window(acks, row.cut_after_s,
+                                                     params.tear_delay_ms / 1000)))
+    return TornLegs(hold_ms=params.tear_delay_ms, cuts=tuple(cuts))
 
 
 def findings(run: RecordedRun) -> Findings:
+    params = Parameters.from_record(run.meta["parameters"])
     cuts = tuple(_cut(row) for row in outcomes(run).itertuples())
     unsafe = [c for c in cuts if c.safety == "unsafe"]
     furthest = max(unsafe, key=lambda c: (c.over_estimate, c.cut))
-    return Findings(params=Parameters.from_record(run.meta["parameters"]), cuts=cuts,
-                    over_cut_acked_in_window=acked_within(run, furthest, furthest.bound_ms))
+    return Findings(params=params, cuts=cuts,
+                    over_cut_acked_in_window=acked_within(run, furthest, furthest.bound_ms),
+                    torn=torn_legs(run, params))

@@ -14,7 +14,7 @@ from labs.book.provenance import run_summary
 from labs.book.tables import wrapping_table
 from labs.power_loss import doublewrite_page, model, torn_page
 from labs.power_loss import findings as found
-from labs.power_loss.params import Parameters
+from labs.power_loss.params import TORN_ROWS, Parameters
 from labs.records import RecordedRun
 
 LABELS = {"postgres": "PostgreSQL", "mariadb": "MariaDB (InnoDB)"}
@@ -59,7 +59,7 @@ def figures(run: RecordedRun) -> dict[str, str]:
     torn-page and doublewrite sections' figures."""
     f = found.findings(run)
     return {**run_figures(f), **engine_figures(f), **over_count_figures(f),
-            **exercise_figures(f), **torn_page.torn_figures(run),
+            **exercise_figures(f), **(torn_figures(f.torn) if f.torn else {}),
             **doublewrite_page.doublewrite_figures(run)}
 
 
@@ -77,6 +77,33 @@ def run_figures(f: found.Findings) -> dict[str, str]:
         "recovery_max_s": nt.number(math.ceil(f.longest_recovery_s * 10) / 10, 1),
         "unacked_found": nt.count(f.unacknowledged_found()),
         "unsafe_lost_max": nt.count(max(c.lost for c in f.of("unsafe"))),
+    }
+
+
+def torn_figures(torn: found.TornLegs) -> dict[str, str]:
+    """Every number the torn-page section quotes."""
+    safe, unsafe = torn.of("safe"), torn.of("unsafe")
+    return {
+        **torn_page.exercise_figures(torn.median_rate("unsafe")),
+        "torn_cuts": nt.count(len(unsafe)),
+        "torn_hold_ms": nt.count(torn.hold_ms),
+        "torn_rows": nt.count(TORN_ROWS),
+        "torn_safe_damaged": nt.count(sum(c.damaged_pages for c in safe)),
+        "torn_safe_lost": nt.count(sum(c.lost for c in safe)),
+        # the cut whose log the page quotes: the first where recovery stopped
+        "torn_fatal_cut": nt.count(torn.first_failed_cut),
+        "torn_unsafe_damaged_min": nt.count(min(c.damaged_pages for c in unsafe)),
+        "torn_unsafe_damaged_max": nt.count(max(c.damaged_pages for c in unsafe)),
+        "torn_unsafe_lost": nt.count(sum(c.lost for c in unsafe)),
+        "torn_unsafe_updated": nt.count(sum(c.rows_updated for c in unsafe)),
+        "torn_model_total": nt.count(torn.model_total),
+        "torn_damaged_total": nt.count(torn.damaged_total),
+        "torn_model_error": nt.percent(torn.model_error, signed=True),
+        "torn_hold_total": nt.count(torn.hold_total),
+        "torn_hold_error": nt.percent(torn.hold_error, signed=True),
+        "torn_hold_apart": nt.count(torn.hold_apart),
+        "torn_safe_rate": nt.count(torn.median_rate("safe")),
+        "torn_unsafe_rate": nt.count(torn.median_rate("unsafe")),
     }
 
 

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import altair as alt
 import pandas as pd
 
-from labs.book import number_text as nt
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
+from labs.power_loss import findings as found
 from labs.power_loss import model
-from labs.power_loss.params import TORN_ROWS
+from labs.power_loss.findings import acks_in_window, leg_file
 from labs.records import RecordedRun
 
 SETTING_LABELS = {"full_page_writes=on": "full_page_writes = on",
@@ -19,18 +17,14 @@ SETTING_LABELS = {"full_page_writes=on": "full_page_writes = on",
 
 def has_torn_legs(run: RecordedRun) -> bool:
     """Whether the run had the torn-page legs (runs with --tear-delay-ms 0 do not)."""
-    return bool((run.results["workload"] == "torn-pages").any())
+    return found.has_legs(run, "torn-pages")
 
 
 def leg_outcomes(run: RecordedRun, workload: str, labels: dict[str, str]) -> pd.DataFrame:
-    """One row per setting and power cut of the legs whose results are named `workload`,
-    each metric a column, the setting's label beside it (safe settings first)."""
-    rows = run.results[run.results["workload"] == workload]
-    table = rows.pivot_table(index=["setting", "safety", "cut"], columns="metric",
-                             values="value").reset_index()
-    table.columns.name = None
+    """found.leg_outcomes, with each setting's label beside it."""
+    table = found.leg_outcomes(run, workload)
     table["label"] = table["setting"].map(labels)
-    return table.sort_values(["safety", "cut"]).reset_index(drop=True)
+    return table
 
 
 def torn_outcomes(run: RecordedRun) -> pd.DataFrame:
@@ -121,19 +115,6 @@ def exercise_figures(lab_pages_per_s: float | None = None) -> dict[str, str]:
     return figures
 
 
-def leg_file(run: RecordedRun, leg: str, cut: float, suffix: str) -> Path:
-    """A leg's raw file from one cut, as the lab writes it: `leg` such as "postgres-fpw-off"
-    or "mariadb-dblwr-on", `suffix` such as ".log" or "-acks.txt"."""
-    return run.path / "raw" / f"cut{cut:.0f}" / f"{leg}-cut{cut:.0f}{suffix}"
-
-
-def acks_in_window(path: Path, cut_after_s: float, window_s: float) -> int:
-    """Acknowledgements in a raw acks file ("N seconds" a line) that came within `window_s`
-    before the cut."""
-    times_s = [float(line.split()[1]) for line in path.read_text().splitlines()]
-    return sum(1 for at in times_s if at >= cut_after_s - window_s)
-
-
 def updates_in_hold(run: RecordedRun, unsafe: pd.DataFrame) -> pd.Series:
     """Per cut: the updates the full_page_writes=off client (`unsafe`, its rows of
     torn_outcomes) had acknowledged within the hold before the cut, counted from the
@@ -145,36 +126,6 @@ def updates_in_hold(run: RecordedRun, unsafe: pd.DataFrame) -> pd.Series:
         acks = leg_file(run, "postgres-fpw-off", row.cut, "-acks.txt")
         counts[int(row.cut)] = acks_in_window(acks, row.cut_after_s, hold_s)
     return pd.Series(counts, name="updates_in_hold")
-
-
-def torn_figures(run: RecordedRun) -> dict[str, str]:
-    """Every number the torn-page section quotes, computed from the run."""
-    if not has_torn_legs(run):
-        return {}
-    table = torn_outcomes(run)
-    safe, unsafe = table[table["safety"] == "safe"], table[table["safety"] == "unsafe"]
-    model_total, damaged_total = unsafe["model_damaged_pages"].sum(), unsafe["damaged_pages"].sum()
-    error = (damaged_total - model_total) / model_total * 100
-    stopped = unsafe[unsafe["recovered_alone"] == 0]
-    return {
-        **exercise_figures(unsafe["acks_per_second"].median()),
-        "torn_cuts": str(len(unsafe)),
-        "torn_hold_ms": f"{run.meta['parameters']['tear_delay_ms']:,}",
-        "torn_rows": f"{TORN_ROWS:,}",
-        "torn_safe_damaged": f"{int(safe['damaged_pages'].sum())}",
-        "torn_safe_lost": f"{int(safe['acknowledged_lost'].sum())}",
-        # the cut whose log the page quotes: the first where recovery stopped
-        "torn_fatal_cut": f"{int(stopped['cut'].iloc[0])}" if len(stopped) else "",
-        "torn_unsafe_damaged_min": f"{int(unsafe['damaged_pages'].min())}",
-        "torn_unsafe_damaged_max": f"{int(unsafe['damaged_pages'].max())}",
-        "torn_unsafe_lost": f"{int(unsafe['acknowledged_lost'].sum()):,}",
-        "torn_unsafe_updated": f"{int(unsafe['rows_updated'].sum()):,}",
-        "torn_model_total": f"{model_total:.0f}",
-        "torn_damaged_total": f"{int(damaged_total)}",
-        "torn_model_error": nt.percent(error / 100, signed=True),
-        **hold_figures(hold_counts(run)),
-        **rate_figures(table),
-    }
 
 
 def hold_counts(run: RecordedRun) -> pd.DataFrame:
@@ -194,21 +145,3 @@ def hold_table(run: RecordedRun):
         "power cut": counts["cut"],
         f"updates acknowledged in the last {hold_ms:,} ms": counts["updates_in_hold"],
         "damaged pages": counts["damaged_pages"]}))
-
-
-def hold_figures(counts: pd.DataFrame) -> dict[str, str]:
-    """The model again, with the rate of the hold itself (`counts`: hold_counts)."""
-    in_hold, damaged = counts["updates_in_hold"], counts["damaged_pages"]
-    error = (damaged.sum() - in_hold.sum()) / in_hold.sum() * 100
-    return {
-        "torn_hold_total": f"{in_hold.sum()}",
-        "torn_hold_error": nt.percent(error / 100, signed=True),
-        "torn_hold_apart": f"{(damaged - in_hold).abs().max()}",
-    }
-
-
-def rate_figures(table: pd.DataFrame) -> dict[str, str]:
-    """The two clients' median update rates."""
-    rates = table.pivot_table(index="cut", columns="safety", values="acks_per_second")
-    return {"torn_safe_rate": f"{rates['safe'].median():.0f}",
-            "torn_unsafe_rate": f"{rates['unsafe'].median():.0f}"}
