@@ -1,5 +1,7 @@
 """The recorded power-loss run's doublewrite section (InnoDB's torn-page legs): every claim
-its page makes holds in the run, counted again from the raw files where the run has them.
+its page makes holds in the run's findings (labs/power_loss/findings.py), each assertion
+naming the part of the page it backs; the findings are counted again from the raw files
+where the run has them.
 
 Fast (pandas and text files under data/runs/power-loss/).
 """
@@ -8,6 +10,7 @@ import pytest
 
 from labs import records
 from labs.power_loss import doublewrite_page, page, torn
+from labs.power_loss import findings as found
 from labs.power_loss.params import TORN_ROWS
 from labs.tools import innochecksum, mariadb
 
@@ -23,8 +26,15 @@ def table(run):
 
 
 @pytest.fixture(scope="module")
-def figures(run):
-    return page.figures(run)
+def dw(run):
+    legs = found.findings(run).doublewrite
+    assert legs is not None, "the page's doublewrite section needs InnoDB's torn-page servers"
+    return legs
+
+
+@pytest.fixture(scope="module")
+def f(run):
+    return found.findings(run)
 
 
 def raw_text(run, cut: float, leg: str, suffix: str) -> str:
@@ -46,30 +56,28 @@ def test_the_torn_and_damaged_pages_are_what_innochecksum_said(run, table):
         assert sum(before.values()) == row.torn_pages and sum(after.values()) == row.damaged_pages
         table_file = next(name for name in before if name.endswith("/lab/pages.ibd"))
         assert before[table_file] == row.torn_table_pages
-        assert row.torn_pages == row.torn_table_pages  # no other file tore: the page says so
     assert (table["torn_pages"] > 0).any()  # the section's point needs a tear
 
 
-def test_with_doublewrite_every_torn_page_came_back_from_its_copy(run, table, figures):
-    safe = table[table["safety"] == "safe"]
-    for row in safe.itertuples():
-        log = raw_text(run, row.cut, "on", ".log")
-        assert len(mariadb.pages_from_doublewrite(log)) == row.doublewrite_pages
+def test_only_the_table_tore(dw):
+    assert dw.only_the_table_tore, "no other file tore: 'InnoDB's doublewrite buffer under " \
+                                   "the same cut' says so"
+
+
+def test_with_doublewrite_every_torn_page_came_back_from_its_copy(run, dw):
+    for cut in dw.of("safe"):
+        log = raw_text(run, cut.cut, "on", ".log")
+        assert len(mariadb.pages_from_doublewrite(log)) == cut.doublewrite_pages
     # "With ON, recovery wrote all 30 torn pages back from the doublewrite area, and no page
-    # stayed damaged."
-    assert (safe["doublewrite_pages"] == safe["torn_pages"]).all(), \
-        "backs the verdict of 'InnoDB's doublewrite buffer under the same cut'"
-    # "the server recovered by itself after every cut"
-    assert (safe["recovered_alone"] == 1).all() and (safe["table_read"] == 1).all()
-    assert (safe["damaged_pages"] == 0).all() and (safe["acknowledged_lost"] == 0).all(), \
+    # stayed damaged." and "the server recovered by itself after every cut"
+    assert dw.every_torn_page_came_back_with_the_buffer, \
         "backs the verdict of 'InnoDB's doublewrite buffer under the same cut' and the " \
         "Summary bullet on full-page writes and the doublewrite buffer"
-    assert figures["dw_safe_damaged"] == figures["dw_safe_lost"] == "0"
     # "The log names each page recovery wrote back, for example: `Recovered page [page id:
     # space=5, page number=1016] to './lab/pages.ibd' from the doublewrite buffer.`"
     quoted = ("Recovered page [page id: space=5, page number=1016] to './lab/pages.ibd' from "
               "the doublewrite buffer.")
-    assert any(quoted in raw_text(run, cut, "on", ".log") for cut in safe["cut"])
+    assert any(quoted in raw_text(run, cut.cut, "on", ".log") for cut in dw.of("safe"))
 
 
 def rows_read(run, cut: float, leg: str) -> dict[int, int]:
@@ -88,12 +96,14 @@ def test_with_doublewrite_every_row_was_read_back_with_its_newest_update(run, ta
 
 
 def test_without_doublewrite_recovery_failed_and_the_damaged_pages_rows_were_lost(
-        run, table, figures):
+        run, table, dw):
     unsafe = table[table["safety"] == "unsafe"]
-    assert (unsafe["torn_pages"] > 0).all()  # "the cuts tore N to M pages each"
-    # "With OFF, recovery failed after every cut."
-    assert (unsafe["recovered_alone"] == 0).all(), \
+    # "With OFF, recovery failed after every cut." and "a full scan of the table failed
+    # after every cut"
+    assert dw.recovery_and_scan_failed_in_every_cut_without, \
         "backs the verdict of 'InnoDB's doublewrite buffer under the same cut'"
+    # the cuts tore pages, and nothing mended them
+    assert dw.nothing_mended_without, "backs 'InnoDB's doublewrite buffer under the same cut'"
     for row in unsafe.itertuples():
         log = raw_text(run, row.cut, "off", ".log")
         # "The log names the pages recovery could not use, exactly the pages innochecksum
@@ -118,8 +128,7 @@ def test_without_doublewrite_recovery_failed_and_the_damaged_pages_rows_were_los
         assert all(found[key] >= expected.get(key, 0) for key in found)
     # "In cut 1, the first of these lines was `Unable to apply log to corrupted page 106 in
     # file ./lab/pages.ibd`."
-    cut = unsafe["cut"].iloc[0]
-    assert figures["dw_unsafe_quote_cut"] == f"{cut:.0f}"
+    cut = dw.first_failed_cut
     unable = [line for line in raw_text(run, cut, "off", ".log").splitlines()
               if "Unable to apply log" in line]
     assert unable[0].endswith("Unable to apply log to corrupted page 106 in file "
@@ -127,16 +136,16 @@ def test_without_doublewrite_recovery_failed_and_the_damaged_pages_rows_were_los
     # "a full scan of the table failed after every cut" and "The full scan failed at the
     # first damaged page it met, with `Index for table 'pages' is corrupt; try to repair
     # it`"
-    assert (unsafe["table_read"] == 0).all()
     for row in unsafe.itertuples():
         assert ": Index for table 'pages' is corrupt; try to repair it" in raw_text(
             run, row.cut, "off", "-read.txt")
-    per_page = unsafe["rows_unreadable"].sum() / unsafe["damaged_pages"].sum()
-    assert figures["dw_unsafe_rows_per_page"] == f"{per_page:.1f}"
     # "more than the two rows a page holds"
-    assert per_page > doublewrite_page.ROWS_PER_PAGE == 2
+    assert dw.rows_per_damaged_page > doublewrite_page.ROWS_PER_PAGE == 2, \
+        "backs 'InnoDB's doublewrite buffer under the same cut'"
     # "in runs of 4 consecutive keys, one run for each damaged page": counted again
-    length = int(figures["dw_unsafe_run_length"])
+    assert dw.one_run_of_that_length_per_damaged_page, \
+        "backs 'InnoDB's doublewrite buffer under the same cut'"
+    length = dw.unreadable_run_length
     for row in unsafe.itertuples():
         found = rows_read(run, row.cut, "off")
         missing = [key for key in range(TORN_ROWS) if key not in found]
@@ -144,57 +153,43 @@ def test_without_doublewrite_recovery_failed_and_the_damaged_pages_rows_were_los
         assert len(starts) == row.damaged_pages
         assert all(set(range(start, start + length)) <= set(missing)
                    and start + length not in missing for start in starts)
-    assert (unsafe["damaged_pages"] == unsafe["torn_pages"]).all()  # nothing mended them
-    assert figures["dw_unsafe_lost"] == f"{unsafe['acknowledged_lost'].sum():,.0f}"
-    assert figures["dw_unsafe_updated"] == f"{unsafe['rows_updated'].sum():,.0f}"
-    assert figures["dw_unsafe_damaged"] == f"{unsafe['damaged_pages'].sum():.0f}"
 
 
-def test_the_model_figures_match_their_numbers(run, table, figures):
+def test_the_torn_pages_came_close_to_both_counts(run, table, dw, f):
     """Backs the verdict of 'How many InnoDB pages a cut tears' ("Over all cuts, the torn
     pages came close to the model (-8 %). Cut by cut, they strayed further from the updates
     of the last second than PostgreSQL's did.") and the Summary bullet on pages torn."""
-    hold_s = run.meta["parameters"]["tear_delay_ms"] / 1000
-    assert ((table["model_torn_pages"] - table["acks_per_second"] * hold_s).abs() < 1e-9).all()
+    hold_s = f.params.tear_delay_ms / 1000
+    # The model: each cut's client rate over its last ten seconds, times the hold.
+    assert all(abs(c.model_torn_pages - c.acks_per_s * hold_s) < 1e-9 for c in dw.cuts)
     assert (table.loc[table["safety"] == "safe", "model_damaged_pages"] == 0).all()
-    expected, found = table["model_torn_pages"].sum(), table["torn_pages"].sum()
-    assert figures["dw_model_total"] == f"{expected:.0f}"
-    assert figures["dw_torn_total"] == f"{found:.0f}"
-    assert figures["dw_model_error"] == f"{(found - expected) / expected * 100:+.0f} %"
-    # "The clients made N updates in the last second before the cuts, and the torn pages
-    # were 5 % fewer": counted again
-    in_hold, apart = 0, 0
-    for row in table.itertuples():
-        leg = row.setting.split("=")[1].lower()
+    # The updates of the last second, counted again from the acknowledgement files.
+    for cut in dw.cuts:
+        leg = cut.setting.split("=")[1].lower()
         times_s = [float(line.split()[1]) for line in
-                   raw_text(run, row.cut, leg, "-acks.txt").splitlines()]
-        cut_in_hold = sum(1 for at in times_s if at >= row.cut_after_s - hold_s)
-        in_hold += cut_in_hold
-        apart = max(apart, abs(row.torn_pages - cut_in_hold))
-    assert figures["dw_hold_updates"] == str(in_hold)
+                   raw_text(run, cut.cut, leg, "-acks.txt").splitlines()]
+        cut_after_s = table[(table["setting"] == cut.setting)
+                            & (table["cut"] == cut.cut)]["cut_after_s"].iloc[0]
+        assert cut.updates_in_hold == sum(1 for at in times_s if at >= cut_after_s - hold_s)
     # "up to N apart, where PostgreSQL's were at most M": N is larger
-    assert figures["dw_hold_apart"] == f"{apart:.0f}"
-    assert apart > int(figures["torn_hold_apart"].split()[0]), \
+    assert dw.hold_apart > f.torn.hold_apart, \
         "backs the verdict of 'How many InnoDB pages a cut tears'"
     # "the torn pages were 5 % fewer than that count"
-    assert found < in_hold
-    assert figures["dw_hold_error"] == f"{(in_hold - found) / in_hold * 100:.0f}"
+    assert dw.torn_total < dw.hold_total, "backs 'How many InnoDB pages a cut tears'"
     # "both counts are close, and neither rate fits clearly better": the torn pages are
     # within 10 % of each count
-    assert abs(found - expected) <= 0.1 * expected and abs(found - in_hold) <= 0.1 * in_hold, \
+    assert abs(dw.model_error) <= 0.1 and abs(dw.hold_error) <= 0.1, \
         "backs the verdict of 'How many InnoDB pages a cut tears'"
     # "The total is the exact sum, rounded once, so it can differ by one from the sum of the
-    # rounded cells": the total above is the exact sum, each cell one cut's, rounded
-    cells = sum(round(m) for m in table["model_torn_pages"])
-    assert abs(cells - expected) <= len(table) / 2
+    # rounded cells": each cell one cut's estimate, rounded
+    cells = sum(round(c.model_torn_pages) for c in dw.cuts)
+    assert abs(cells - dw.model_total) <= len(dw.cuts) / 2
 
 
-def test_on_was_the_slower_in_every_cut(table, figures):
+def test_on_was_the_slower_in_every_cut(dw):
     # "ON was the slower in every cut, by 26 % at the median."
-    rates = table.pivot_table(index="cut", columns="safety", values="acks_per_second")
-    assert (rates["safe"] < rates["unsafe"]).all()
-    gap = (1 - rates["safe"].median() / rates["unsafe"].median()) * 100
-    assert figures["dw_rate_gap"] == f"{gap:.0f}"
+    assert dw.buffer_slower_in_every_cut and dw.rate_gap > 0, \
+        "backs 'InnoDB's doublewrite buffer under the same cut'"
 
 
 def test_the_table_gives_the_torn_pages_and_the_models_cut_by_cut(run, table):

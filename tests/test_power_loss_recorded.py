@@ -1,8 +1,9 @@
 """The recorded power-loss run the book shows: every claim its page makes holds in it.
 
-Fast (pandas on data/runs/power-loss/). The commit servers' claims are asserted on the
-run's findings (labs/power_loss/findings.py), each naming the part of the page it backs;
-the torn-page and doublewrite sections' claims are checked on their tables.
+Fast (pandas on data/runs/power-loss/). The commit servers' and the PostgreSQL torn-page
+servers' claims are asserted on the run's findings (labs/power_loss/findings.py), each
+naming the part of the page it backs (the doublewrite servers': in
+test_power_loss_doublewrite_recorded.py).
 """
 
 

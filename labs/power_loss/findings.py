@@ -1,6 +1,6 @@
-"""What a power-loss run found about its commit servers and its PostgreSQL torn-page
-servers, as typed values: the page (book/power-loss/lab.md) formats them and the claim tests
-assert them. The doublewrite section still computes its figures in doublewrite_page.py.
+"""What a power-loss run found, as typed values: about its commit servers, its PostgreSQL
+torn-page servers and its InnoDB doublewrite servers. The page (book/power-loss/lab.md)
+formats them and the claim tests assert them.
 
 Computed from the recorded run alone (its results and each server's acknowledgement file),
 with its parameters read back as the lab's dataclass.
@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from labs.power_loss import model
-from labs.power_loss.params import Parameters
+from labs.power_loss.params import TORN_ROWS, Parameters
 from labs.records import RecordedRun
 
 ENGINES = ("postgres", "mariadb")
@@ -140,6 +140,122 @@ class TornLegs:
 
 
 @dataclass(frozen=True)
+class DoublewriteCut:
+    """One InnoDB torn-page server (innodb_doublewrite ON or OFF) in one power cut."""
+
+    setting: str  # "innodb_doublewrite=ON" or "=OFF"
+    safety: str
+    cut: int
+    acknowledged: int
+    lost: int  # rows whose newest acknowledged update was gone after recovery
+    acks_per_s: float
+    recovered_alone: bool
+    table_read: bool  # a full scan of the table succeeded afterwards
+    torn_pages: int  # pages failing their checksum on the disk, before recovery
+    torn_table_pages: int  # of them, the table's
+    model_torn_pages: float
+    doublewrite_pages: int  # pages recovery wrote back from the doublewrite area
+    damaged_pages: int  # pages still failing their checksum after recovery
+    rows_unreadable: int  # rows the row-by-row read could not read
+    rows_updated: int
+    updates_in_hold: int  # updates acknowledged within the hold before the cut
+    unreadable_runs: tuple[int, ...]  # the lengths of the runs of keys it could not read
+
+
+@dataclass(frozen=True)
+class DoublewriteLegs:
+    cuts: tuple[DoublewriteCut, ...]
+
+    def of(self, safety: str) -> list[DoublewriteCut]:
+        return [c for c in self.cuts if c.safety == safety]
+
+    @property
+    def every_torn_page_came_back_with_the_buffer(self) -> bool:
+        """Backs the verdict of 'InnoDB's doublewrite buffer under the same cut' with ON:
+        every torn page written back from its copy, nothing damaged or lost after."""
+        return all(c.doublewrite_pages == c.torn_pages and c.recovered_alone and c.table_read
+                   and c.damaged_pages == 0 and c.lost == 0 for c in self.of("safe"))
+
+    @property
+    def recovery_and_scan_failed_in_every_cut_without(self) -> bool:
+        """Backs "with OFF, recovery failed after every cut" and "a full scan of the table
+        failed after every cut"."""
+        return all(not c.recovered_alone and not c.table_read for c in self.of("unsafe"))
+
+    @property
+    def nothing_mended_without(self) -> bool:
+        """Without the buffer, every torn page stayed damaged."""
+        return all(c.damaged_pages == c.torn_pages > 0 for c in self.of("unsafe"))
+
+    @property
+    def only_the_table_tore(self) -> bool:
+        return all(c.torn_pages == c.torn_table_pages for c in self.cuts)
+
+    @property
+    def first_failed_cut(self) -> int | None:
+        """The first cut whose recovery failed (the page quotes its log)."""
+        return min((c.cut for c in self.of("unsafe") if not c.recovered_alone), default=None)
+
+    @property
+    def rows_per_damaged_page(self) -> float:
+        unsafe = self.of("unsafe")
+        return sum(c.rows_unreadable for c in unsafe) / sum(c.damaged_pages for c in unsafe)
+
+    @property
+    def unreadable_run_length(self) -> int:
+        """The longest run of keys the row-by-row read could not read."""
+        return max((n for c in self.of("unsafe") for n in c.unreadable_runs), default=0)
+
+    @property
+    def one_run_of_that_length_per_damaged_page(self) -> bool:
+        """Backs "in runs of N consecutive keys, one run for each damaged page"."""
+        return all(len(c.unreadable_runs) == c.damaged_pages
+                   and set(c.unreadable_runs) == {self.unreadable_run_length}
+                   for c in self.of("unsafe"))
+
+    @property
+    def model_total(self) -> float:
+        return sum(c.model_torn_pages for c in self.cuts)
+
+    @property
+    def torn_total(self) -> int:
+        return sum(c.torn_pages for c in self.cuts)
+
+    @property
+    def model_error(self) -> float:
+        """The torn pages against the model's, as a share of the model's."""
+        return (self.torn_total - self.model_total) / self.model_total
+
+    @property
+    def hold_total(self) -> int:
+        return sum(c.updates_in_hold for c in self.cuts)
+
+    @property
+    def hold_error(self) -> float:
+        """The torn pages against the updates of the hold, as a share of the latter."""
+        return (self.torn_total - self.hold_total) / self.hold_total
+
+    @property
+    def hold_apart(self) -> int:
+        """The most one cut's torn pages differ from its updates within the hold."""
+        return max(abs(c.torn_pages - c.updates_in_hold) for c in self.cuts)
+
+    def median_rate(self, safety: str) -> float:
+        return statistics.median(c.acks_per_s for c in self.of(safety))
+
+    @property
+    def buffer_slower_in_every_cut(self) -> bool:
+        """Backs "ON was the slower in every cut"."""
+        rates = {(c.cut, c.safety): c.acks_per_s for c in self.cuts}
+        return all(rates[c.cut, "safe"] < rates[c.cut, "unsafe"] for c in self.of("safe"))
+
+    @property
+    def rate_gap(self) -> float:
+        """How much lower ON's median rate was than OFF's, as a share of OFF's."""
+        return 1 - self.median_rate("safe") / self.median_rate("unsafe")
+
+
+@dataclass(frozen=True)
 class Findings:
     params: Parameters
     cuts: tuple[Cut, ...]
@@ -147,6 +263,7 @@ class Findings:
     # setting's window before the cut, counted from its acknowledgement file.
     over_cut_acked_in_window: int
     torn: TornLegs | None  # None: a run without the torn-page servers
+    doublewrite: DoublewriteLegs | None  # None: a run without InnoDB's torn-page servers
 
     def of(self, safety: str, engine: str | None = None) -> list[Cut]:
         return [c for c in self.cuts if c.safety == safety and engine in (None, c.engine)]
@@ -305,6 +422,43 @@ def torn_legs(run: RecordedRun, params: Parameters) -> TornLegs | None:
     return TornLegs(hold_ms=params.tear_delay_ms, cuts=tuple(cuts))
 
 
+def unreadable_runs(path: Path, rows: int) -> tuple[int, ...]:
+    """The lengths of the runs of consecutive keys (0 to rows - 1) a row-by-row read's raw
+    output ("key<TAB>value" a line) does not have."""
+    found = {int(line.split("\t")[0]) for line in path.read_text().splitlines() if "\t" in line}
+    lengths: list[int] = []
+    for key in range(rows):
+        if key in found:
+            continue
+        if key - 1 in found or key == 0 or not lengths:
+            lengths.append(1)
+        else:
+            lengths[-1] += 1
+    return tuple(lengths)
+
+
+def doublewrite_legs(run: RecordedRun, params: Parameters) -> DoublewriteLegs | None:
+    if not has_legs(run, "doublewrite"):
+        return None
+    cuts = []
+    for row in leg_outcomes(run, "doublewrite").itertuples():
+        leg = f"mariadb-dblwr-{row.setting.split('=', 1)[1].lower()}"
+        cuts.append(DoublewriteCut(
+            setting=row.setting, safety=row.safety, cut=int(row.cut),
+            acknowledged=int(row.acknowledged), lost=int(row.acknowledged_lost),
+            acks_per_s=float(row.acks_per_second), recovered_alone=bool(row.recovered_alone),
+            table_read=bool(row.table_read), torn_pages=int(row.torn_pages),
+            torn_table_pages=int(row.torn_table_pages),
+            model_torn_pages=float(row.model_torn_pages),
+            doublewrite_pages=int(row.doublewrite_pages), damaged_pages=int(row.damaged_pages),
+            rows_unreadable=int(row.rows_unreadable), rows_updated=int(row.rows_updated),
+            updates_in_hold=acks_in_window(leg_file(run, leg, row.cut, "-acks.txt"),
+                                           row.cut_after_s, params.tear_delay_ms / 1000),
+            unreadable_runs=unreadable_runs(leg_file(run, leg, row.cut, "-rows.txt"),
+                                            TORN_ROWS)))
+    return DoublewriteLegs(cuts=tuple(cuts))
+
+
 def findings(run: RecordedRun) -> Findings:
     params = Parameters.from_record(run.meta["parameters"])
     cuts = tuple(_cut(row) for row in outcomes(run).itertuples())
@@ -312,4 +466,4 @@ def findings(run: RecordedRun) -> Findings:
     furthest = max(unsafe, key=lambda c: (c.over_estimate, c.cut))
     return Findings(params=params, cuts=cuts,
                     over_cut_acked_in_window=acked_within(run, furthest, furthest.bound_ms),
-                    torn=torn_legs(run, params))
+                    torn=torn_legs(run, params), doublewrite=doublewrite_legs(run, params))

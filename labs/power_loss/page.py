@@ -60,7 +60,7 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f = found.findings(run)
     return {**run_figures(f), **engine_figures(f), **over_count_figures(f),
             **exercise_figures(f), **(torn_figures(f.torn) if f.torn else {}),
-            **doublewrite_page.doublewrite_figures(run)}
+            **(doublewrite_figures(f.doublewrite) if f.doublewrite else {})}
 
 
 def run_figures(f: found.Findings) -> dict[str, str]:
@@ -104,6 +104,49 @@ def torn_figures(torn: found.TornLegs) -> dict[str, str]:
         "torn_hold_apart": nt.count(torn.hold_apart),
         "torn_safe_rate": nt.count(torn.median_rate("safe")),
         "torn_unsafe_rate": nt.count(torn.median_rate("unsafe")),
+    }
+
+
+def span(low: float, high: float) -> str:
+    """"12" for one value or equal values, "12 to 30" otherwise."""
+    return nt.count(low) if round(low) == round(high) else f"{nt.count(low)} to {nt.count(high)}"
+
+
+def doublewrite_figures(dw: found.DoublewriteLegs) -> dict[str, str]:
+    """Every number the doublewrite section quotes."""
+    safe, unsafe = dw.of("safe"), dw.of("unsafe")
+
+    def spread(cuts: list[found.DoublewriteCut], name: str) -> str:
+        values = [getattr(c, name) for c in cuts]
+        return span(min(values), max(values))
+
+    return {
+        "dw_cuts": nt.count(len(unsafe)),
+        "dw_safe_torn": spread(safe, "torn_pages"),
+        "dw_safe_torn_total": nt.count(sum(c.torn_pages for c in safe)),
+        "dw_safe_damaged": nt.count(sum(c.damaged_pages for c in safe)),
+        "dw_safe_lost": nt.count(sum(c.lost for c in safe)),
+        "dw_unsafe_torn": spread(unsafe, "torn_pages"),
+        "dw_unsafe_torn_total": nt.count(sum(c.torn_pages for c in unsafe)),
+        # the cut whose log the page quotes: the first where recovery failed
+        "dw_unsafe_quote_cut": nt.count(dw.first_failed_cut),
+        "dw_unsafe_unreadable": spread(unsafe, "rows_unreadable"),
+        "dw_unsafe_run_length": nt.count(dw.unreadable_run_length),
+        "dw_unsafe_rows_per_page": nt.number(dw.rows_per_damaged_page, 1),
+        "dw_unsafe_lost": nt.count(sum(c.lost for c in unsafe)),
+        "dw_unsafe_updated": nt.count(sum(c.rows_updated for c in unsafe)),
+        "dw_unsafe_damaged": nt.count(sum(c.damaged_pages for c in unsafe)),
+        "dw_model_total": nt.count(dw.model_total),
+        "dw_torn_total": nt.count(dw.torn_total),
+        "dw_model_error": nt.percent(dw.model_error, signed=True),
+        "dw_hold_updates": nt.count(dw.hold_total),
+        # "... % fewer than that count"
+        "dw_hold_error": nt.count(100 * abs(dw.hold_error)),
+        "dw_hold_apart": nt.count(dw.hold_apart),
+        # One decimal: the gap is of the unrounded medians, and whole numbers would not show it.
+        "dw_safe_rate": nt.number(dw.median_rate("safe"), 1),
+        "dw_unsafe_rate": nt.number(dw.median_rate("unsafe"), 1),
+        "dw_rate_gap": nt.count(100 * dw.rate_gap),
     }
 
 
