@@ -6,6 +6,7 @@ import pytest
 from conftest import PROJECT_ROOT, glued_names
 
 from labs.quorum_commit import page, power_cut_page
+from labs.quorum_commit import power_cut_findings as found
 from labs.quorum_commit import power_cut_model as model
 from labs.quorum_commit.params import CUT_SETTINGS
 
@@ -23,109 +24,95 @@ def figures(run):
 
 
 @pytest.fixture(scope="module")
-def cuts(run):
-    return power_cut_page.cuts(run).set_index("synchronous_commit")
+def f(run):
+    return found.findings(run)
 
 
-def test_the_companion_is_a_full_run_of_the_power_cuts_alone(run, figures):
-    parameters = run.meta["parameters"]
-    assert parameters["profile"] == "full" and parameters["part"] == "power-cut"
-    assert tuple(parameters["cut_settings"]) == CUT_SETTINGS
+def test_the_companion_is_a_full_run_of_the_power_cuts_alone(run, f, figures):
+    assert f.params.profile == "full" and f.params.part == "power-cut"
+    assert f.params.cut_settings == CUT_SETTINGS
     assert {n for n in glued_names(PAGE) if n.startswith("pc_")} <= set(figures)
     # A run of the cuts alone feeds the page's comparison with its own headline.
     headline = page.headline(run)
     assert list(headline["config"]) == [f"synchronous_commit={s}" for s in CUT_SETTINGS]
-    assert list(headline["value"]) == list(power_cut_page.cuts(run)["acknowledged_lost"])
+    assert list(headline["value"]) == [c.lost for c in f.cuts]
     # The main page's figures carry the section's, so the page glues them once.
     assert page.figures(run) == figures
 
 
-def test_every_cut_committed_and_every_standby_was_counted(run, cuts):
-    assert list(cuts.index) == list(CUT_SETTINGS)
-    assert (cuts["acknowledged"] > 0).all() and (cuts["k"] == 3).all()
-    held = power_cut_page.standbys(run)
-    assert len(held) == 5 * len(CUT_SETTINGS)
-    # The standby the lab chose holds the most; none holds more than the primary.
-    most = held.groupby("synchronous_commit")["acknowledged rows it held"].max()
-    assert (most.reindex(cuts.index) == cuts["acknowledged_found"]).all()
-    assert (cuts["acknowledged_found"] <= cuts["primary_acknowledged_found"]).all()
+def test_every_cut_committed_and_every_standby_was_counted(f):
+    assert [c.setting for c in f.cuts] == list(CUT_SETTINGS)
+    assert all(c.acknowledged > 0 and c.k == 3 for c in f.cuts)
+    assert len(f.standbys) == 5 * len(CUT_SETTINGS)
+    assert f.newest_standby_held_the_most, \
+        "backs 'Every copy loses its power, and the primary its disk': the newest standby"
 
 
-def test_the_windows_are_the_models_from_the_runs_own_round_trips_and_flush(cuts, figures):
-    # "no window" for on and remote_write; local: the way out and a flush; off: 600 ms more.
-    to_standby, flush = float(figures["pc_to_standby_ms"]), float(figures["pc_flush_p50_ms"])
-    assert cuts.loc["on", "model_window_ms"] == 0
-    assert cuts.loc["remote_write", "model_window_ms"] == 0
-    assert float(figures["pc_kth_rtt_ms"]) > to_standby + flush
-    assert cuts.loc["local", "model_window_ms"] == pytest.approx(to_standby + flush, abs=0.06)
-    assert cuts.loc["off", "model_window_ms"] == pytest.approx(
-        model.ASYNC_FLUSH_WINDOW_MS + cuts.loc["local", "model_window_ms"], abs=0.01)
+def test_the_windows_are_the_models_from_the_runs_own_round_trips_and_flush(f):
+    """The model's windows ("no window" for on and remote_write; local: the way out and a
+    flush; off: 600 ms more), from the run's own round trips and flush."""
+    assert f.cut("on").model_window_ms == 0 and f.cut("remote_write").model_window_ms == 0
+    assert f.kth_rtt_ms > f.to_standby_ms + f.flush_p50_ms
+    assert f.cut("local").model_window_ms == pytest.approx(f.to_standby_ms + f.flush_p50_ms,
+                                                           abs=0.06)
+    assert f.cut("off").model_window_ms == pytest.approx(
+        model.ASYNC_FLUSH_WINDOW_MS + f.cut("local").model_window_ms, abs=0.01)
     # "netem holds only what a standby sends": the way out is well under half a round trip
-    assert to_standby < float(figures["pc_near_rtt_ms"]) / 4
+    assert f.to_standby_ms < f.near_rtt_ms / 4, "backs the power-cut section's model"
 
 
-def test_the_exercise_solution_adds_up_as_printed(figures):
+def test_the_exercise_solution_adds_up_as_printed(figures, f):
+    """The exercise's sums, from the figures as the page prints them."""
     to_standby, flush = float(figures["pc_to_standby_ms"]), float(figures["pc_flush_p50_ms"])
     local = float(figures["pc_ex_local_window_ms"])
-    assert f"{to_standby + flush:.2f}" == figures["pc_ex_local_window_ms"]
+    assert local == pytest.approx(to_standby + flush, abs=0.005)
     # ANY 1 under remote_write: s1's flush done, less the round trip that brings its report.
     any1 = float(figures["pc_ex_any1_window_ms"])
-    assert f"{local - float(figures['pc_near_rtt_ms']):.2f}" == figures["pc_ex_any1_window_ms"]
+    assert any1 == pytest.approx(local - float(figures["pc_near_rtt_ms"]), abs=0.005)
     assert any1 > 0
-    busy = int(figures["pc_ex_busy_rate"].replace(",", ""))
-    assert figures["pc_ex_local_lost"] == f"{busy * local / 1000:.0f}"
-    assert figures["pc_ex_any1_lost"] == f"{busy * any1 / 1000:.0f}"
+    busy = power_cut_page.BUSY_COMMITS_PER_S
+    assert int(figures["pc_ex_local_lost"]) == round(busy * local / 1000)
+    assert int(figures["pc_ex_any1_lost"]) == round(busy * any1 / 1000)
     assert int(figures["pc_ex_local_lost"]) > int(figures["pc_ex_any1_lost"]) > 0
     # "the window held less than one commit" under local, at the run's own rate
-    assert float(figures["pc_local_model_max"]) < 1
+    assert f.cut("local").model_most_lost < 1, "backs the exercise's solution"
 
 
-def test_the_safe_and_the_nearly_safe_settings_lost_nothing(cuts):
+def test_the_safe_and_the_nearly_safe_settings_lost_nothing(f):
     # "with on ... held all; with remote_write all; with local, it held all"
     for setting in ("on", "remote_write", "local"):
-        assert cuts.loc[setting, "acknowledged_lost"] == 0, setting
-        assert cuts.loc[setting, "primary_acknowledged_found"] == cuts.loc[setting,
-                                                                           "acknowledged"]
+        assert f.lost_nothing(setting), \
+            f"{setting}: backs 'Every copy loses its power, and the primary its disk'"
 
 
-def test_off_lost_commits_the_primary_lacked_too_within_one_wal_writer_pause(cuts, figures):
-    off = cuts.loc["off"]
-    assert off["acknowledged_lost"] > 0
+def test_off_lost_commits_the_primary_lacked_too_within_one_wal_writer_pause(f):
+    off = f.cut("off")
+    assert off.lost > 0, "the section needs a loss under off"
     # "the primary's own disk lacked [as many] too"
-    assert off["acknowledged"] - off["primary_acknowledged_found"] == off["acknowledged_lost"]
+    assert off.primary_lost == off.lost, "backs 'Every copy loses its power, ...'"
     # "they are the last X ms of commits; the first ... acknowledged Y ms before the cut"
-    span_ms = 1000 * off["acknowledged_lost"] / off["acks_per_second"]
-    assert figures["pc_off_lost_span_ms"] == f"{span_ms:.0f}"
-    assert span_ms <= off["lost_window_ms"] + 50
+    assert off.lost_span_ms <= off.lost_window_ms + 50
     # "acknowledged X ms before the cut, less than one wal_writer_delay (200 ms)"
-    assert 0 < off["lost_window_ms"] < 200
+    assert 0 < off.lost_window_ms < found.WAL_WRITER_DELAY_MS, \
+        "backs 'Every copy loses its power, ...': within one wal_writer_delay"
     # "the cut stayed under" the model's most
-    assert off["acknowledged_lost"] <= off["model_max_lost"]
-    share_pct = 100 * off["acknowledged_lost"] / off["model_max_lost"]
-    assert figures["pc_off_share_pct"] == f"{share_pct:.0f}" and share_pct < 100
+    assert off.share_of_model is not None and off.share_of_model < 1, \
+        "backs 'Every copy loses its power, ...': under the model's ceiling"
 
 
-def test_each_setting_that_waits_longer_committed_more_slowly(cuts):
-    rates = list(cuts.loc[list(CUT_SETTINGS), "acks_per_second"])
-    assert rates == sorted(rates, reverse=True) and len(set(rates)) == len(rates)
+def test_each_setting_that_waits_longer_committed_more_slowly(f):
+    assert f.slower_as_settings_wait_longer, "backs 'Every copy loses its power, ...'"
 
 
-def test_the_standbys_agreed_except_under_local_where_one_lacked_the_last_commit(run,
-                                                                                figures):
-    held = power_cut_page.standbys(run)
-    differing = held.groupby("synchronous_commit")[["replay position",
-                                                    "acknowledged rows it held"]].nunique()
-    agreed = [s for s in CUT_SETTINGS if (differing.loc[s] == 1).all()]
+def test_the_standbys_agreed_except_under_local_where_one_lacked_the_last_commit(f):
     # "After the cuts under off, remote_write and on, all five ... held the same rows"
-    assert agreed == ["off", "remote_write", "on"]
+    assert [s for s in CUT_SETTINGS if f.standbys_agreed(s)] == ["off", "remote_write", "on"]
     # "Under local ... s4, in zone 3, held 519 of the 520": the last one lacking, no more
-    local = held[held["synchronous_commit"] == "local"]
-    fewest = local.loc[local["acknowledged rows it held"].idxmin()]
-    assert figures["pc_local_fewest_standby"] == fewest["standby"]
-    assert int(figures["pc_local_fewest_held"]) == int(fewest["acknowledged"]) - 1
-    assert figures["pc_local_fewest_zone"] == "3"
+    fewest = f.fewest("local")
+    assert fewest is not None and fewest.held == fewest.acknowledged - 1
+    assert fewest.zone == 3, "backs 'Every copy loses its power, ...': the zone it names"
     # "taking the newest standby ... lost nothing"
-    assert local["acknowledged rows it held"].max() == int(figures["pc_local_acked"])
+    assert f.cut("local").newest_found == f.cut("local").acknowledged
 
 
 def test_the_table_calls_each_model_figure_a_ceiling_or_an_estimate(run):

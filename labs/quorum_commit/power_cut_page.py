@@ -13,18 +13,13 @@ from pathlib import Path
 import altair as alt
 import pandas as pd
 
+from labs.book import number_text as nt
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
+from labs.quorum_commit import power_cut_findings as found
 from labs.quorum_commit import power_cut_model as model
 from labs.records import SHIPPED_FILE, RecordedRun, load_run, runs_root
 
 COMPANION = f"{SHIPPED_FILE}-power-cut"
-# Each cut's figures: pc_<setting>_<name> -> (its column in `cuts`, its format).
-CUT_FIGURES = {"acked": ("acknowledged", "{:.0f}"), "lost": ("acknowledged_lost", "{:.0f}"),
-               "primary_lost": ("primary_lost", "{:.0f}"), "rate": ("acks_per_second", "{:.0f}"),
-               "model_max": ("model_max_lost", "count"),
-               "model_window_ms": ("model_window_ms", "{:.1f}"),
-               "lost_window_ms": ("lost_window_ms", "{:.0f}"), "boot_s": ("boot_s", "{:.0f}"),
-               "recovery_s": ("recovery_s", "{:.0f}")}
 # What the model's count is for each setting (labs/quorum_commit/power_cut_model.py): a ceiling
 # where the setting promises it (on, remote_apply) or the manual states a worst case (off),
 # an estimate where it rests on the median flush (local, remote_write). Short words keep
@@ -45,14 +40,7 @@ def companion_run(root: Path | None = None) -> RecordedRun | None:
 
 def cuts(run: RecordedRun) -> pd.DataFrame:
     """One row per cut, in the order of the run: the counts, the rate and the model."""
-    results = run.results
-    rows = results[results["config"] == "power cut"]
-    rows = rows[rows["standby"].isna() | (rows["metric"] != "standby_acknowledged_found")]
-    table = rows.pivot_table(index=["cut", "synchronous_commit", "k"], columns="metric",
-                             values="value", aggfunc="first").reset_index()
-    newest = rows[rows["metric"] == "acknowledged_lost"].set_index("cut")["standby"]
-    table["newest standby"] = table["cut"].map(newest)
-    return table.sort_values("cut").reset_index(drop=True)
+    return found.cuts_table(run)
 
 
 def standbys(run: RecordedRun) -> pd.DataFrame:
@@ -113,69 +101,52 @@ def count_text(commits: float) -> str:
 
 def figures(run: RecordedRun) -> dict[str, str]:
     """Every number the power-cut section quotes, keyed pc_<setting>_<what>."""
-    found: dict[str, str] = {}
-    for row in cuts(run).to_dict("records"):
-        row["primary_lost"] = row["acknowledged"] - row["primary_acknowledged_found"]
-        for name, (column, form) in CUT_FIGURES.items():
-            found[f"pc_{row['synchronous_commit']}_{name}"] = (
-                count_text(row[column]) if form == "count" else form.format(row[column]))
-    data = cuts(run)
-    for row in data.to_dict("records"):
-        key = f"pc_{row['synchronous_commit']}"
-        if row["model_max_lost"] > 0:  # what the cut took, as a share of the model's most
-            found[f"{key}_share_pct"] = (
-                f"{100 * row['acknowledged_lost'] / row['model_max_lost']:.0f}")
-        if row["acknowledged_lost"] > 0:  # how long the lost commits took to make, at the rate
-            found[f"{key}_lost_span_ms"] = (
-                f"{1000 * row['acknowledged_lost'] / row['acks_per_second']:.0f}")
-    found.update(standby_figures(run))
-    k = int(data["k"].iloc[0])
-    results = run.results
-    ping = results[(results["workload"] == "ping") & (results["metric"] == "rtt_p50_ms")]
-    rtts = sorted(ping["value"])
-    # The WAL's way to a standby: netem holds only what a standby sends, so half the round
-    # trip without the added delay (the lab's power_cut.cuts computes it the same way).
-    to_standby = float(((ping["value"] - ping["added_rtt_ms"]) / 2).min())
-    value = results.set_index(["config", "metric"])["value"]
-    found.update({
-        "pc_k": str(k), "pc_cuts": str(len(data)),
-        "pc_near_rtt_ms": f"{rtts[0]:.1f}", "pc_to_standby_ms": f"{to_standby:.2f}",
-        "pc_kth_rtt_ms": f"{rtts[k - 1]:.1f}",
-        "pc_flush_p50_ms": f"{value['flush', 'p50_ms']:.1f}",
-        "pc_wall_time_min": f"{value['lab', 'wall_time'] / 60:.0f}",
-        "pc_run_id": run.run_id,
-        "pc_command": run.meta["parameters"]["command_line"],
-    })
-    # The exercise: a busy primary, in the same layout, with the same flush; from the
-    # figures as the page prints them, so that its sums add up on the page.
-    near, to_standby, flush = (float(found[f"pc_{name}"])
-                               for name in ("near_rtt_ms", "to_standby_ms", "flush_p50_ms"))
+    f = found.findings(run)
+    out = {"pc_k": nt.count(f.cuts[0].k), "pc_cuts": nt.count(len(f.cuts)),
+           "pc_near_rtt_ms": nt.number(f.near_rtt_ms, 1),
+           "pc_to_standby_ms": nt.number(f.to_standby_ms, 2),
+           "pc_kth_rtt_ms": nt.number(f.kth_rtt_ms, 1),
+           "pc_flush_p50_ms": nt.number(f.flush_p50_ms, 1),
+           **exercise_figures(f)}
+    for cut in f.cuts:
+        out.update(cut_figures(cut))
+        fewest = f.fewest(cut.setting)
+        if fewest is not None:
+            out.update({f"pc_{cut.setting}_fewest_standby": fewest.standby,
+                        f"pc_{cut.setting}_fewest_held": nt.count(fewest.held),
+                        f"pc_{cut.setting}_fewest_zone": nt.count(fewest.zone)})
+    return out
+
+
+def cut_figures(cut: found.PowerCut) -> dict[str, str]:
+    """One cut's figures, keyed pc_<setting>_<what>."""
+    key = f"pc_{cut.setting}"
+    out = {f"{key}_acked": nt.count(cut.acknowledged), f"{key}_lost": nt.count(cut.lost),
+           f"{key}_primary_lost": nt.count(cut.primary_lost),
+           f"{key}_rate": nt.count(cut.acks_per_s),
+           f"{key}_model_max": count_text(cut.model_most_lost),
+           f"{key}_model_window_ms": nt.number(cut.model_window_ms, 1),
+           f"{key}_lost_window_ms": nt.count(cut.lost_window_ms),
+           f"{key}_boot_s": nt.count(cut.boot_s), f"{key}_recovery_s": nt.count(cut.recovery_s)}
+    if cut.share_of_model is not None:  # what the cut took, as a share of the model's most
+        out[f"{key}_share_pct"] = nt.count(100 * cut.share_of_model)
+    if cut.lost > 0:  # how long the lost commits took to make, at the rate
+        out[f"{key}_lost_span_ms"] = nt.count(cut.lost_span_ms)
+    return out
+
+
+def exercise_figures(f: found.PowerCutFindings) -> dict[str, str]:
+    """The exercise: a busy primary, in the same layout, with the same flush; from the
+    figures as the page prints them (rounded), so that its sums add up on the page."""
+    near, to_standby = round(f.near_rtt_ms, 1), round(f.to_standby_ms, 2)
+    flush = round(f.flush_p50_ms, 1)
     local = model.window_ms("local", to_standby, near, flush)
     any1 = model.window_ms("remote_write", to_standby, near, flush)  # ANY 1: s1's report
-    found.update({"pc_ex_busy_rate": f"{BUSY_COMMITS_PER_S:,}",
-                  "pc_ex_local_window_ms": f"{local:.2f}",
-                  "pc_ex_local_lost": f"{model.max_lost(BUSY_COMMITS_PER_S, local):.0f}",
-                  "pc_ex_any1_window_ms": f"{any1:.2f}",
-                  "pc_ex_any1_lost": f"{model.max_lost(BUSY_COMMITS_PER_S, any1):.0f}"})
-    return found
-
-
-def standby_figures(run: RecordedRun) -> dict[str, str]:
-    """After the cuts where the five standbys did not hold the same rows, which one held the
-    fewest: pc_<setting>_fewest_standby, _fewest_held, _zone."""
-    held = standbys(run)
-    results = run.results
-    zones = results[results["workload"] == "ping"].set_index("standby")["zone"]
-    found = {}
-    for setting, rows in held.groupby("synchronous_commit", sort=False):
-        counts = rows["acknowledged rows it held"]
-        if counts.nunique() == 1 and rows["replay position"].nunique() == 1:
-            continue
-        fewest = rows.loc[counts.idxmin()]
-        found.update({f"pc_{setting}_fewest_standby": fewest["standby"],
-                      f"pc_{setting}_fewest_held": str(int(fewest["acknowledged rows it held"])),
-                      f"pc_{setting}_fewest_zone": str(int(zones[fewest["standby"]].iloc[0]))})
-    return found
+    return {"pc_ex_busy_rate": nt.count(BUSY_COMMITS_PER_S),
+            "pc_ex_local_window_ms": nt.number(local, 2),
+            "pc_ex_local_lost": nt.count(model.max_lost(BUSY_COMMITS_PER_S, local)),
+            "pc_ex_any1_window_ms": nt.number(any1, 2),
+            "pc_ex_any1_lost": nt.count(model.max_lost(BUSY_COMMITS_PER_S, any1))}
 
 
 def headline(run: RecordedRun) -> pd.DataFrame:
