@@ -20,6 +20,8 @@ import json
 import sys
 from pathlib import Path
 
+import csv_record
+
 from labs import PROJECT_ROOT
 
 RECORD = PROJECT_ROOT / "benchmarks" / "ci-times.csv"
@@ -44,12 +46,7 @@ def record(times: Path, where: str, setup_s: float | None) -> int:
     except (OSError, ValueError) as error:
         print(f"ci_times: cannot read {times}: {error}", file=sys.stderr)
         return 2
-    new = not RECORD.exists()
-    with RECORD.open("a", newline="") as out:
-        writer = csv.DictWriter(out, fieldnames=FIELDS)
-        if new:
-            writer.writeheader()
-        writer.writerows(rows_of(summary, where, setup_s))
+    csv_record.append(RECORD, FIELDS, rows_of(summary, where, setup_s))
     print(f"ci_times: recorded {summary['commit']} ({where}) in {RECORD}")
     return 0
 

@@ -20,8 +20,11 @@ import argparse
 import csv
 import datetime as dt
 import json
+import os
 import sys
 from pathlib import Path
+
+import csv_record
 
 from labs import PROJECT_ROOT
 
@@ -63,12 +66,7 @@ def record(times: Path, where: str) -> int:
         print(f"lab_steps: {times} lists no lab run (a `make test` session writes them)",
               file=sys.stderr)
         return 2
-    new = not RECORD.exists()
-    with RECORD.open("a", newline="") as out:
-        writer = csv.DictWriter(out, fieldnames=FIELDS)
-        if new:
-            writer.writeheader()
-        writer.writerows(rows)
+    csv_record.append(RECORD, FIELDS, rows)
     runs = len({row["run"] for row in rows})
     print(f"lab_steps: recorded {runs} lab runs of {summary['commit']} ({where}) in {RECORD}")
     return 0
@@ -117,4 +115,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # `show | head`: the reader stopped reading, nothing went wrong
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
