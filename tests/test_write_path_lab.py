@@ -53,9 +53,20 @@ def test_every_way_was_cut_and_counted_under_every_fault(ci_run, found):
     assert sorted(zip(table["way"], table["fault"], strict=True)) == sorted(
         (way, fault) for way in model.WAYS for fault in model.FAULTS)
     assert (table["acked"] > 0).all() and (table["lost"] <= table["acked"]).all()
-    # The writer ran the whole trial at its rate (give or take its start in the VM).
-    params = found.params
-    assert (table["acked"] >= 0.5 * params.rate * params.write_s).all()
+
+
+def test_each_writer_kept_its_rate_until_the_cut(ci_run, found):
+    """Once started, each writer acknowledged records at about its rate, and it was still
+    writing when the cut came. Its start in the VM (a new Python under emulation) takes a
+    second or more of a short trial, and more on a busy machine, so the count over the
+    whole trial says little."""
+    for cut in findings.cut_files(ci_run):
+        ages_s = cut["trial"]["ack_age_s"]
+        name = f"{cut['way']} cut {cut['cut']}"
+        assert min(ages_s) < 1.0, f"{name}: its newest record was {min(ages_s):.2f} s old"
+        span_s = max(ages_s) - min(ages_s)
+        assert len(ages_s) - 1 >= 0.5 * found.params.rate * span_s, \
+            f"{name}: {len(ages_s)} records in {span_s:.1f} s"
 
 
 def test_the_flushing_ways_lose_nothing_and_a_crash_takes_only_the_own_buffer(found):
