@@ -67,13 +67,28 @@ class TornCut:
     updates_in_hold: int  # updates acknowledged within the hold before the cut
 
 
+class TornServers:
+    """What the torn-page servers of either engine share: their cuts by setting, the first
+    cut whose recovery stopped without the safe setting, their median update rates."""
+
+    cuts: tuple  # of TornCut or DoublewriteCut
+
+    def of(self, safety: str) -> list:
+        return [c for c in self.cuts if c.safety == safety]
+
+    @property
+    def first_failed_cut(self) -> int | None:
+        """The first cut whose recovery stopped (the page quotes its log)."""
+        return min((c.cut for c in self.of("unsafe") if not c.recovered_alone), default=None)
+
+    def median_rate(self, safety: str) -> float:
+        return statistics.median(c.acks_per_s for c in self.of(safety))
+
+
 @dataclass(frozen=True)
-class TornLegs:
+class TornLegs(TornServers):
     hold_ms: int  # how long the disk held each write while the clients wrote
     cuts: tuple[TornCut, ...]
-
-    def of(self, safety: str) -> list[TornCut]:
-        return [c for c in self.cuts if c.safety == safety]
 
     @property
     def full_page_writes_mended_everything(self) -> bool:
@@ -94,11 +109,6 @@ class TornLegs:
     @property
     def every_lost_update_on_a_damaged_table_page(self) -> bool:
         return all(c.lost <= c.damaged_table_pages for c in self.of("unsafe"))
-
-    @property
-    def first_failed_cut(self) -> int | None:
-        """The first cut whose recovery stopped (the page quotes its log)."""
-        return min((c.cut for c in self.of("unsafe") if not c.recovered_alone), default=None)
 
     @property
     def model_total(self) -> float:
@@ -126,9 +136,6 @@ class TornLegs:
     def hold_apart(self) -> int:
         """The most one cut's damaged pages differ from its updates within the hold."""
         return max(abs(c.damaged_pages - c.updates_in_hold) for c in self.of("unsafe"))
-
-    def median_rate(self, safety: str) -> float:
-        return statistics.median(c.acks_per_s for c in self.of(safety))
 
     @property
     def neither_faster_in_every_cut(self) -> bool:
@@ -163,11 +170,8 @@ class DoublewriteCut:
 
 
 @dataclass(frozen=True)
-class DoublewriteLegs:
+class DoublewriteLegs(TornServers):
     cuts: tuple[DoublewriteCut, ...]
-
-    def of(self, safety: str) -> list[DoublewriteCut]:
-        return [c for c in self.cuts if c.safety == safety]
 
     @property
     def every_torn_page_came_back_with_the_buffer(self) -> bool:
@@ -190,11 +194,6 @@ class DoublewriteLegs:
     @property
     def only_the_table_tore(self) -> bool:
         return all(c.torn_pages == c.torn_table_pages for c in self.cuts)
-
-    @property
-    def first_failed_cut(self) -> int | None:
-        """The first cut whose recovery failed (the page quotes its log)."""
-        return min((c.cut for c in self.of("unsafe") if not c.recovered_alone), default=None)
 
     @property
     def rows_per_damaged_page(self) -> float:
@@ -239,9 +238,6 @@ class DoublewriteLegs:
     def hold_apart(self) -> int:
         """The most one cut's torn pages differ from its updates within the hold."""
         return max(abs(c.torn_pages - c.updates_in_hold) for c in self.cuts)
-
-    def median_rate(self, safety: str) -> float:
-        return statistics.median(c.acks_per_s for c in self.of(safety))
 
     @property
     def buffer_slower_in_every_cut(self) -> bool:
