@@ -23,6 +23,7 @@ import pytest
 from conftest import SUDO_USER, VM_PAIR_ARGS, add_sudo_user, qemu_processes_under, remove_sudo_user
 from conftest import report as conftest_report
 
+from labs.errors import LabError
 from labs.infra.guard import DeviceRefused, check_device
 from labs.infra.hosts import CommandTimedOut, HostUnreachable, SSHHost
 from labs.infra.inventory import get_host
@@ -239,6 +240,45 @@ def test_a_user_with_sudo_has_its_root_commands_stopped_too(lab_env):
         user.close()
         remove_sudo_user(root)
         root.close()
+
+
+FLUSH_MS = 500  # long beside a loop device's own write and flush in a lab VM
+
+
+def _seconds_in_vm(host: SSHHost, device: str, action: str) -> float:
+    """Seconds one action on `device` takes, timed inside the VM: `write` (4 KiB, O_DIRECT,
+    at the start) or `flush` (an fsync of the block device: one flush of its cache)."""
+    script = ("import mmap, os, sys, time\n"
+              "flags = os.O_WRONLY | (os.O_DIRECT if sys.argv[2] == 'write' else 0)\n"
+              "fd = os.open(sys.argv[1], flags)\n"
+              "block = mmap.mmap(-1, 4096)\n"
+              "started = time.monotonic()\n"
+              "os.write(fd, block) if sys.argv[2] == 'write' else os.fsync(fd)\n"
+              "print(time.monotonic() - started)\n")
+    return float(host.sudo(["python3", "-c", script, device, action]).stdout)
+
+
+def test_a_flush_delay_slows_flushes_only_and_is_made_again_after_a_reboot_lost_it(lab_env):
+    host = get_host("vm1")
+    journal = Journal("vm1")
+    with LabWorkspace(host, journal=journal, lab="flush-delay") as ws:
+        device = ws.make_dm_flush_delay("labs-flush", ws.make_loop_device("disk", 32),
+                                        FLUSH_MS)
+        write_s, flush_s = (_seconds_in_vm(host, device, a) for a in ("write", "flush"))
+        assert write_s < FLUSH_MS / 1000 <= flush_s, (write_s, flush_s)
+        made = host.sudo(["dmsetup", "table", "labs-flush"]).stdout
+        # What a power cut does to it: the mapping is gone, the disk below is not.
+        # Safe: the test's own device-mapper name, over its own loop device.
+        host.sudo(["dmsetup", "remove", "labs-flush"])
+        assert ws.restore_dm("labs-flush") == device
+        assert host.sudo(["dmsetup", "table", "labs-flush"]).stdout == made
+        assert _seconds_in_vm(host, device, "flush") >= FLUSH_MS / 1000
+        assert ws.restore_dm("labs-flush") == device  # there already: left as it is
+        with pytest.raises(LabError, match="no device-mapper device labs-none"):
+            ws.restore_dm("labs-none")
+    assert "labs-flush" not in host.sudo("dmsetup ls").stdout
+    assert journal.live_entries() == []
+    host.close()
 
 
 def test_clean_in_a_vm_after_a_crash(lab_env):

@@ -259,9 +259,31 @@ class LabWorkspace:
         # Safe: every device in the table passed the guard.
         self.journaled("dm", name, f"{load}dmsetup create {shlex.quote(name)} --table "
                        f"{shlex.quote(table)} && udevadm settle", device=path,
-                       lower=list(devices))
+                       lower=list(devices), table=table, modules=list(modules))
         kernel = self.host.run(["readlink", "-f", path], timeout_s=60).stdout.strip()
         self.journal.note("dm", name, kernel=kernel)
+        return path
+
+    def restore_dm(self, name: str) -> str:
+        """Make the lab's device-mapper device `name` again from its journaled table, if a
+        reboot (a lab VM's power cut) took it away; nothing if it is there."""
+        entry = next((e for e in self.journal.live_entries()
+                      if e.kind == "dm" and e.id == name), None)
+        if entry is None or "table" not in entry.details:
+            raise LabError(f"{self.host.name}: no device-mapper device {name} of this run's "
+                           "to make again")
+        path = f"/dev/mapper/{name}"
+        if self._sudo(["dmsetup", "info", name], timeout_s=60, check=False).ok:
+            return path
+        for device in entry.details["lower"]:
+            self.check_device(device)
+        load = "".join(f"modprobe {shlex.quote(m)} && " for m in entry.details["modules"])
+        # Safe: the same table over the same devices, which passed the guard again above.
+        self._sudo(f"{load}dmsetup create {shlex.quote(name)} --table "
+                   f"{shlex.quote(entry.details['table'])} && udevadm settle", timeout_s=300)
+        kernel = self.host.run(["readlink", "-f", path], timeout_s=60).stdout.strip()
+        self.journal.note("dm", name, kernel=kernel)
+        self._allowed.clear()
         return path
 
     def make_dm_delay(self, name: str, device: str, delay_ms: int) -> str:
@@ -273,6 +295,17 @@ class LabWorkspace:
         sectors = int(self.host.sudo(["blockdev", "--getsz", device], timeout_s=60).stdout)
         return self.make_dm(name, f"0 {sectors} delay {device} 0 {delay_ms}", [device],
                             modules=["dm_delay"])
+
+    def make_dm_flush_delay(self, name: str, device: str, flush_ms: int) -> str:
+        """A dm-delay device over `device` whose reads and writes pass at once and whose
+        flushes (what an fsync asks of the disk: write out your cache) wait flush_ms first."""
+        if not 0 <= flush_ms <= 10_000:
+            raise UsageError(f"a flush delay of {flush_ms} ms: use 0..10000")
+        self.check_device(device)
+        sectors = int(self.host.sudo(["blockdev", "--getsz", device], timeout_s=60).stdout)
+        # dm-delay's three classes, each "device offset delay": reads, writes, flushes.
+        table = (f"0 {sectors} delay {device} 0 0 {device} 0 0 {device} 0 {flush_ms}")
+        return self.make_dm(name, table, [device], modules=["dm_delay"])
 
     # --- DRBD and the network -------------------------------------------------------------
 
