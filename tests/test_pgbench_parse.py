@@ -99,9 +99,14 @@ def test_cli_bad_input_is_one_line(tmp_path):
     assert "no pgbench summary" in wrong.stderr
 
 
-def test_commands_refuse_scale_below_clients():
+def test_commands_refuse_scale_below_clients_unless_shared_branches_are_asked_for():
     with pytest.raises(UsageError):
         pgbench.init_command(scale=2, clients=4)
+    # The article's shape: every client updates the one branch row of scale 1.
+    shared = pgbench.init_command(scale=1, clients=10, shared_branches=True)
+    assert shared[:4] == ["pgbench", "-i", "-s", "1"]
+    with pytest.raises(UsageError):
+        pgbench.init_command(scale=0, clients=1, shared_branches=True)
     command = pgbench.run_command(4, 2, 30, 1, log_prefix="pgbench_log")
     assert command[:2] == ["pgbench", "-c"] and "-l" in command and "-P" in command
 

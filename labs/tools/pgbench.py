@@ -33,12 +33,14 @@ class PgbenchParseError(LabError):
 # ---- commands ---------------------------------------------------------------------------
 
 def init_command(scale: int, clients: int, database: str = "postgres",
-                 extra: list[str] | None = None) -> list[str]:
+                 extra: list[str] | None = None, *, shared_branches: bool = False) -> list[str]:
     """`pgbench -i`: scale must be at least the client count, or the run measures row locks
-    on the few pgbench_branches rows instead of the storage."""
+    on the few pgbench_branches rows instead of the storage. `shared_branches`: the caller
+    wants those locks (clients that queue on one row commit one after another, so each
+    commit's wait adds up in full, as in a run at pgbench's default scale 1)."""
     if scale < 1:
         raise UsageError(f"pgbench scale must be at least 1 (got {scale})")
-    if scale < clients:
+    if scale < clients and not shared_branches:
         raise UsageError(f"pgbench scale {scale} is below the client count {clients}: "
                          f"the run would measure row contention; use a scale >= {clients}")
     return ["pgbench", "-i", "-s", str(scale), "--quiet", *(extra or []), database]
