@@ -10,13 +10,19 @@ old primary discard what only it wrote. The lab's other path, on the VMs as lab 
 data disks, the drill's power cut), is what made the book's recorded run; here a run on it
 is killed mid-sweep and cleaned up.
 
+The ci profile runs pgbench in the source article's regime (scale 1, each disk's flush slowed
+by dm-delay on both sides).
+
 Asserted: every protocol was measured at every round trip, and the round trip netem added
 shows up in ping, with the profile's jitter and loss as tc reports them; protocol C waits
 for the round trip and A does not; the article's throughput jobs ran everywhere, and under
 C a large write goes at the link's pace; pgbench ran on the local disk and on DRBD, and the
-writes made while disconnected were resynced; the drill under C lost no acknowledged commit
-and left both disks byte for byte the same; afterwards nothing is left in either VM. A run
-killed mid-sweep is cleaned up by `clean`. Bad input stops with one line.
+writes made while disconnected were resynced; each disk's flush waited the profile's delay
+and its writes did not; pgbench ran at the article's two zones on the run's time scale, at
+the round trips the model asked for, and kept fewer transactions across zones than within
+one; the drill under C lost no acknowledged commit and left both disks byte for byte the same;
+afterwards nothing is left in either VM. A run killed mid-sweep is cleaned up by `clean`. Bad
+input stops with one line.
 """
 
 from __future__ import annotations
@@ -39,6 +45,8 @@ from conftest import (
 from session_report import machine_to_itself
 
 from labs.drbd import page
+from labs.drbd.article import sample_ms_per_transaction
+from labs.drbd.results import zone_results
 from labs.tools import netem
 
 pytestmark = pytest.mark.slow
@@ -201,6 +209,41 @@ def test_pgbench_ran_on_the_local_disk_and_on_drbd_and_the_resync_moved_the_diff
     assert resync.loc["resync-after-pgbench", "resync_bytes"] > 0
 
 
+def test_each_disks_flushes_waited_the_profiles_delay_and_its_writes_did_not(ci_run):
+    # The ci profile slows each disk's flushes (dm-delay under DRBD on both sides): a 4 KiB
+    # write followed by fdatasync waits for one flush at least, a write alone for none.
+    delay_ms = ci_run.meta["parameters"]["flush_delay_ms"]
+    assert delay_ms > 0
+    results = ci_run.results
+    local = results[results["config"].str.startswith("local-")
+                    & results["workload"].str.startswith("fio-4k-")].pivot_table(
+        index=["config", "variant"], columns="metric", values="value")
+    assert len(local) == 4, local  # both sides, both variants
+    for (config, variant), row in local.iterrows():
+        if variant == "fdatasync":
+            assert row["sync_p50_ms"] >= delay_ms, (config, row["sync_p50_ms"])
+        else:
+            assert row["write_p50_ms"] < delay_ms, (config, row["write_p50_ms"])
+
+
+def test_pgbench_ran_at_the_articles_zones_on_the_runs_time_scale(ci_run):
+    params, zones = ci_run.meta["parameters"], zone_results(ci_run)
+    assert sorted(zip(zones["zone"], zones["protocol"], strict=True)) == [
+        ("zone-one-zone", "C"), ("zone-two-zones", "A"), ("zone-two-zones", "C")]
+    # Each transaction on the bare disk waited at least one slowed flush: k is at least
+    # that flush over the article's whole transaction.
+    assert (zones["time_scale"] >= params["flush_delay_ms"] / sample_ms_per_transaction()).all()
+    c = zones[zones["protocol"] == "C"].set_index("zone")
+    assert c.loc["zone-one-zone", "target_rtt_ms"] < c.loc["zone-two-zones", "target_rtt_ms"]
+    # netem adds the difference to the link's own round trip: ping finds the target, give
+    # or take the link's own wobble and the profile's jitter.
+    assert ((c["rtt_ms"] - c["target_rtt_ms"]).abs() <= 3).all(), c
+    # Across zones, every commit waits the longer round trip: fewer transactions a second.
+    assert c.loc["zone-two-zones", "ratio"] < c.loc["zone-one-zone", "ratio"], c
+    # The sweep's own pgbench table leaves them out.
+    assert not page.pgbench_results(ci_run)["config"].str.startswith("zone-").any()
+
+
 def test_the_drill_under_c_lost_nothing_and_the_disks_match(ci_run):
     drill = page.drill_results(ci_run).set_index("protocol")
     assert drill.loc["C", "acknowledged"] > 0
@@ -211,9 +254,12 @@ def test_the_drill_under_c_lost_nothing_and_the_disks_match(ci_run):
 def test_two_ssh_hosts_mirror_loop_files_under_their_own_names(ci_run):
     resource = (ci_run.path / "raw" / "drbd" / "resource.res").read_text()
     # drbdadm finds its section by `uname -n` (the VMs call themselves vm1 and vm2), and
-    # nothing of the hosts' own is mirrored: a loop device over a file of the lab's.
+    # nothing of the hosts' own is mirrored: a loop device over a file of the lab's, under
+    # the device that slows its flushes (the ci profile's --flush-delay-ms).
     assert "on vm1 {" in resource and "on vm2 {" in resource, resource
-    assert resource.count("disk /dev/loop") == 2, resource
+    assert resource.count("disk /dev/mapper/drbd-flush-delay;") == 2, resource
+    made = [c for c in ci_run.meta["commands"] if "dmsetup create drbd-flush-delay" in c]
+    assert len(made) == 2 and all(" delay /dev/loop" in c for c in made), made
     assert "address 10.77.0.1:" in resource and "address 10.77.0.2:" in resource
 
 
@@ -250,6 +296,8 @@ def test_a_run_killed_mid_sweep_is_cleaned_up_by_clean(ci_run, lab_vms, figures)
     (["--throughput-s", "0"], "--throughput-s"),
     (["--jitter-ms", "4", "--added-rtt-ms", "0,6"], "--jitter-ms 4"),
     (["--loss-pct", "50"], "--loss-pct"),
+    (["--article-zones", "--added-rtt-ms", "2,5"], "--article-zones"),
+    (["--flush-delay-ms", "2000"], "--flush-delay-ms"),
 ])
 def test_bad_input_is_one_line_and_makes_nothing(args, words):
     assert_one_line_usage_error(run_labs("run", "drbd", *args), words)

@@ -98,6 +98,23 @@ def test_the_articles_ratios_read_back_as_milliseconds():
     assert drbd.added_commit_ms_for_ratio(1, local_ms_per_transaction=3) == 0
 
 
+def test_a_ratio_survives_the_time_scale_and_the_zone_round_trip_meets_it():
+    # A transaction of 0.9 ms that a mirror makes 0.6 ms longer keeps 60 %; a lab whose
+    # transaction takes 18 ms is k = 20 times slower, and its mirror must add 12 ms.
+    k = drbd.time_scale(lab_ms_per_transaction=18, article_ms_per_transaction=0.9)
+    assert k == pytest.approx(20)
+    added = k * drbd.added_commit_ms_for_ratio(0.6, local_ms_per_transaction=0.9)
+    assert added == pytest.approx(12)
+    # Measured: the mirror added 7 ms at the link's own 2 ms; one round trip per commit makes
+    # the other 5 ms a round trip 5 ms longer. A target below what was measured stays put.
+    assert drbd.zone_round_trip_ms(target_added_ms=added, measured_added_ms=7,
+                                   measured_rtt_ms=2) == pytest.approx(7)
+    assert drbd.zone_round_trip_ms(target_added_ms=3, measured_added_ms=7,
+                                   measured_rtt_ms=2) == 2
+    assert drbd.tps_ratio(cpu_ms=18, local_commit_ms=0, mirrored_commit_ms=added) == \
+        pytest.approx(0.6)
+
+
 def test_writes_in_flight_is_littles_law():
     assert drbd.writes_in_flight(2000, window_ms=10) == pytest.approx(20)
     assert drbd.writes_in_flight(0, window_ms=10) == 0
@@ -125,6 +142,12 @@ def test_writes_in_flight_is_littles_law():
     lambda: drbd.added_commit_ms_for_ratio(0.5, local_ms_per_transaction=-1),
     lambda: drbd.writes_in_flight(-1, window_ms=1),
     lambda: drbd.writes_in_flight(1, window_ms=-1),
+    lambda: drbd.time_scale(lab_ms_per_transaction=0, article_ms_per_transaction=1),
+    lambda: drbd.time_scale(lab_ms_per_transaction=1, article_ms_per_transaction=-1),
+    lambda: drbd.zone_round_trip_ms(target_added_ms=-1, measured_added_ms=1,
+                                    measured_rtt_ms=1),
+    lambda: drbd.zone_round_trip_ms(target_added_ms=1, measured_added_ms=1,
+                                    measured_rtt_ms=-1),
 ])
 def test_bad_input_is_a_usage_error(call):
     with pytest.raises(UsageError):

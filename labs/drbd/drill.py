@@ -252,6 +252,8 @@ def rejoin(pair: Pair) -> tuple[float, int]:
     # to the file's first.
     back_to_the_files_protocol(pair, pair.peer)
     primary.host.sudo("modprobe drbd", timeout_s=120)
+    if pair.flush_delay_dm:
+        primary.restore_dm(pair.flush_delay_dm)
     started = time.monotonic()
     # Safe: brings up the lab's resource again over the lab disk the guard allows.
     primary.run_guarded(drbd.up_command(name), [pair.disk(primary)], timeout_s=300)

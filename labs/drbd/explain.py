@@ -1,20 +1,25 @@
 """What the DRBD explanation page shows: the model's tables and the numbers its text quotes.
 
 Pure page code: it calls the model (labs/drbd/model.py) and reads the published figures
-(data/reference/drbd-article.csv). Nothing here touches a host.
+(labs/drbd/article.py). Nothing here touches a host.
 """
 
 from __future__ import annotations
 
-from functools import cache
-
 import pandas as pd
 
-from labs import PROJECT_ROOT
 from labs.book import number_text as nt
 from labs.drbd import model as drbd
+from labs.drbd.article import (  # noqa: F401 - the page and its tests read them here
+    ONE_ZONE,
+    SAMPLE,
+    TWO_ZONES,
+    article_ratios,
+    published,
+    reference,
+    sample_ms_per_transaction,
+)
 
-REFERENCE = PROJECT_ROOT / "data" / "reference" / "drbd-article.csv"
 RTT_MS = tuple(round(0.1 * k, 1) for k in range(101))  # 0 to 10 ms, the charts' x axis
 GIGABIT_MIB_S = 1e9 / 8 / 2**20   # a 1 Gbit/s link in MiB/s, for the transfer time
 # The TPS chart's starting point: both disks 0.5 ms, the rest of a transaction chosen so the
@@ -23,33 +28,6 @@ CHART_DISK_MS = 0.5
 # DRBD 8.4's default activity log: 1,237 extents of 4 MiB each (drbd.conf(5) for 8.4).
 AL_EXTENTS, AL_EXTENT_MIB = 1237, 4
 SLOW_LOCAL = (5.0, 1.0, 2.0)  # local write, peer write, round trip (ms): the page's example
-
-
-@cache
-def reference() -> dict[tuple[str, str], str]:
-    """The published figures, keyed by (figure, case), as printed."""
-    table = pd.read_csv(REFERENCE, dtype=str)
-    return {(row.figure, row.case): row.value for row in table.itertuples()}
-
-
-def published(figure: str, case: str) -> float:
-    return float(reference()[(figure, case)])
-
-
-ONE_ZONE = "DRBD protocol C within one AZ"
-TWO_ZONES = "DRBD protocol C across AZs"
-SAMPLE = "sample output (the article does not say which of its three databases)"
-
-
-def article_ratios() -> dict[str, float]:
-    """The article's pgbench TPS on DRBD as a fraction of the local disk's."""
-    return {"one zone": published("pgbench_tps_vs_local", ONE_ZONE) / 100,
-            "two zones": published("pgbench_tps_vs_local", TWO_ZONES) / 100}
-
-
-def sample_ms_per_transaction() -> float:
-    """The sample output's time per transaction if its transactions ran one at a time."""
-    return 1000 / published("pgbench_sample_tps", SAMPLE)
 
 
 def protocol_paths() -> pd.DataFrame:

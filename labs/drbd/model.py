@@ -133,3 +133,21 @@ def writes_in_flight(writes_per_s: float, *, window_ms: float) -> float:
     there, has rate x time of them on the way. What protocol A can lose when it dies."""
     _non_negative(writes_per_s=writes_per_s, window_ms=window_ms)
     return writes_per_s * window_ms / 1000
+
+
+def time_scale(*, lab_ms_per_transaction: float, article_ms_per_transaction: float) -> float:
+    """k: how many times longer a transaction takes in the lab than in the article. With
+    every wait k times longer too, a commit's wait is the same fraction of a transaction in
+    both, and so is the TPS a mirror keeps; the absolute TPS is k times lower."""
+    if lab_ms_per_transaction <= 0 or article_ms_per_transaction <= 0:
+        raise UsageError("a transaction must take some time, in the lab and in the article")
+    return lab_ms_per_transaction / article_ms_per_transaction
+
+
+def zone_round_trip_ms(*, target_added_ms: float, measured_added_ms: float,
+                       measured_rtt_ms: float) -> float:
+    """The round trip at which a mirror adds `target_added_ms` to each transaction, when it
+    added `measured_added_ms` at `measured_rtt_ms` and each commit waits one round trip (the
+    added time grows one for one with the round trip). Never below the measured one."""
+    _non_negative(target_added_ms=target_added_ms, measured_rtt_ms=measured_rtt_ms)
+    return measured_rtt_ms + max(0.0, target_added_ms - measured_added_ms)

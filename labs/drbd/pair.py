@@ -49,6 +49,9 @@ class Pair:
     jitter_ms: float = 0.0  # netem, on each side, with every added round trip
     loss_pct: float = 0.0
     link_probe_mib: int = 128  # sent to measure the link's bandwidth
+    # The device-mapper name under DRBD on both sides that slows each flush, if any: a
+    # primary whose power was cut boots without it, and the drill makes it again.
+    flush_delay_dm: str | None = None
 
     @property
     def both(self) -> tuple[LabWorkspace, LabWorkspace]:
@@ -246,3 +249,16 @@ def record_link_bandwidth(pair: Pair, rec: RunRecorder, config: str,
         rec.add_result(config=config, workload="link-bandwidth", metric=metric, value=value,
                        unit=unit, added_rtt_ms=added_rtt_ms)
     return mib_s
+
+
+def reconnect_and_resync(pair: Pair, rec: RunRecorder, config: str) -> None:
+    """Connect the disconnected primary again; record what the resync moved and how long it
+    took (the bitmap's out-of-sync count read just before connecting)."""
+    out_of_sync_kib = drbd_state(pair.primary).out_of_sync_kib
+    started = time.monotonic()
+    drbdadm(pair.primary, pair, drbd.connect_command(pair.resource.name))
+    wait_for(pair.primary, in_sync, "UpToDate on both sides", timeout_s=900, refused=True)
+    seconds = time.monotonic() - started
+    rec.add_result(config=config, workload="resync", metric="resync_bytes",
+                   value=out_of_sync_kib * 1024, unit="bytes")
+    rec.add_result(config=config, workload="resync", metric="resync_s", value=seconds, unit="s")

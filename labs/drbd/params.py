@@ -9,6 +9,7 @@ from labs.errors import UsageError
 from labs.lab import LabParameters, option
 
 PING_COUNT = 20  # pings per round-trip measurement, 0.2 s apart
+PGBENCH_CLIENTS = 10  # the article's -c 10
 LINK_PROBE_PORT = 7790  # DRBD's own connection uses 7789
 ADDED_RTT_MS_MAX = 200.0  # a round trip longer than this is no zone or region pair
 # What the lab runs: everything, or the sweep the chapter leads with (the disks alone, the
@@ -26,9 +27,11 @@ class Parameters(LabParameters):
     PROFILES = {
         # The ci profile adds a little jitter and loss, so that CI drives netem with both.
         # It also starts with the delayed point, where a kill test finds both DRBD and netem.
+        # It runs pgbench in the article's regime: scale 1 and slowed flushes.
         "ci": {"protocols": ("A", "C"), "added_rtt_ms": (6.0, 0.0), "jitter_ms": 0.5,
                "loss_pct": 0.1, "link_probe_mib": 32, "fio_s": 2,
-               "throughput_s": 1, "pgbench_s": 5, "drill_s": 4, "drill_protocols": ("C",)},
+               "throughput_s": 1, "pgbench_s": 5, "drill_s": 4, "drill_protocols": ("C",),
+               "pgbench_scale": 1, "flush_delay_ms": 5, "article_zones": True},
         # The quick profile is the part the chapter leads with, within 5 minutes with the
         # pair's start: two round trips (the link's own, and +10 ms, where the delay
         # outweighs everything else in a write). `--quick --part all` adds pgbench and both
@@ -68,6 +71,18 @@ class Parameters(LabParameters):
                                               choices=PROTOCOLS)
     drill_s: int = option(10, "seconds the drill's writer runs before the primary's power "
                               "is cut", minimum=2, maximum=120)
+    pgbench_scale: int = option(10, "pgbench's scale factor: 10 gives each of the 10 clients "
+                                "a branch row of its own; 1 (the article's) makes them all "
+                                "update one row, so their commits go one at a time",
+                                minimum=1, maximum=1000)
+    flush_delay_ms: int = option(0, "ms each disk's flush waits (dm-delay under DRBD on both "
+                                 "sides; reads and writes are not delayed): a commit then "
+                                 "waits on its disk, not on an emulated processor",
+                                 minimum=0, maximum=1000)
+    article_zones: bool = option(False, "also run pgbench at the article's two zones on this "
+                                 "run's time scale: under C within one zone and across two, "
+                                 "and under the other protocols across two (with --part "
+                                 "all; needs 0 among --added-rtt-ms)")
     seed: int = option(9, "seed of fio's random offsets", minimum=1, maximum=2**31 - 1)
     part: str = option("all", "which part of the lab to run: all, or sweep (the disks alone, "
                               "the link and fio on DRBD at every round trip; no pgbench and "
@@ -92,6 +107,9 @@ class Parameters(LabParameters):
             raise UsageError("--protocols: give at least one of A, B, C")
         if not self.added_rtt_ms:
             raise UsageError("--added-rtt-ms: give at least one round trip, e.g. 0,5")
+        if self.article_zones and self.part == "all" and 0.0 not in self.added_rtt_ms:
+            raise UsageError("--article-zones: needs 0 among --added-rtt-ms (the zones start "
+                             "from pgbench at the link's own round trip)")
         delayed = [a for a in self.added_rtt_ms if a > 0]
         if self.jitter_ms and delayed and self.jitter_ms > min(delayed) / 2:
             raise UsageError(f"--jitter-ms {self.jitter_ms:g}: at most each side's delay, half "

@@ -26,7 +26,8 @@ import pandas as pd
 from labs.drbd import model
 from labs.records import RecordedRun
 
-CLIENTS = 10  # pgbench -c 10 (labs/drbd/run.py)
+CLIENTS = 10  # pgbench -c 10 (labs/drbd/params.py)
+ZONE_PREFIX = "zone-"  # the configs of pgbench at the article's zones (labs/drbd/databases.py)
 
 
 def _wide(run: RecordedRun, workloads: list[str], keys: list[str]) -> pd.DataFrame:
@@ -209,10 +210,29 @@ def _pgbench_rows(run: RecordedRun) -> pd.DataFrame:
     """The pgbench rows in today's names. Runs made before the lab measured the bare disk
     called the disconnected mirror's run "local" and each VM's CPU time `<role>_vm_cpu_s`."""
     table = _wide(run, ["pgbench"], ["protocol", "added_rtt_ms", "rtt_ms"])
+    table = table[~table["config"].str.startswith(ZONE_PREFIX)].reset_index(drop=True)
     if "drbd-disconnected" not in set(table["config"]):
         table["config"] = table["config"].replace({"local": "drbd-disconnected"})
     return table.rename(columns={f"{role}_vm_cpu_s": f"{role}_cpu_s"
                                  for role in ("primary", "peer")})
+
+
+def zone_results(run: RecordedRun) -> pd.DataFrame:
+    """pgbench at the article's two zones (--article-zones), one row per zone and protocol:
+    the run's time scale, the round trip the model asked for and the one measured, TPS as a
+    fraction of the bare disk's beside the article's and the model's. Empty without them."""
+    rows = run.results[run.results["config"].str.startswith(ZONE_PREFIX)]
+    if rows.empty:
+        return pd.DataFrame()
+    zones = _wide(run, ["zones"], ["rtt_ms"])
+    pgbench = _wide(run, ["pgbench"], ["protocol"])
+    local_tps = pgbench.set_index("config").loc["local", "tps"]
+    runs = pgbench[pgbench["config"].str.startswith(ZONE_PREFIX)].copy()
+    runs["zone"] = runs["config"].str.rsplit("-", n=1).str[0]
+    table = runs[["zone", "protocol", "tps"]].merge(
+        zones.rename(columns={"config": "zone"}).drop(columns="workload"), on="zone")
+    table["ratio"] = table["tps"] / local_tps
+    return table
 
 
 def resync_results(run: RecordedRun) -> pd.DataFrame:

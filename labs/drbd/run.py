@@ -21,6 +21,12 @@ The order of the steps matters:
 `--part sweep` (the quick profile's) runs steps 1 and 2 without PostgreSQL: no pgbench on
 the bare disk, none on DRBD, no drill.
 
+`--flush-delay-ms N` first puts a dm-delay device over each side's disk that makes every
+flush wait N ms (reads and writes pass at once); everything above uses those devices, and
+the drill makes the rebooted primary's again before DRBD comes back up there. With
+`--pgbench-scale 1` (the source article's), the clients all update one branch row, so
+their commits go one at a time and each commit's wait adds to every transaction.
+
 Everything is made through a workspace per VM, journaled first: `python -m labs clean`
 removes what a killed run leaves (the resource, netem, mounts, the server).
 """
@@ -28,18 +34,15 @@ removes what a killed run leaves (the resource, netem, mounts, the server).
 from __future__ import annotations
 
 import json
-import shlex
-import time
 
 from labs.drbd import drill
+from labs.drbd.databases import databases, pgbench_on_the_bare_disk
 from labs.drbd.pair import (
-    POSTGRES,
     RESOURCE,
     Pair,
-    cpu_s,
-    drbd_state,
     drbdadm,
     in_sync,
+    reconnect_and_resync,
     record_link_bandwidth,
     record_netem,
     record_rtt,
@@ -55,7 +58,7 @@ from labs.infra.lab_run import LabRun
 from labs.infra.workspace import LabWorkspace
 from labs.progress import Progress
 from labs.records import RecordedRun, RunRecorder
-from labs.tools import drbd, fio, pgbench
+from labs.tools import drbd, fio
 from labs.tools.drbd_state import drbd_major_version
 
 # The activity log's smallest size (67 extents of 4 MiB): after a primary crashes, every
@@ -63,9 +66,8 @@ from labs.tools.drbd_state import drbd_major_version
 # whole 1 GiB disk. A fixed resync rate (no dynamic controller) makes resync times readable.
 DISK_OPTIONS = {"al-extents": 67, "c-plan-ahead": 0, "resync-rate": "100M"}
 FIO_REGION_MIB = 256  # fio writes only here
+FLUSH_DELAY_DM = "drbd-flush-delay"  # each side's disk under DRBD, with --flush-delay-ms
 FIO_WARMUP_S = 2  # the activity log is cold on a first pass: fio's ramp_time hides it
-PGBENCH_CLIENTS = 10  # the article's -c 10
-PGBENCH_SCALE = 10  # one branch row per client: the run measures the disk, not row locks
 VARIANTS = ("direct", "fdatasync")  # fio: O_DIRECT writes; the same, each followed by fdatasync
 # The article's fio job file (libaio, iodepth=1, direct=1, one job after another): name, rw,
 # block size in KiB. Its size=1g becomes FIO_REGION_MIB here, the first 256 MiB of a 1 GiB
@@ -94,6 +96,11 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
             # An SSH host's disk: a loop device over a new file in the lab's work dir, so
             # that nothing of the reader's is written (O_DIRECT through to that file).
             disks.append(side.disk or ws.make_loop_device("drbd-disk", SSH_DISK_MIB))
+        if params.flush_delay_ms:
+            progress.step("slowing each disk's flushes", f"{params.flush_delay_ms} ms, on "
+                                                         f"{host.name} and {peer_host.name}")
+            disks = [ws.make_dm_flush_delay(FLUSH_DELAY_DM, disk, params.flush_delay_ms)
+                     for ws, disk in zip((ws1, ws2), disks, strict=True)]
         # drbdadm finds its own section of the resource file by `uname -n`.
         names = [ws.host.run("uname -n", timeout_s=60).stdout.strip() for ws in (ws1, ws2)]
         if names[0] == names[1]:
@@ -106,9 +113,10 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
         pair = Pair(ws1, ws2, resource, resource.hosts[0].device,
                     interfaces=(first.interface, second.interface), vms=first.disk is not None,
                     jitter_ms=params.jitter_ms, loss_pct=params.loss_pct,
-                    link_probe_mib=params.link_probe_mib)
+                    link_probe_mib=params.link_probe_mib,
+                    flush_delay_dm=FLUSH_DELAY_DM if params.flush_delay_ms else None)
 
-        measure_baselines(params, pair, rec, progress)
+        local_tps = measure_baselines(params, pair, rec, progress)
         progress.step("the link's own round trip", f"{first.address} to {second.address}")
         record_rtt(pair, rec, "link", 0.0)
         progress.step("the link's bandwidth", f"{params.link_probe_mib} MiB over one TCP "
@@ -118,7 +126,7 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
         bring_up(pair, resource, major, rec, progress)
         sweep(params, pair, rec, progress)
         if params.part == "all":
-            databases(params, pair, rec, progress, largest)
+            databases(params, pair, rec, progress, largest, local_tps)
         progress.step("stopping PostgreSQL, taking DRBD and netem down; writing the run")
     return lab_run.recorded()
 
@@ -129,7 +137,8 @@ def steps(params: Parameters) -> list[str]:
     round trip and under each other protocol, the drills; the teardown."""
     whole = params.part == "all"
     bare_pgbench = ["PostgreSQL on ext4", "baseline: pgbench on the primary's own disk"]
-    names = (["baseline: fio on a side's own disk"] * 2 + (bare_pgbench if whole else [])
+    names = ((["slowing each disk's flushes"] if params.flush_delay_ms else [])
+             + ["baseline: fio on a side's own disk"] * 2 + (bare_pgbench if whole else [])
              + ["zeroing both disks", "the link's own round trip", "the link's bandwidth",
                 "DRBD up", "fio on DRBD, the peer disconnected"])
     for added in params.added_rtt_ms:
@@ -139,6 +148,8 @@ def steps(params: Parameters) -> list[str]:
         names += (["PostgreSQL on ext4", "pgbench on DRBD, the peer disconnected"]
                   + ["pgbench under C"] * len(params.added_rtt_ms)
                   + ["pgbench under another protocol"] * len(others)
+                  + (["pgbench at one of the article's zones"] * (2 + len(others))
+                     if params.article_zones else [])
                   + list(drill.DRILL_STEPS) * len(params.drill_protocols))
     return names + ["stopping PostgreSQL, taking DRBD and netem down; writing the run"]
 
@@ -151,16 +162,6 @@ def sweep_steps(params: Parameters, added: float) -> list[str]:
     return (["a round trip: ping and one TCP stream"]
             + ["fio: 4 KiB writes"] * len(params.protocols)
             + ["fio: the article's throughput jobs"] * len(throughput))
-
-
-def databases(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progress,
-              largest: float) -> None:
-    """PostgreSQL on the mirror: pgbench at every point, then the failover drills."""
-    set_added_rtt(pair, 0.0)  # the set-up is no measurement: no added delay to wait through
-    mount_point = start_postgres(pair.primary, pair.device, "drbd", rec, progress)
-    pgbench_runs(params, pair, rec, progress, mount_point, largest)
-    for protocol in params.drill_protocols:
-        drill.failover(params, pair, rec, progress, mount_point, protocol, largest)
 
 
 def run_fio(ws: LabWorkspace, rec: RunRecorder, jobs: list[fio.FioJob], device: str,
@@ -180,14 +181,16 @@ def run_fio(ws: LabWorkspace, rec: RunRecorder, jobs: list[fio.FioJob], device: 
 def fio_write_latency(params: Parameters, ws: LabWorkspace, rec: RunRecorder, device: str,
                       config: str, *, protocol: str, added_rtt_ms: float,
                       rtt_ms: float | None) -> None:
-    """4 KiB random writes at queue depth 1, O_DIRECT, and the same with fdatasync."""
+    """4 KiB random writes at queue depth 1, O_DIRECT, and the same with fdatasync: with
+    psync, a write() and then an fdatasync() in sequence, as a commit does."""
     for variant in VARIANTS:
         options: dict[str, str | int] = {"ramp_time": FIO_WARMUP_S}
         if variant == "fdatasync":
             options["fdatasync"] = 1
         job = fio.FioJob(name=f"{config}-{variant}", filename=device, rw="randwrite", bs="4k",
                          iodepth=1, size=f"{FIO_REGION_MIB}M", runtime_s=params.fio_s,
-                         seed=params.seed, options=options)
+                         seed=params.seed, options=options,
+                         ioengine="psync" if variant == "fdatasync" else "libaio")
         document = run_fio(ws, rec, [job], device, f"{config}-{variant}",
                            timeout_s=params.fio_s + 300)
         row = next(r for r in fio.fio_rows(document) if r["op"] == "write")
@@ -235,7 +238,9 @@ def fio_article_throughput(params: Parameters, ws: LabWorkspace, rec: RunRecorde
 # --- the steps ---------------------------------------------------------------------------------
 
 def measure_baselines(params: Parameters, pair: Pair, rec: RunRecorder,
-                      progress: Progress) -> None:
+                      progress: Progress) -> float:
+    """fio on each side's own disk, pgbench on the primary's (the whole lab), both disks
+    zeroed. Returns that pgbench's TPS (0 without it)."""
     for ws in pair.both:
         disk = pair.disk(ws)
         progress.step("baseline: fio on a side's own disk", f"{ws.host.name}'s {disk}")
@@ -243,8 +248,9 @@ def measure_baselines(params: Parameters, pair: Pair, rec: RunRecorder,
                           added_rtt_ms=0.0, rtt_ms=None)
         fio_article_throughput(params, ws, rec, disk, f"local-{ws.host.name}",
                                protocol="none", added_rtt_ms=0.0, rtt_ms=None)
+    local_tps = 0.0
     if params.part == "all":
-        pgbench_on_the_bare_disk(params, pair, rec, progress)
+        local_tps = pgbench_on_the_bare_disk(params, pair, rec, progress)
     progress.step("zeroing both disks", "whole, so that they hold the same bytes")
     for ws in pair.both:
         disk = pair.disk(ws)
@@ -255,19 +261,7 @@ def measure_baselines(params: Parameters, pair: Pair, rec: RunRecorder,
         # fio's region: an earlier run on the same VMs may have left anything anywhere.
         ws.run_guarded(["dd", "if=/dev/zero", f"of={disk}", "bs=1M", f"count={size_mib}",
                         "oflag=direct", "status=none"], [disk], timeout_s=1800)
-
-
-def pgbench_on_the_bare_disk(params: Parameters, pair: Pair, rec: RunRecorder,
-                             progress: Progress) -> None:
-    """pgbench on the primary's own disk: the article's "local disk", no DRBD anywhere."""
-    ws, disk = pair.primary, pair.disk(pair.primary)
-    mount_point = start_postgres(ws, disk, "local", rec, progress)
-    progress.step("baseline: pgbench on the primary's own disk", f"{ws.host.name}, "
-                                                                    f"{params.pgbench_s} s")
-    pgbench_once(params, pair, rec, mount_point, "local", protocol="none", added_rtt_ms=0.0,
-                 rtt_ms=None)
-    ws.remove("server", f"{mount_point}/pg")
-    ws.remove("mount", mount_point)
+    return local_tps
 
 
 def bring_up(pair: Pair, resource: drbd.DrbdResource, major: int, rec: RunRecorder,
@@ -321,111 +315,3 @@ def sweep(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progress) 
     # Back to the resource file's protocol while connected: a node that reconnects with
     # another protocol than its peer's is refused ("incompatible protocol settings").
     drbdadm(pair.primary, pair, drbd.net_options_command(name, protocol="C"))
-
-
-def reconnect_and_resync(pair: Pair, rec: RunRecorder, config: str) -> None:
-    """Connect the disconnected primary again; record what the resync moved and how long it
-    took (the bitmap's out-of-sync count read just before connecting)."""
-    out_of_sync_kib = drbd_state(pair.primary).out_of_sync_kib
-    started = time.monotonic()
-    drbdadm(pair.primary, pair, drbd.connect_command(pair.resource.name))
-    wait_for(pair.primary, in_sync, "UpToDate on both sides", timeout_s=900, refused=True)
-    seconds = time.monotonic() - started
-    rec.add_result(config=config, workload="resync", metric="resync_bytes",
-                   value=out_of_sync_kib * 1024, unit="bytes")
-    rec.add_result(config=config, workload="resync", metric="resync_s", value=seconds, unit="s")
-
-
-def start_postgres(ws: LabWorkspace, device: str, name: str, rec: RunRecorder,
-                   progress: Progress) -> str:
-    """ext4 on `device`, a PostgreSQL cluster on it, pgbench's tables; returns the mount point
-    (the cluster's data directory is POINT/pg)."""
-    progress.step("PostgreSQL on ext4", f"on {device}, with pgbench's tables "
-                                        f"(scale {PGBENCH_SCALE})")
-    ws.make_filesystem(device, "ext4", label=f"{name}lab")
-    mount_point = ws.mount(device, name)
-    data = f"{mount_point}/pg"
-    ws.host.sudo(POSTGRES.init_command(data), timeout_s=900)
-    ws.start_server(data, POSTGRES.start_command(data, "synchronous_commit", "on"),
-                    stop=POSTGRES.stop_command(data), pid_file=POSTGRES.pid_file(data))
-    version = ws.host.sudo(POSTGRES.sql_command(data, "SHOW server_version"), timeout_s=120)
-    rec.add_tool_version("postgres", version.stdout.strip())
-    init = pgbench.init_command(PGBENCH_SCALE, PGBENCH_CLIENTS, extra=["-h", data])
-    ws.host.sudo(f"runuser -u postgres -- {shlex.join(init)}", timeout_s=1800)
-    return mount_point
-
-
-def pgbench_once(params: Parameters, pair: Pair, rec: RunRecorder, mount_point: str, config: str,
-                 *, protocol: str, added_rtt_ms: float, rtt_ms: float | None) -> float:
-    data = f"{mount_point}/pg"
-    command = pgbench.run_command(PGBENCH_CLIENTS, 2, params.pgbench_s, progress_s=1,
-                                  extra=["-h", data])
-    # DRBD's counters exist once the resource does (not for the bare disk's baseline).
-    on_drbd = config != "local"
-    # Each run starts clean: what the one before (or pgbench's set-up) left dirty is written
-    # out first, not during this run's seconds.
-    pair.primary.host.sudo(f"{POSTGRES.sql_command(data, 'CHECKPOINT')} >/dev/null && sync",
-                           timeout_s=600)
-    before = drbd_state(pair.primary) if on_drbd else None
-    cpu_before = {ws.host.name: cpu_s(pair, ws) for ws in pair.both}
-    started = time.monotonic()
-    text = pair.primary.host.sudo(f"runuser -u postgres -- {shlex.join(command)} 2>&1",
-                                  timeout_s=params.pgbench_s + 600).stdout
-    wall_s = time.monotonic() - started
-    cpu = {ws.host.name: cpu_s(pair, ws) - cpu_before[ws.host.name] for ws in pair.both}
-    after = drbd_state(pair.primary) if on_drbd else None
-    rec.add_raw(f"pgbench/{config}.txt", text)
-    summary = pgbench.parse_summary(text, source=f"pgbench {config}")
-    dims = {"protocol": protocol, "added_rtt_ms": added_rtt_ms,
-            "rtt_ms": rtt_ms if rtt_ms is not None else float("nan")}
-    rec.add_result(config=config, workload="pgbench", metric="tps", value=summary.tps,
-                   unit="tps", **dims)
-    rec.add_result(config=config, workload="pgbench", metric="latency_avg_ms",
-                   value=summary.latency_avg_ms, unit="ms", **dims)
-    if before is not None and after is not None:
-        # What the run wrote to the local disk and sent to the peer (DRBD's own counters):
-        # the bytes behind each transaction, commits and the data pages written back alike.
-        rec.add_result(config=config, workload="pgbench", metric="disk_write_bytes",
-                       value=(after.disk_write_kib - before.disk_write_kib) * 1024,
-                       unit="bytes", **dims)
-        rec.add_result(config=config, workload="pgbench", metric="sent_bytes",
-                       value=(after.sent_kib - before.sent_kib) * 1024, unit="bytes", **dims)
-    rec.add_result(config=config, workload="pgbench", metric="transactions",
-                   value=summary.transactions, unit="count", **dims)
-    # The CPU seconds each side used during the run (pgbench's own start and end included):
-    # two lab VMs share this machine's processors, and their QEMUs' times say who had them.
-    for role, ws in (("primary", pair.primary), ("peer", pair.peer)):
-        rec.add_result(config=config, workload="pgbench", metric=f"{role}_cpu_s",
-                       value=cpu[ws.host.name], unit="s", **dims)
-    rec.add_result(config=config, workload="pgbench", metric="wall_s", value=wall_s, unit="s",
-                   **dims)
-    return summary.tps
-
-
-def pgbench_runs(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progress,
-                 mount_point: str, largest: float) -> None:
-    name = pair.resource.name
-    set_added_rtt(pair, 0.0)
-    progress.step("pgbench on DRBD, the peer disconnected", f"{params.pgbench_s} s")
-    drbdadm(pair.primary, pair, drbd.disconnect_command(name))
-    pgbench_once(params, pair, rec, mount_point, "drbd-disconnected", protocol="none",
-                 added_rtt_ms=0.0, rtt_ms=None)
-    reconnect_and_resync(pair, rec, "resync-after-pgbench")
-    drbdadm(pair.primary, pair, drbd.net_options_command(name, protocol="C"))
-    for added in params.added_rtt_ms:
-        set_added_rtt(pair, added)
-        rtt = record_rtt(pair, rec, f"pgbench-added-{added:g}", added)
-        progress.step("pgbench under C", f"round trip +{added:g} ms (measured {rtt:.1f} ms)")
-        pgbench_once(params, pair, rec, mount_point, f"drbd-C-added-{added:g}", protocol="C",
-                     added_rtt_ms=added, rtt_ms=rtt)
-    others = [p for p in params.protocols if p != "C"]
-    if others:
-        set_added_rtt(pair, largest)
-        rtt = record_rtt(pair, rec, f"pgbench-others-added-{largest:g}", largest)
-        for protocol in others:
-            progress.step("pgbench under another protocol", f"{protocol}, round trip "
-                                                            f"+{largest:g} ms")
-            drbdadm(pair.primary, pair, drbd.net_options_command(name, protocol=protocol))
-            pgbench_once(params, pair, rec, mount_point, f"drbd-{protocol}-added-{largest:g}",
-                         protocol=protocol, added_rtt_ms=largest, rtt_ms=rtt)
-        drbdadm(pair.primary, pair, drbd.net_options_command(name, protocol="C"))

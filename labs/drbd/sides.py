@@ -72,7 +72,7 @@ def check_ssh_pair(params: Parameters, host: Host) -> tuple[Side, Side]:
             raise UsageError(f"inventory: hosts.{side.name}.link_address is {address!r}, not "
                              "an IPv4 address (where the other host reaches it)") from None
     for side in (host, peer):
-        _check_ssh_host(side)
+        _check_ssh_host(side, flush_delay=params.flush_delay_ms > 0)
     interfaces = []
     for side, own, other in ((host, addresses[0], addresses[1]),
                              (peer, addresses[1], addresses[0])):
@@ -81,14 +81,19 @@ def check_ssh_pair(params: Parameters, host: Host) -> tuple[Side, Side]:
             Side(peer, addresses[1], interfaces[1], None))
 
 
-def _check_ssh_host(side: Host) -> None:
-    """The tools and kernel modules, DRBD 8.4 with no resource of ours yet, room for the
-    loop file."""
-    missing = side.missing_commands(NEEDED + SSH_NEEDED, POSTGRES_CHECK + MODULES_CHECK)
+def _check_ssh_host(side: Host, *, flush_delay: bool) -> None:
+    """The tools and kernel modules (dm-delay too for a flush delay), DRBD 8.4 with no
+    resource of ours yet, room for the loop file."""
+    needed, modules = NEEDED + SSH_NEEDED, MODULES_CHECK
+    if flush_delay:
+        needed += ("dmsetup",)
+        modules += "; modprobe -n dm_delay >/dev/null 2>&1 || echo kernel-module-dm_delay"
+    missing = side.missing_commands(needed, POSTGRES_CHECK + modules)
     if missing:
         raise UsageError(f"host {side.name} lacks {', '.join(missing)}: install drbd-utils, "
                          "fio, postgresql, iproute2, iputils-ping and python3 there "
-                         "(README, \"The DRBD lab on two machines\")")
+                         "(and dmsetup for --flush-delay-ms; README, \"The DRBD lab on two "
+                         "machines\")")
     proc = side.sudo("modprobe drbd && cat /proc/drbd", timeout_s=120).stdout
     if drbd_major_version(proc, source=f"{side.name}: /proc/drbd") != 8:
         raise UsageError(f"host {side.name} runs DRBD {proc.split()[1]}: the lab writes "
