@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import shlex
 import time
+from collections.abc import Callable
 
 from labs.drbd import article, drill, model
 from labs.drbd.pair import (
@@ -161,14 +162,27 @@ def pgbench_runs(params: Parameters, pair: Pair, rec: RunRecorder, progress: Pro
     if others:
         set_added_rtt(pair, largest)
         rtt = record_rtt(pair, rec, f"pgbench-others-added-{largest:g}", largest)
-        for protocol in others:
-            progress.step("pgbench under another protocol", f"{protocol}, round trip "
-                                                            f"+{largest:g} ms")
-            drbdadm(pair.primary, pair, drbd.net_options_command(name, protocol=protocol))
-            pgbench_once(params, pair, rec, mount_point, f"drbd-{protocol}-added-{largest:g}",
-                         protocol=protocol, added_rtt_ms=largest, rtt_ms=rtt)
-        drbdadm(pair.primary, pair, drbd.net_options_command(name, protocol="C"))
+        pgbench_under_each(params, pair, rec, progress, mount_point, others,
+                           step="pgbench under another protocol",
+                           detail=lambda p: f"{p}, round trip +{largest:g} ms",
+                           config=lambda p: f"drbd-{p}-added-{largest:g}",
+                           added_rtt_ms=largest, rtt_ms=rtt)
     return under_c
+
+
+def pgbench_under_each(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progress,
+                       mount_point: str, protocols: list[str], *, step: str,
+                       detail: Callable[[str], str], config: Callable[[str], str],
+                       added_rtt_ms: float, rtt_ms: float) -> None:
+    """pgbench under each protocol in turn at one round trip, then back to C (the resource
+    file's). `detail` and `config` name each protocol's step and results."""
+    name = pair.resource.name
+    for protocol in protocols:
+        progress.step(step, detail(protocol))
+        drbdadm(pair.primary, pair, drbd.net_options_command(name, protocol=protocol))
+        pgbench_once(params, pair, rec, mount_point, config(protocol), protocol=protocol,
+                     added_rtt_ms=added_rtt_ms, rtt_ms=rtt_ms)
+    drbdadm(pair.primary, pair, drbd.net_options_command(name, protocol="C"))
 
 
 def zone_runs(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progress,
@@ -176,7 +190,6 @@ def zone_runs(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progre
     """pgbench at the article's two zones on this run's time scale: under C in each, under
     the other protocols across zones. `at_the_link`: C's TPS and round trip (ms) with
     nothing added, where the commit's cost per round trip is measured from."""
-    name = pair.resource.name
     link_tps, link_rtt_ms = at_the_link
     plan = zone_plan(local_tps, link_tps, link_rtt_ms)
     for zone, target_rtt_ms in plan.items():
@@ -184,19 +197,18 @@ def zone_runs(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progre
         set_added_rtt(pair, added)
         rtt = record_rtt(pair, rec, f"zone-{zone}", added)
         slug = zone.replace(" ", "-")
-        for metric, value, unit in zone_results(plan, zone, local_tps, link_tps, link_rtt_ms,
-                                                rtt):
+        for metric, value, unit in zone_measures(plan, zone, local_tps, link_tps, link_rtt_ms,
+                                                 rtt):
             rec.add_result(config=f"zone-{slug}", workload="zones", metric=metric,
                            value=value, unit=unit, added_rtt_ms=added, rtt_ms=rtt)
         protocols = ["C"] + ([p for p in params.protocols if p != "C"]
                              if zone == ZONES[-1] else [])
-        for protocol in protocols:
-            progress.step("pgbench at one of the article's zones", f"{zone}, {protocol}, round "
-                          f"trip {rtt:.1f} ms (the model's {target_rtt_ms:.1f} ms)")
-            drbdadm(pair.primary, pair, drbd.net_options_command(name, protocol=protocol))
-            pgbench_once(params, pair, rec, mount_point, f"zone-{slug}-{protocol}",
-                         protocol=protocol, added_rtt_ms=added, rtt_ms=rtt)
-        drbdadm(pair.primary, pair, drbd.net_options_command(name, protocol="C"))
+        pgbench_under_each(
+            params, pair, rec, progress, mount_point, protocols,
+            step="pgbench at one of the article's zones",
+            detail=lambda p, z=zone, r=rtt, t=target_rtt_ms: (
+                f"{z}, {p}, round trip {r:.1f} ms (the model's {t:.1f} ms)"),
+            config=lambda p, s=slug: f"zone-{s}-{p}", added_rtt_ms=added, rtt_ms=rtt)
 
 
 def zone_plan(local_tps: float, link_tps: float, link_rtt_ms: float) -> dict[str, float]:
@@ -212,7 +224,7 @@ def zone_plan(local_tps: float, link_tps: float, link_rtt_ms: float) -> dict[str
         for zone in ZONES}
 
 
-def zone_results(plan: dict[str, float], zone: str, local_tps: float, link_tps: float,
+def zone_measures(plan: dict[str, float], zone: str, local_tps: float, link_tps: float,
                  link_rtt_ms: float, rtt_ms: float) -> list[tuple[str, float, str]]:
     """What the run records for one zone: the time scale, the round trip the model asked for
     and the one measured, the article's ratio and the model's at the measured round trip."""
