@@ -269,7 +269,8 @@ class LabWorkspace:
         reboot (a lab VM's power cut) took it away; nothing if it is there."""
         entry = next((e for e in self.journal.live_entries()
                       if e.kind == "dm" and e.id == name), None)
-        if entry is None or "table" not in entry.details:
+        # The table and the devices it names, checked by the guard again below.
+        if entry is None or not {"table", "lower"} <= entry.details.keys():
             raise LabError(f"{self.host.name}: no device-mapper device {name} of this run's "
                            "to make again")
         path = f"/dev/mapper/{name}"
@@ -277,7 +278,8 @@ class LabWorkspace:
             return path
         for device in entry.details["lower"]:
             self.check_device(device)
-        load = "".join(f"modprobe {shlex.quote(m)} && " for m in entry.details["modules"])
+        load = "".join(f"modprobe {shlex.quote(m)} && "
+                       for m in entry.details.get("modules", ()))
         # Safe: the same table over the same devices, which passed the guard again above.
         self._sudo(f"{load}dmsetup create {shlex.quote(name)} --table "
                    f"{shlex.quote(entry.details['table'])} && udevadm settle", timeout_s=300)
