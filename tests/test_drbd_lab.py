@@ -297,6 +297,8 @@ def test_a_run_killed_mid_sweep_is_cleaned_up_by_clean(ci_run, lab_vms, figures)
     (["--jitter-ms", "4", "--added-rtt-ms", "0,6"], "--jitter-ms 4"),
     (["--loss-pct", "50"], "--loss-pct"),
     (["--article-zones", "--added-rtt-ms", "2,5"], "--article-zones"),
+    (["--article-zones", "--pgbench-scale", "10"], "--article-zones"),
+    (["--pgbench-scale", "5"], "--pgbench-scale 5"),
     (["--flush-delay-ms", "2000"], "--flush-delay-ms"),
 ])
 def test_bad_input_is_one_line_and_makes_nothing(args, words):

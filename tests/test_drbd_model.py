@@ -7,6 +7,8 @@ import itertools
 import pytest
 
 from labs.drbd import model as drbd
+from labs.drbd.article import article_ratios, sample_ms_per_transaction
+from labs.drbd.databases import ZONES, zone_measures, zone_plan
 from labs.errors import UsageError
 
 GRID = [0.0, 0.1, 0.5, 1.0, 3.0, 8.0]
@@ -113,6 +115,24 @@ def test_a_ratio_survives_the_time_scale_and_the_zone_round_trip_meets_it():
                                    measured_rtt_ms=2) == 2
     assert drbd.tps_ratio(cpu_ms=18, local_commit_ms=0, mirrored_commit_ms=added) == \
         pytest.approx(0.6)
+
+
+@pytest.mark.parametrize("local_tps, link_tps, link_rtt_ms", [
+    (59.4, 41.4, 1.8), (150, 60, 0.5), (20, 19, 2.0), (300, 100, 0.2)])
+def test_the_zone_plan_puts_the_models_fraction_on_the_articles(local_tps, link_tps,
+                                                                 link_rtt_ms):
+    plan = zone_plan(local_tps, link_tps, link_rtt_ms)
+    assert list(plan) == list(ZONES) and plan["one zone"] <= plan["two zones"]
+    for zone, rtt_ms in plan.items():
+        measures = dict((m, v) for m, v, _ in zone_measures(
+            plan, zone, local_tps, link_tps, link_rtt_ms, rtt_ms))
+        assert measures["time_scale"] == pytest.approx(
+            1000 / local_tps / sample_ms_per_transaction())
+        assert rtt_ms >= link_rtt_ms
+        if rtt_ms > link_rtt_ms:  # not held at the link's own: the model meets the article
+            assert measures["model_ratio"] == pytest.approx(article_ratios()[zone])
+        else:  # the link alone already costs more: the model keeps less than the article
+            assert measures["model_ratio"] <= article_ratios()[zone]
 
 
 def test_writes_in_flight_is_littles_law():

@@ -68,8 +68,6 @@ def pgbench_on_the_bare_disk(params: Parameters, pair: Pair, rec: RunRecorder,
     return tps
 
 
-
-
 def start_postgres(ws: LabWorkspace, device: str, name: str, rec: RunRecorder,
                    progress: Progress, scale: int) -> str:
     """ext4 on `device`, a PostgreSQL cluster on it, pgbench's tables; returns the mount point
@@ -189,14 +187,18 @@ def zone_runs(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progre
               mount_point: str, local_tps: float, at_the_link: tuple[float, float]) -> None:
     """pgbench at the article's two zones on this run's time scale: under C in each, under
     the other protocols across zones. `at_the_link`: C's TPS and round trip (ms) with
-    nothing added, where the commit's cost per round trip is measured from."""
+    nothing added, where the commit's cost per round trip is measured from. Meant for
+    --pgbench-scale 1 (Parameters.check refuses the zones otherwise): only commits that go
+    one at a time add their whole wait to every transaction."""
     link_tps, link_rtt_ms = at_the_link
     plan = zone_plan(local_tps, link_tps, link_rtt_ms)
     for zone, target_rtt_ms in plan.items():
         added = round(max(0.0, target_rtt_ms - link_rtt_ms), 1)
+        if 0 < added < 2 * params.jitter_ms:
+            added = 2 * params.jitter_ms  # each side's delay at least its jitter, as checked
         set_added_rtt(pair, added)
-        rtt = record_rtt(pair, rec, f"zone-{zone}", added)
         slug = zone.replace(" ", "-")
+        rtt = record_rtt(pair, rec, f"zone-{slug}", added)
         for metric, value, unit in zone_measures(plan, zone, local_tps, link_tps, link_rtt_ms,
                                                  rtt):
             rec.add_result(config=f"zone-{slug}", workload="zones", metric=metric,
@@ -212,7 +214,10 @@ def zone_runs(params: Parameters, pair: Pair, rec: RunRecorder, progress: Progre
 
 
 def zone_plan(local_tps: float, link_tps: float, link_rtt_ms: float) -> dict[str, float]:
-    """The round trip (ms) of each of the article's zones on this run's time scale."""
+    """The round trip (ms) of each of the article's zones on this run's time scale: where a
+    commit adds k times what the article's mirror added to a transaction. k times the
+    article's time per transaction is the lab's own, so the target is the time that keeps
+    the article's fraction of the lab's own rate; k is what it says about distances."""
     article_ms = article.sample_ms_per_transaction()
     scale = model.time_scale(lab_ms_per_transaction=1000 / local_tps,
                              article_ms_per_transaction=article_ms)
@@ -225,7 +230,7 @@ def zone_plan(local_tps: float, link_tps: float, link_rtt_ms: float) -> dict[str
 
 
 def zone_measures(plan: dict[str, float], zone: str, local_tps: float, link_tps: float,
-                 link_rtt_ms: float, rtt_ms: float) -> list[tuple[str, float, str]]:
+                  link_rtt_ms: float, rtt_ms: float) -> list[tuple[str, float, str]]:
     """What the run records for one zone: the time scale, the round trip the model asked for
     and the one measured, the article's ratio and the model's at the measured round trip."""
     local_ms, link_added_ms = 1000 / local_tps, 1000 / link_tps - 1000 / local_tps

@@ -82,7 +82,7 @@ class Parameters(LabParameters):
     article_zones: bool = option(False, "also run pgbench at the article's two zones on this "
                                  "run's time scale: under C within one zone and across two, "
                                  "and under the other protocols across two (with --part "
-                                 "all; needs 0 among --added-rtt-ms)")
+                                 "all; needs --pgbench-scale 1 and 0 among --added-rtt-ms)")
     seed: int = option(9, "seed of fio's random offsets", minimum=1, maximum=2**31 - 1)
     part: str = option("all", "which part of the lab to run: all, or sweep (the disks alone, "
                               "the link and fio on DRBD at every round trip; no pgbench and "
@@ -107,8 +107,14 @@ class Parameters(LabParameters):
             raise UsageError("--protocols: give at least one of A, B, C")
         if not self.added_rtt_ms:
             raise UsageError("--added-rtt-ms: give at least one round trip, e.g. 0,5")
-        if self.article_zones and self.part == "all" and 0.0 not in self.added_rtt_ms:
-            raise UsageError("--article-zones: needs 0 among --added-rtt-ms (the zones start "
+        if 1 < self.pgbench_scale < PGBENCH_CLIENTS:
+            raise UsageError(f"--pgbench-scale {self.pgbench_scale}: use 1 (every client on "
+                             f"one branch row, the article's) or at least {PGBENCH_CLIENTS} "
+                             "(a row per client)")
+        if self.article_zones and self.part == "all" and (
+                0.0 not in self.added_rtt_ms or self.pgbench_scale != 1):
+            raise UsageError("--article-zones: needs --pgbench-scale 1 (commits one at a time, "
+                             "as in the article) and 0 among --added-rtt-ms (the zones start "
                              "from pgbench at the link's own round trip)")
         delayed = [a for a in self.added_rtt_ms if a > 0]
         if self.jitter_ms and delayed and self.jitter_ms > min(delayed) / 2:

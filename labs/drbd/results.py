@@ -232,6 +232,8 @@ def zone_results(run: RecordedRun) -> pd.DataFrame:
     table = runs[["zone", "protocol", "tps"]].merge(
         zones.rename(columns={"config": "zone"}).drop(columns="workload"), on="zone")
     table["ratio"] = table["tps"] / local_tps
+    # The model's fraction is C's (one round trip per commit); A and B wait for none.
+    table.loc[table["protocol"] != "C", "model_ratio"] = float("nan")
     return table
 
 

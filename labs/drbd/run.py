@@ -25,7 +25,9 @@ the bare disk, none on DRBD, no drill.
 flush wait N ms (reads and writes pass at once); everything above uses those devices, and
 the drill makes the rebooted primary's again before DRBD comes back up there. With
 `--pgbench-scale 1` (the source article's), the clients all update one branch row, so
-their commits go one at a time and each commit's wait adds to every transaction.
+their commits go one at a time and each commit's wait adds to every transaction. With
+`--article-zones` too, step 3 ends with pgbench at the article's two zones, whose round
+trips the run sets on its own time scale (labs/drbd/databases.py).
 
 Everything is made through a workspace per VM, journaled first: `python -m labs clean`
 removes what a killed run leaves (the resource, netem, mounts, the server).
@@ -132,9 +134,10 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
 
 
 def steps(params: Parameters) -> list[str]:
-    """The run's steps, in order: the disks alone, the link, DRBD disconnected, each round
-    trip with its measurements, then (the whole lab) PostgreSQL on DRBD, pgbench at each
-    round trip and under each other protocol, the drills; the teardown."""
+    """The run's steps, in order: the flushes slowed (--flush-delay-ms), the disks alone, the
+    link, DRBD disconnected, each round trip with its measurements, then (the whole lab)
+    PostgreSQL on DRBD, pgbench at each round trip, under each other protocol and at the
+    article's zones (--article-zones), the drills; the teardown."""
     whole = params.part == "all"
     bare_pgbench = ["PostgreSQL on ext4", "baseline: pgbench on the primary's own disk"]
     names = ((["slowing each disk's flushes"] if params.flush_delay_ms else [])

@@ -276,6 +276,7 @@ class LabWorkspace:
         path = f"/dev/mapper/{name}"
         if self._sudo(["dmsetup", "info", name], timeout_s=60, check=False).ok:
             return path
+        self._allowed.clear()  # the guard asks again: after a reboot, not from memory
         for device in entry.details["lower"]:
             self.check_device(device)
         load = "".join(f"modprobe {shlex.quote(m)} && "
