@@ -239,4 +239,5 @@ def zone_measures(plan: dict[str, float], zone: str, local_tps: float, link_tps:
     added_ms = link_added_ms + max(0.0, rtt_ms - link_rtt_ms)
     return [("time_scale", scale, "ratio"), ("target_rtt_ms", plan[zone], "ms"),
             ("article_ratio", article.article_ratios()[zone], "ratio"),
-            ("model_ratio", local_ms / (local_ms + added_ms), "ratio")]
+            ("model_ratio", model.tps_ratio(cpu_ms=local_ms, local_commit_ms=0,
+                                            mirrored_commit_ms=added_ms), "ratio")]
