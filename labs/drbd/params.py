@@ -27,11 +27,9 @@ class Parameters(LabParameters):
     PROFILES = {
         # The ci profile adds a little jitter and loss, so that CI drives netem with both.
         # It also starts with the delayed point, where a kill test finds both DRBD and netem.
-        # It runs pgbench in the article's regime: scale 1 and slowed flushes.
         "ci": {"protocols": ("A", "C"), "added_rtt_ms": (6.0, 0.0), "jitter_ms": 0.5,
                "loss_pct": 0.1, "link_probe_mib": 32, "fio_s": 2,
-               "throughput_s": 1, "pgbench_s": 5, "drill_s": 4, "drill_protocols": ("C",),
-               "pgbench_scale": 1, "flush_delay_ms": 5, "article_zones": True},
+               "throughput_s": 1, "pgbench_s": 5, "drill_s": 4, "drill_protocols": ("C",)},
         # The quick profile is the part the chapter leads with, within 5 minutes with the
         # pair's start: two round trips (the link's own, and +10 ms, where the delay
         # outweighs everything else in a write). `--quick --part all` adds pgbench and both
@@ -71,15 +69,18 @@ class Parameters(LabParameters):
                                               choices=PROTOCOLS)
     drill_s: int = option(10, "seconds the drill's writer runs before the primary's power "
                               "is cut", minimum=2, maximum=120)
-    pgbench_scale: int = option(10, "pgbench's scale factor: 10 gives each of the 10 clients "
-                                "a branch row of its own; 1 (the article's) makes them all "
-                                "update one row, so their commits go one at a time",
+    # The three below put the lab in the article's regime (its scale 1, and commits that wait
+    # on a disk rather than on an emulated processor); the book's run uses these defaults.
+    pgbench_scale: int = option(1, "pgbench's scale factor: 1 (the article's) makes all 10 "
+                                "clients update one branch row, so their commits go one at a "
+                                "time; 10 or more gives each client a row of its own",
                                 minimum=1, maximum=1000)
-    flush_delay_ms: int = option(0, "ms each disk's flush waits (dm-delay under DRBD on both "
-                                 "sides; reads and writes are not delayed): a commit then "
-                                 "waits on its disk, not on an emulated processor",
+    flush_delay_ms: int = option(5, "ms each disk's flush is asked to wait (dm-delay under "
+                                 "DRBD on both sides; reads and writes are not delayed): a "
+                                 "commit then waits on its disk, not on an emulated processor "
+                                 "(0 on machines whose flushes already cost time)",
                                  minimum=0, maximum=1000)
-    article_zones: bool = option(False, "also run pgbench at the article's two zones on this "
+    article_zones: bool = option(True, "also run pgbench at the article's two zones on this "
                                  "run's time scale: under C within one zone and across two, "
                                  "and under the other protocols across two (with --part "
                                  "all; needs --pgbench-scale 1 and 0 among --added-rtt-ms)")
@@ -115,7 +116,8 @@ class Parameters(LabParameters):
                 0.0 not in self.added_rtt_ms or self.pgbench_scale != 1):
             raise UsageError("--article-zones: needs --pgbench-scale 1 (commits one at a time, "
                              "as in the article) and 0 among --added-rtt-ms (the zones start "
-                             "from pgbench at the link's own round trip)")
+                             "from pgbench at the link's own round trip); or give "
+                             "--no-article-zones")
         delayed = [a for a in self.added_rtt_ms if a > 0]
         if self.jitter_ms and delayed and self.jitter_ms > min(delayed) / 2:
             raise UsageError(f"--jitter-ms {self.jitter_ms:g}: at most each side's delay, half "
