@@ -46,6 +46,45 @@ def test_the_slower_path_sets_the_latency_not_the_sum():
     assert latency("B", 0.5, 9, 1) == 1 and latency("C", 0.5, 9, 1) == 10
 
 
+def test_the_peers_flush_between_writes_adds_to_b_and_c_not_to_a():
+    # One writer at queue depth 1: every write an epoch of its own, closed by the peer's flush.
+    def waits(protocol, flush):
+        return drbd.write_latency_ms(protocol, local_write_ms=0.2, peer_write_ms=0.1,
+                                     rtt_ms=2.0, send_ms=0.3, peer_flush_ms=flush)
+    assert waits("A", 11.0) == waits("A", 0.0) == 0.3
+    # The peer's flush runs while the writer hands over its next write: the slower counts.
+    assert waits("B", 11.0) == pytest.approx(11.0 + 2.0)
+    assert waits("C", 11.0) == pytest.approx(11.0 + 2.0 + 0.1)
+    assert waits("C", 0.1) == waits("C", 0.0) == pytest.approx(0.3 + 2.0 + 0.1)
+    with pytest.raises(UsageError):
+        waits("C", -1.0)
+
+
+def test_an_fdatasync_waits_for_the_local_flush_and_the_next_write_for_the_rest_of_the_peers():
+    assert drbd.flush_latency_ms(local_flush_ms=11.5) == 11.5
+    # The peer flushed while the primary did: only what its flush takes beyond is left.
+    assert drbd.flush_then_write_peer_flush_ms(peer_flush_ms=12.0,
+                                               local_flush_ms=11.5) == pytest.approx(0.5)
+    assert drbd.flush_then_write_peer_flush_ms(peer_flush_ms=3.0, local_flush_ms=11.5) == 0
+    with pytest.raises(UsageError):
+        drbd.flush_latency_ms(local_flush_ms=-1)
+
+
+def test_commits_one_at_a_time_add_one_round_trip_to_every_transaction():
+    # 100 TPS on the disk (10 ms a transaction); 80 TPS at a 2 ms round trip (12.5 ms, so
+    # 2.5 ms added): at a 4 ms round trip, 4.5 ms added.
+    ratio = drbd.serial_commit_ratio(local_tps=100, anchor_tps=80, anchor_rtt_ms=2.0,
+                                     rtt_ms=4.0)
+    assert ratio == pytest.approx(10 / 14.5)
+    assert drbd.serial_commit_ratio(local_tps=100, anchor_tps=80, anchor_rtt_ms=2.0,
+                                    rtt_ms=2.0) == pytest.approx(0.8)
+    # A shorter round trip than the anchor's saves nothing in the model.
+    assert drbd.serial_commit_ratio(local_tps=100, anchor_tps=80, anchor_rtt_ms=2.0,
+                                    rtt_ms=1.0) == pytest.approx(0.8)
+    with pytest.raises(UsageError):
+        drbd.serial_commit_ratio(local_tps=0, anchor_tps=80, anchor_rtt_ms=2.0, rtt_ms=1.0)
+
+
 def test_transfer_time_is_size_over_bandwidth_and_adds_to_b_and_c_only():
     assert drbd.transfer_ms(1024, 1000) == pytest.approx(1.0)   # 1 MiB at 1,000 MiB/s
     assert drbd.transfer_ms(4, 100) == pytest.approx(4 / 1024 / 100 * 1000)
@@ -196,6 +235,18 @@ def test_a_stream_of_large_writes_waits_for_the_link_under_every_protocol():
     assert depth1("C", 4, send=0.1) == pytest.approx(0.1 + 2.0 + 0.5 + 4 / 1024 / 100 * 1000)
     # A fast local disk under A: the link, not the disk; a slow one: the disk.
     assert depth1("A", 1024, local=25.0) == 25.0
+
+
+def test_under_a_a_stream_waits_for_the_peers_pace_once_the_send_buffer_is_full():
+    # Small writes under A: the peer takes one per flush and write, and that sets the pace.
+    slow_peer = drbd.depth1_write_ms("A", block_kib=4, local_write_ms=0.2, peer_write_ms=0.1,
+                                     rtt_ms=2.0, link_mib_s=100.0, send_ms=0.3,
+                                     peer_flush_ms=11.0)
+    assert slow_peer == pytest.approx(11.1)
+    # B and C pay the flush on top of their round trip (and the sending, beside it).
+    c = drbd.depth1_write_ms("C", block_kib=4, local_write_ms=0.2, peer_write_ms=0.1,
+                             rtt_ms=2.0, link_mib_s=100.0, send_ms=0.3, peer_flush_ms=11.0)
+    assert c == pytest.approx(11.0 + 2.0 + 4 / 1024 / 100 * 1000 + 0.1)
 
 
 @pytest.mark.parametrize("block_kib, write_ms", [(-1, 1.0), (4, 0.0), (4, -2.0)])

@@ -1,7 +1,7 @@
 """The source article's published figures (data/reference/drbd-article.csv), read as numbers.
 
 Both sides read them: the explanation page quotes them, and the lab sets the round trips of
-its two "zones" from them on the run's own time scale (labs/drbd/zones.py). Nothing here
+its two "zones" from them on the run's own time scale (labs/drbd/databases.py). Nothing here
 touches a host.
 """
 

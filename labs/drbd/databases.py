@@ -233,11 +233,10 @@ def zone_measures(plan: dict[str, float], zone: str, local_tps: float, link_tps:
                   link_rtt_ms: float, rtt_ms: float) -> list[tuple[str, float, str]]:
     """What the run records for one zone: the time scale, the round trip the model asked for
     and the one measured, the article's ratio and the model's at the measured round trip."""
-    local_ms, link_added_ms = 1000 / local_tps, 1000 / link_tps - 1000 / local_tps
-    scale = model.time_scale(lab_ms_per_transaction=local_ms,
+    scale = model.time_scale(lab_ms_per_transaction=1000 / local_tps,
                              article_ms_per_transaction=article.sample_ms_per_transaction())
-    added_ms = link_added_ms + max(0.0, rtt_ms - link_rtt_ms)
     return [("time_scale", scale, "ratio"), ("target_rtt_ms", plan[zone], "ms"),
             ("article_ratio", article.article_ratios()[zone], "ratio"),
-            ("model_ratio", model.tps_ratio(cpu_ms=local_ms, local_commit_ms=0,
-                                            mirrored_commit_ms=added_ms), "ratio")]
+            ("model_ratio", model.serial_commit_ratio(local_tps=local_tps, anchor_tps=link_tps,
+                                                      anchor_rtt_ms=link_rtt_ms, rtt_ms=rtt_ms),
+             "ratio")]

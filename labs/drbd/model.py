@@ -54,36 +54,67 @@ def transfer_ms(block_kib: float, link_mib_s: float) -> float:
 
 
 def write_latency_ms(protocol: str, *, local_write_ms: float, peer_write_ms: float,
-                     rtt_ms: float, transfer_ms: float = 0.0, send_ms: float = 0.0) -> float:
+                     rtt_ms: float, transfer_ms: float = 0.0, send_ms: float = 0.0,
+                     peer_flush_ms: float = 0.0) -> float:
     """The model's latency of one synchronous write under `protocol`, ms.
 
     `send_ms` is the time to hand a write to the network at all (DRBD's sender and the
     network stack on a busy or emulated CPU): 0 on a fast machine; the lab measures it as
-    protocol A's latency, which waits for nothing else."""
+    protocol A's latency, which waits for nothing else.
+
+    `peer_flush_ms` is a flush of the peer's disk that the write waits for before the peer
+    takes it. DRBD keeps the peer's writes in the primary's order with epochs: writes in
+    flight together form one, and with its default write ordering (`disk-flushes`) the peer
+    flushes its disk at the end of each epoch before its receiver takes the next write. One
+    writer at queue depth 1 makes each write an epoch of its own, so under B and C each
+    write waits for the flush that closed the write before it. The primary announces the
+    epoch's end as soon as that write completes, so the peer's flush runs while the writer
+    hands over its next write: the slower of the two counts. 0 where the flush is over
+    before the write arrives (see flush_then_write_peer_flush_ms)."""
     _non_negative(local_write_ms=local_write_ms, peer_write_ms=peer_write_ms, rtt_ms=rtt_ms,
-                  transfer_ms=transfer_ms, send_ms=send_ms)
+                  transfer_ms=transfer_ms, send_ms=send_ms, peer_flush_ms=peer_flush_ms)
+    handed_over = max(send_ms, peer_flush_ms)
     if protocol == "A":
         return max(local_write_ms, send_ms)
     if protocol == "B":
-        return max(local_write_ms, send_ms + rtt_ms + transfer_ms)
+        return max(local_write_ms, handed_over + rtt_ms + transfer_ms)
     if protocol == "C":
-        return max(local_write_ms, send_ms + rtt_ms + transfer_ms + peer_write_ms)
+        return max(local_write_ms, handed_over + rtt_ms + transfer_ms + peer_write_ms)
     raise UsageError(f"protocol {protocol!r}: use A, B or C")
+
+
+def flush_latency_ms(*, local_flush_ms: float) -> float:
+    """An fdatasync on the DRBD device (8.4), under any protocol, ms: DRBD turns an empty
+    flush into an epoch boundary in its stream to the peer and completes it once the local
+    disk's flush is done. The peer flushes at that boundary on its own time, and the next
+    write waits for that (write_latency_ms's peer_flush_ms)."""
+    _non_negative(local_flush_ms=local_flush_ms)
+    return local_flush_ms
+
+
+def flush_then_write_peer_flush_ms(*, peer_flush_ms: float, local_flush_ms: float) -> float:
+    """How long a write that follows an fdatasync still waits for the peer's flush, ms: the
+    peer started flushing when the write before completed, while the primary flushed its own
+    disk, so only what the peer's flush takes beyond the local one is left."""
+    _non_negative(peer_flush_ms=peer_flush_ms, local_flush_ms=local_flush_ms)
+    return max(0.0, peer_flush_ms - local_flush_ms)
 
 
 def depth1_write_ms(protocol: str, *, block_kib: float, local_write_ms: float,
                     peer_write_ms: float, rtt_ms: float, link_mib_s: float,
-                    send_ms: float = 0.0) -> float:
+                    send_ms: float = 0.0, peer_flush_ms: float = 0.0) -> float:
     """One write's time in a stream of writes at queue depth 1 (a job like `fio --iodepth=1
-    --bs=1m`), ms. Like write_latency_ms, with the write's transfer over the link; and
-    under A the send buffer, full after the first few large writes, drains only as fast as
-    the link: A then waits for the transfer too, though not for the round trip."""
+    --bs=1m`), ms. Like write_latency_ms, with the write's transfer over the link. Under A
+    the send buffer, once full, drains only as fast as the link carries the writes and the
+    peer takes them: A then waits for the transfer too, or for the peer's flush and write
+    (each write an epoch of its own, as in write_latency_ms), though not for the round trip.
+    """
     transfer = transfer_ms(block_kib, link_mib_s)
     if protocol == "A":
-        return max(local_write_ms, send_ms + transfer)
+        return max(local_write_ms, send_ms + transfer, peer_flush_ms + peer_write_ms)
     return write_latency_ms(protocol, local_write_ms=local_write_ms,
                             peer_write_ms=peer_write_ms, rtt_ms=rtt_ms, transfer_ms=transfer,
-                            send_ms=send_ms)
+                            send_ms=send_ms, peer_flush_ms=peer_flush_ms)
 
 
 def depth1_mib_s(block_kib: float, write_ms: float) -> float:
@@ -151,3 +182,18 @@ def zone_round_trip_ms(*, target_added_ms: float, measured_added_ms: float,
     added time grows one for one with the round trip). Never below the measured one."""
     _non_negative(target_added_ms=target_added_ms, measured_rtt_ms=measured_rtt_ms)
     return measured_rtt_ms + max(0.0, target_added_ms - measured_added_ms)
+
+
+def serial_commit_ratio(*, local_tps: float, anchor_tps: float, anchor_rtt_ms: float,
+                        rtt_ms: float) -> float:
+    """TPS on a mirror as a fraction of the local disk's, for commits that go one at a time
+    (pgbench at scale 1: every client updates one row). Each transaction takes 1000 / TPS ms
+    in all; the mirror added 1000 / anchor_tps - 1000 / local_tps at the round trip
+    `anchor_rtt_ms`, and each commit waits one round trip, so every ms of round trip beyond
+    that adds one ms to every transaction."""
+    if min(local_tps, anchor_tps) <= 0:
+        raise UsageError("TPS must be positive")
+    _non_negative(anchor_rtt_ms=anchor_rtt_ms, rtt_ms=rtt_ms)
+    local_ms = 1000 / local_tps
+    added_ms = 1000 / anchor_tps - local_ms + max(0.0, rtt_ms - anchor_rtt_ms)
+    return tps_ratio(cpu_ms=local_ms, local_commit_ms=0, mirrored_commit_ms=max(0.0, added_ms))
