@@ -104,7 +104,7 @@ def ci_run(lab_vms, ssh_pair_env, request):
            f"{f['link_rtt_ms']} ms; 4 KiB write p50 at +{f['top_added']} ms (measured "
            f"{f['top_rtt_ms']} ms): A {f['top_A_p50_ms']}, C "
            f"{f['top_C_p50_ms']} ms (model C {f['top_C_model_ms']}); pgbench C at the link "
-           f"{f['tps_ratio_first_pct']} % of local; drill C lost {f['drill_C_lost']} of "
+           f"{f['sweep_first_pct']} % of local; drill C lost {f['drill_C_lost']} of "
            f"{f['drill_C_acked']}, resync {f['drill_C_resync_s']} s")
     return run
 

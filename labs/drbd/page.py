@@ -15,6 +15,7 @@ from labs.book.provenance import run_summary
 from labs.book.tables import wrapping_table
 from labs.drbd import model
 from labs.drbd.figures import figures  # noqa: F401  (figures: for the page)
+from labs.drbd.findings import findings
 from labs.drbd.params import Parameters
 from labs.drbd.results import (  # noqa: F401  (the page's tables, for its code cells and tests)
     ARTICLE_JOB_LABELS,
@@ -26,6 +27,7 @@ from labs.drbd.results import (  # noqa: F401  (the page's tables, for its code 
     ping_results,
     resync_results,
     sweep_bandwidths,
+    zone_results,
 )
 from labs.records import RecordedRun
 
@@ -33,7 +35,6 @@ PROTOCOL_COLOURS = alt.Scale(domain=["A", "B", "C"], range=["#009E73", "#E69F00"
 # pgbench's runs without a mirror: the bare disk, and DRBD with its peer disconnected. Every
 # share is of the first (of the second in runs made before the lab measured the bare disk).
 BASELINE_LABELS = {"local": "local disk (no DRBD)", "drbd-disconnected": "DRBD, peer disconnected"}
-ARTICLE_RATIOS_PCT = {"one zone": 62.5, "across zones": 26.9}  # data/reference/drbd-article.csv
 
 # --- charts ----------------------------------------------------------------------------------
 
@@ -120,8 +121,8 @@ def article_table(run: RecordedRun):
 
 
 def pgbench_chart(run: RecordedRun) -> alt.LayerChart:
-    """pgbench TPS as a share of the local disk's, by round trip, beside the model and the
-    article's two ratios."""
+    """pgbench TPS as a share of the local disk's, by round trip: C at every round trip
+    beside the model's line, A and B at the largest."""
     table = pgbench_results(run)
     base = table.attrs["base"]
     table = table[table["protocol"].isin(model.PROTOCOLS)]
@@ -142,22 +143,67 @@ def pgbench_chart(run: RecordedRun) -> alt.LayerChart:
         x=x, y=alt.Y("ratio_pct:Q", title=f"TPS, % of {BASELINE_LABELS[base]}",
                      scale=alt.Scale(domain=[0, 110])), color=colour, shape=shape,
         tooltip=tooltip)
-    c_only = table[table["protocol"] == "C"]
+    c_only = table[(table["protocol"] == "C") & table["model_ratio_pct"].notna()]
     predicted = alt.Chart(c_only).mark_line(strokeDash=[5, 3]).encode(
         x=x, y="model_ratio_pct:Q", color=colour, tooltip=tooltip)
-    cpu = alt.Chart(c_only).mark_line(strokeDash=[1, 3], color="#555555").encode(
-        x=x, y="cpu_ratio_pct:Q",
-        tooltip=[alt.Tooltip("cpu_ratio_pct:Q", title="by CPU time %", format=".0f")])
-    article = pd.DataFrame([{"label": f"article, {k}: {v} %", "pct": v}
-                            for k, v in ARTICLE_RATIOS_PCT.items()])
-    rules = alt.Chart(article).mark_rule(color="#999999", strokeDash=[2, 2]).encode(y="pct:Q")
-    labels = alt.Chart(article).mark_text(align="right", dy=-6, color="#666666").encode(
-        y="pct:Q", text="label:N", x=alt.value(455))
-    return alt.layer(rules, labels, predicted, cpu, measured).properties(
+    return alt.layer(predicted, measured).properties(
         width=460, height=300, title={"text": "pgbench, 10 clients, on DRBD",
-                                      "subtitle": ["points: measured; dashed: the waiting "
-                                                   "model (C);", "grey dotted: processor "
-                                                   "time per transaction (C)"]})
+                                      "subtitle": "points: measured; dashed: the model (C)"})
+
+
+ZONE_SOURCES = ("the article", "the model", "measured")
+ZONE_COLOURS = alt.Scale(domain=list(ZONE_SOURCES), range=["#999999", "#D55E00", "#0072B2"])
+
+
+def zone_bars(run: RecordedRun) -> pd.DataFrame:
+    """One row per zone and source (the article, the model, the measurement under C), the
+    fraction of the local disk's TPS in %, for the zones chart."""
+    found = findings(run)
+    rows = []
+    for zone in found.zones:
+        for source, ratio in zip(ZONE_SOURCES, (zone.article_ratio, zone.model_ratio,
+                                                zone.ratio), strict=True):
+            rows.append({"zone": zone.name, "source": source, "pct": 100 * ratio,
+                         "rtt_ms": zone.rtt_ms})
+    return pd.DataFrame(rows)
+
+
+def zones_chart(run: RecordedRun) -> alt.Chart:
+    """The article's two zones: its fraction of the local TPS, the model's and the run's
+    (protocol C), side by side."""
+    bars = zone_bars(run)
+    return alt.Chart(bars).mark_bar().encode(
+        x=alt.X("source:N", title=None, sort=list(ZONE_SOURCES), axis=alt.Axis(labels=False,
+                                                                              ticks=False)),
+        y=alt.Y("pct:Q", title="TPS, % of the local disk's", scale=alt.Scale(domain=[0, 100])),
+        color=alt.Color("source:N", scale=ZONE_COLOURS, title=None,
+                        legend=alt.Legend(orient="bottom")),
+        column=alt.Column("zone:N", title=None, sort=["one zone", "two zones"]),
+        tooltip=["zone:N", "source:N", alt.Tooltip("pct:Q", title="% of local", format=".1f"),
+                 alt.Tooltip("rtt_ms:Q", title="lab round trip (ms)", format=".2f")],
+    ).properties(width=170, height=260, title={
+        "text": "The article's two zones, protocol C",
+        "subtitle": "TPS kept: the article's, the model's and this run's"})
+
+
+def _percent_or_blank(fractions: pd.Series) -> list[str]:
+    return ["" if pd.isna(v) else f"{100 * v:.1f}" for v in fractions]
+
+
+def zones_table(run: RecordedRun):
+    """Each zone and protocol: the round trip asked for and measured, and the fraction of
+    the local disk's TPS kept, beside the article's and the model's (C's only)."""
+    table = zone_results(run).sort_values(["zone", "protocol"], ascending=[True, False])
+    pct = _percent_or_blank
+    return wrapping_table(pd.DataFrame({
+        "zone": table["zone"].str.removeprefix("zone-").str.replace("-", " "),
+        "protocol": table["protocol"],
+        "round trip asked (ms)": table["target_rtt_ms"].map(nt.number),
+        "measured (ms)": table["rtt_ms"].map(nt.number),
+        "TPS kept (%)": pct(table["ratio"]),
+        "the model (%)": pct(table["model_ratio"]),
+        "the article (%)": pct(table["article_ratio"].where(table["protocol"] == "C")),
+    }))
 
 
 def chart(run: RecordedRun) -> alt.LayerChart:
@@ -184,26 +230,23 @@ def drill_table(run: RecordedRun):
 
 
 def pgbench_table(run: RecordedRun):
-    """Each pgbench run: TPS, the waiting model, and where the processors went."""
+    """Each pgbench run: TPS, its share of the bare disk's, the model's, and the processors
+    it kept busy."""
     table = pgbench_results(run)
     tps_base = table.attrs["base"]
     order = {"local": 0, "drbd-disconnected": 1}
     table = table.assign(order=table["config"].map(order).fillna(2)).sort_values(
         ["order", "protocol", "added_rtt_ms"])
     return wrapping_table(pd.DataFrame({
-        "run": [BASELINE_LABELS.get(c, f"{p}, +{a:g} ms") for c, p, a in
-                zip(table["config"], table["protocol"], table["added_rtt_ms"], strict=True)],
+        "run": [BASELINE_LABELS.get(c, f"{p}, +{a:g} ms (RTT {r:.1f})") for c, p, a, r in
+                zip(table["config"], table["protocol"], table["added_rtt_ms"],
+                    table["rtt_ms"], strict=True)],
         "TPS": table["tps"].map("{:,.0f}".format),
         f"% of {BASELINE_LABELS[tps_base]}": table["ratio_pct"].map("{:.0f}".format),
-        "model %": table["model_ratio_pct"].map("{:.0f}".format),
+        "model %": table["model_ratio_pct"].map(lambda v: "" if pd.isna(v) else f"{v:.0f}"),
         "processors busy (vm1 + vm2)": [f"{p:.1f} + {q:.1f}" for p, q in
                                         zip(table["primary_cores"], table["peer_cores"],
                                             strict=True)],
-        "CPU ms per transaction": table["cpu_ms_per_tx"].map("{:.1f}".format),
-        "by CPU time %": table["cpu_ratio_pct"].map("{:.0f}".format),
-        # DRBD counts what it sends; on the bare disk there is nothing to count.
-        "KiB sent per transaction": table["sent_kib_per_tx"].map(
-            lambda kib: "" if pd.isna(kib) else f"{kib:.0f}"),
     }))
 
 
@@ -231,6 +274,14 @@ def headline(run: RecordedRun) -> pd.DataFrame:
         rows.append({"measure": "pgbench TPS, 10 clients", "config": f"C, +{first:g} ms",
                      "value": row.tps, "unit": "tps", "better": "higher",
                      "model": row.model_tps})
+    # The article's two zones on the run's own time scale: fractions, comparable across
+    # machines where the rates are not.
+    zones = zone_results(run)
+    for row in zones[zones["protocol"] == "C"].itertuples() if not zones.empty else ():
+        rows.append({"measure": "pgbench TPS kept, % of the local disk's",
+                     "config": f"C, {row.zone.removeprefix('zone-').replace('-', ' ')}",
+                     "value": 100 * row.ratio, "unit": "percent", "better": "higher",
+                     "model": 100 * row.model_ratio})
     return headline_table(rows)
 
 

@@ -14,9 +14,15 @@ link's bandwidth, measured on its own with one TCP stream: each write must cross
 before the peer can acknowledge it, and under A the send buffer, once full, drains only as
 fast as the link.
 
-A write followed by fdatasync waits twice (the write, then the flush DRBD passes on to the
-peer under B and C), so its model is the write's model plus the flush's, each with the
-round trip. Pure: records and models, never the VMs; labs/drbd/page.py draws the page.
+Under B and C, one writer's plain writes (queue depth 1) each wait for a flush of the peer's
+disk as well: DRBD closes an epoch after every such write, and the peer flushes its disk at
+the end of each epoch before it takes the next write (model.write_latency_ms). That flush is
+fio's fdatasync on the peer's own disk.
+
+A write followed by fdatasync waits for the write (with its round trip) and then for the
+local disk's flush only: DRBD 8.4 turns an empty flush into an epoch boundary for the peer
+and completes it locally. The peer flushes meanwhile, so the next write hardly waits.
+Pure: records and models, never the VMs; labs/drbd/page.py draws the page.
 """
 
 from __future__ import annotations
@@ -62,15 +68,21 @@ def send_ms(table: pd.DataFrame, variant: str, part: str = "write_p50_ms") -> fl
     return float(rows.sort_values("added_rtt_ms").iloc[0][part])
 
 
-def _predict(protocol: str, local: pd.Series, peer: pd.Series, rtt_ms: float,
-             sends: dict[str, float], parts: tuple[str, ...]) -> float:
-    return sum(model.write_latency_ms(protocol, local_write_ms=local[part],
-                                      peer_write_ms=peer[part], rtt_ms=rtt_ms,
-                                      send_ms=sends[part]) for part in parts)
-
-
-def _parts(variant: str) -> tuple[str, ...]:
-    return ("write_p50_ms", "sync_p50_ms") if variant == "fdatasync" else ("write_p50_ms",)
+def _predict(protocol: str, local: pd.Series, peer: pd.Series, rtt_ms: float, send: float,
+             variant: str, peer_flush_ms: float) -> float:
+    """The model's time for one fio measurement on DRBD: a plain write (each write an epoch
+    of its own, so it waits for the peer's flush of the one before), or a write and then
+    its fdatasync (the flush local only; the peer flushed meanwhile)."""
+    if variant == "direct":
+        return model.write_latency_ms(protocol, local_write_ms=local["write_p50_ms"],
+                                      peer_write_ms=peer["write_p50_ms"], rtt_ms=rtt_ms,
+                                      send_ms=send, peer_flush_ms=peer_flush_ms)
+    left = model.flush_then_write_peer_flush_ms(peer_flush_ms=peer_flush_ms,
+                                                local_flush_ms=local["sync_p50_ms"])
+    write_ms = model.write_latency_ms(protocol, local_write_ms=local["write_p50_ms"],
+                                      peer_write_ms=peer["write_p50_ms"], rtt_ms=rtt_ms,
+                                      send_ms=send, peer_flush_ms=left)
+    return write_ms + model.flush_latency_ms(local_flush_ms=local["sync_p50_ms"])
 
 
 def fio_results(run: RecordedRun) -> pd.DataFrame:
@@ -78,8 +90,9 @@ def fio_results(run: RecordedRun) -> pd.DataFrame:
     table = _wide(run, ["fio-4k-direct", "fio-4k-fdatasync"],
                   ["variant", "protocol", "added_rtt_ms", "rtt_ms"])
     peer_host = run.meta["parameters"]["peer"]
-    sends = {variant: {part: send_ms(table, variant, part) for part in _parts(variant)}
-             for variant in ("direct", "fdatasync")}
+    # Handing a request to the network costs the same whether it carries a write or a flush.
+    send = send_ms(table, "direct")
+    peer_flush = local_row(table, f"local-{peer_host}", "fdatasync")["sync_p50_ms"]
     models = []
     for row in table.itertuples():
         if row.protocol not in model.PROTOCOLS:
@@ -87,14 +100,15 @@ def fio_results(run: RecordedRun) -> pd.DataFrame:
             continue
         local = local_row(table, "drbd-disconnected", row.variant)
         peer = local_row(table, f"local-{peer_host}", row.variant)
-        models.append(_predict(row.protocol, local, peer, row.rtt_ms, sends[row.variant],
-                               _parts(row.variant)))
+        models.append(_predict(row.protocol, local, peer, row.rtt_ms, send, row.variant,
+                               peer_flush))
     table["model_ms"] = models
     # The measured figure the model is held to: a direct write's median latency; for a write
     # with fdatasync, the median write plus the median sync.
     table["measured_ms"] = table["write_p50_ms"] + table.get("sync_p50_ms", 0).fillna(0)
     table["error_pct"] = 100 * (table["measured_ms"] / table["model_ms"] - 1)
-    table.attrs["send_ms"] = sends
+    table.attrs["send_ms"] = send
+    table.attrs["peer_flush_ms"] = peer_flush
     return table
 
 
@@ -125,7 +139,8 @@ def article_results(run: RecordedRun) -> pd.DataFrame:
     The model's write times per job come from the same job on the DRBD device with its peer
     disconnected (the local write) and on the peer's own disk; the link's bandwidth from one
     TCP stream measured at the same round trip; the time to hand a write to the network
-    from the 4 KiB sweep. All of them are times per write in a stream (1000 / IOPS)."""
+    from the 4 KiB sweep (A's median). The disks' are times per write in a stream
+    (1000 / IOPS); each write also waits for the peer's flush (one epoch per write)."""
     workloads = [f"article-{job}" for job in ARTICLE_JOB_LABELS]
     table = _wide(run, workloads, ["job", "rw", "block_kib", "protocol", "added_rtt_ms",
                                    "rtt_ms"])
@@ -133,9 +148,12 @@ def article_results(run: RecordedRun) -> pd.DataFrame:
     peer_host = run.meta["parameters"]["peer"]
     cycles = table.set_index(["config", "job"])["cycle_ms"]
     links = sweep_bandwidths(run)
-    # A stream's cost is the mean time per write (1000 / IOPS), not the median: the sending
-    # cost too is read as protocol A's 4 KiB time per write, not its median latency.
-    send = send_ms(fio_results(run), "direct", part="cycle_ms")
+    # A stream's cost is the mean time per write (1000 / IOPS), not the median; but the
+    # sending cost is A's median 4 KiB write: its mean includes waits for a full send buffer,
+    # which the model counts on their own (the peer's pace, the link's).
+    fio = fio_results(run)
+    send = fio.attrs["send_ms"]
+    peer_flush = fio.attrs["peer_flush_ms"]  # each write at queue depth 1 is an epoch
     models = []
     for row in table.itertuples():
         if row.protocol not in model.PROTOCOLS:
@@ -145,7 +163,7 @@ def article_results(run: RecordedRun) -> pd.DataFrame:
             row.protocol, block_kib=row.block_kib,
             local_write_ms=cycles[("drbd-disconnected", row.job)],
             peer_write_ms=cycles[(f"local-{peer_host}", row.job)], rtt_ms=row.rtt_ms,
-            link_mib_s=links[row.added_rtt_ms], send_ms=send)
+            link_mib_s=links[row.added_rtt_ms], send_ms=send, peer_flush_ms=peer_flush)
         models.append(model.depth1_mib_s(row.block_kib, write_ms))
     table["model_mib_s"] = models
     table["link_mib_s"] = table["added_rtt_ms"].map(links)
@@ -154,9 +172,11 @@ def article_results(run: RecordedRun) -> pd.DataFrame:
 
 
 def pgbench_results(run: RecordedRun) -> pd.DataFrame:
-    """TPS per configuration, as a share of the primary's own disk's ("local", no DRBD); the
-    model: each client's work per transaction from the local run, plus the commit's wait in
-    each configuration (DRBD disconnected: fio's commit on DRBD alone; A, B, C: predicted)."""
+    """TPS per configuration, as a share of the primary's own disk's ("local", no DRBD), and
+    the model's. Clients that share one branch row (scale 1) commit one at a time: see
+    _serial_model_tps. Clients with a row each: each client's work per transaction from the
+    local run, plus the commit's wait in each configuration (DRBD disconnected: fio's commit
+    on DRBD alone; A, B, C: predicted)."""
     table = _pgbench_rows(run)
     fio = fio_results(run)
     host, peer_host = run.meta["parameters"]["host"], run.meta["parameters"]["peer"]
@@ -177,26 +197,18 @@ def pgbench_results(run: RecordedRun) -> pd.DataFrame:
                 disconnected["measured_ms"]
         else:
             commit_ms = _predict(row.protocol, disconnected, peer, row.rtt_ms,
-                                 fio.attrs["send_ms"]["fdatasync"], _parts("fdatasync"))
+                                 fio.attrs["send_ms"], "fdatasync", fio.attrs["peer_flush_ms"])
         models.append(model.pgbench_tps(clients=CLIENTS, cpu_ms=cpu_ms, commit_ms=commit_ms))
     table["model_tps"] = models
-    # Where the machine's processors went: each VM's QEMU, in cores (CPU seconds a second)
-    # and in host CPU milliseconds per transaction.
+    if serial_commits(run):
+        table["model_tps"] = _serial_model_tps(table, local["tps"])
+    # Where the machine's processors went: each VM's QEMU, in cores (CPU seconds a second).
     for role in ("primary", "peer"):
         table[f"{role}_cores"] = table[f"{role}_cpu_s"] / table["wall_s"]
-        table[f"{role}_cpu_ms_per_tx"] = 1000 * table[f"{role}_cpu_s"] / table["transactions"]
-    table["both_cores"] = table["primary_cores"] + table["peer_cores"]
-    table["cpu_ms_per_tx"] = table["primary_cpu_ms_per_tx"] + table["peer_cpu_ms_per_tx"]
-    # A second model, for a machine whose processors are the limit: the rate scales with
-    # the processor time each transaction costs (the local run's over this run's).
-    table["cpu_ratio_pct"] = 100 * table.loc[table["config"] == base, "cpu_ms_per_tx"].iloc[0] \
-        / table["cpu_ms_per_tx"]
     # DRBD's counters: none on the bare disk (NaN there).
     for column in ("sent_bytes", "disk_write_bytes"):
         if column not in table:
             table[column] = float("nan")
-    table["sent_kib_per_tx"] = table["sent_bytes"] / 1024 / table["transactions"]
-    table["written_kib_per_tx"] = table["disk_write_bytes"] / 1024 / table["transactions"]
     table["ratio_pct"] = 100 * table["tps"] / local["tps"]
     table["model_ratio_pct"] = 100 * table["model_tps"] / local["tps"]
     table["error_pct"] = 100 * (table["tps"] / table["model_tps"] - 1)
@@ -204,6 +216,26 @@ def pgbench_results(run: RecordedRun) -> pd.DataFrame:
     table.attrs["local_commit_ms"] = local_commit_ms
     table.attrs["base"] = base
     return table
+
+
+def serial_commits(run: RecordedRun) -> bool:
+    """Whether the run's pgbench clients shared one branch row (scale 1, the article's), so
+    that their commits went one at a time. Runs made before the option used scale 10."""
+    return run.meta["parameters"].get("pgbench_scale", CLIENTS) < CLIENTS
+
+
+def _serial_model_tps(table: pd.DataFrame, local_tps: float) -> list[float]:
+    """The model for commits one at a time (model.serial_commit_ratio): C's run at the
+    smallest added round trip is its anchor; each ms of round trip beyond it adds a ms to
+    every transaction. Only C's rows have it: A and B wait for no whole round trip."""
+    under_c = table[table["protocol"] == "C"].sort_values("added_rtt_ms")
+    if under_c.empty:
+        return [float("nan")] * len(table)
+    anchor = under_c.iloc[0]
+    return [local_tps * model.serial_commit_ratio(
+        local_tps=local_tps, anchor_tps=anchor["tps"], anchor_rtt_ms=anchor["rtt_ms"],
+        rtt_ms=row.rtt_ms) if row.protocol == "C" else
+        local_tps if row.config == "local" else float("nan") for row in table.itertuples()]
 
 
 def _pgbench_rows(run: RecordedRun) -> pd.DataFrame:
