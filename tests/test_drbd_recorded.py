@@ -132,6 +132,12 @@ def test_the_zones_were_placed_where_the_model_asked(found):
     # Details: "The round trip asked for and the one measured differ by at most x ms"
     for zone in found.zones:
         assert zone.rtt_ms == pytest.approx(zone.target_rtt_ms, abs=1.0 + 0.05 * zone.rtt_ms)
+    # "So the lab's first zone sits x − y ms beyond the link's round trip: at z ms"
+    for zone in found.zones:
+        target_added = found.time_scale * model.added_commit_ms_for_ratio(
+            zone.article_ratio, local_ms_per_transaction=sample_ms_per_transaction())
+        assert zone.target_rtt_ms == pytest.approx(
+            found.anchor.rtt_ms + target_added - found.anchor_added_ms, abs=0.01)
     # "each ms of round trip beyond that adds a ms to every transaction" is the model the
     # plan and the fraction both use.
     for zone in found.zones:

@@ -107,6 +107,7 @@ def _zone_figures(found: Findings) -> dict[str, str]:
         added_ms = model.added_commit_ms_for_ratio(
             zone.article_ratio, local_ms_per_transaction=article.sample_ms_per_transaction())
         f[f"article_{key}_added_ms"] = nt.number(added_ms)
+        f[f"{key}_target_added_ms"] = nt.number(found.time_scale * added_ms)
         f[f"{key}_target_rtt_ms"] = nt.number(zone.target_rtt_ms)
         f[f"{key}_rtt_ms"] = nt.number(zone.rtt_ms)
         f[f"{key}_article_rtt_ms"] = nt.number(zone.rtt_ms / found.time_scale)
