@@ -212,8 +212,6 @@ def pgbench_results(run: RecordedRun) -> pd.DataFrame:
     table["ratio_pct"] = 100 * table["tps"] / local["tps"]
     table["model_ratio_pct"] = 100 * table["model_tps"] / local["tps"]
     table["error_pct"] = 100 * (table["tps"] / table["model_tps"] - 1)
-    table.attrs["cpu_ms"] = cpu_ms
-    table.attrs["local_commit_ms"] = local_commit_ms
     table.attrs["base"] = base
     return table
 
