@@ -28,14 +28,6 @@ def figures(run: RecordedRun) -> dict[str, str]:
     return f
 
 
-def pct(fraction: float) -> str:
-    return f"{100 * fraction:.0f}"
-
-
-def signed_pct(value: float) -> str:
-    return nt.number(value, 0, signed=True)
-
-
 def _setup_figures(found: Findings) -> dict[str, str]:
     params = found.params
     ratios = article.article_ratios()
@@ -77,7 +69,7 @@ def _wait_figures(found: Findings) -> dict[str, str]:
          "top_C_model_ms": nt.number(at_top["C"].model),
          "top_C_cycle_ms": nt.number(pair_top.measured),
          "top_C_cycle_model_ms": nt.number(pair_top.model),
-         "top_C_cycle_error_pct": signed_pct(pair_top.error_pct),
+         "top_C_cycle_error_pct": nt.number(pair_top.error_pct, 0, signed=True),
          "pairs_max_abs_error_pct": f"{max(abs(p.error_pct) for p in found.pairs):.0f}",
          "disc_direct_iops": nt.count(found.disconnected_iops),
          "disc_direct_iops_below_local": nt.percent(1 - found.disconnected_iops
@@ -85,7 +77,8 @@ def _wait_figures(found: Findings) -> dict[str, str]:
     for protocol in ("B", "C"):
         if found.waits_of(protocol):  # a run may leave a protocol out
             worst = max(found.waits_of(protocol), key=lambda p: abs(p.error_pct))
-            f[f"waits_{protocol.lower()}_worst_error_pct"] = signed_pct(worst.error_pct)
+            f[f"waits_{protocol.lower()}_worst_error_pct"] = nt.number(worst.error_pct, 0,
+                                                                       signed=True)
     for protocol, point in at_top.items():
         f[f"top_{protocol}_p50_ms"] = nt.number(point.measured)
     return f
@@ -111,12 +104,12 @@ def _zone_figures(found: Findings) -> dict[str, str]:
         f[f"{key}_target_rtt_ms"] = nt.number(zone.target_rtt_ms)
         f[f"{key}_rtt_ms"] = nt.number(zone.rtt_ms)
         f[f"{key}_article_rtt_ms"] = nt.number(zone.rtt_ms / found.time_scale)
-        f[f"{key}_pct"] = pct(zone.ratio)
-        f[f"{key}_model_pct"] = pct(zone.model_ratio)
-        f[f"{key}_model_error_pct"] = signed_pct(zone.model_error_pct)
-        f[f"{key}_article_error_pct"] = signed_pct(zone.article_error_pct)
+        f[f"{key}_pct"] = nt.number(100 * zone.ratio, 0)
+        f[f"{key}_model_pct"] = nt.number(100 * zone.model_ratio, 0)
+        f[f"{key}_model_error_pct"] = nt.number(zone.model_error_pct, 0, signed=True)
+        f[f"{key}_article_error_pct"] = nt.number(zone.article_error_pct, 0, signed=True)
     for protocol, ratio in found.others_across.items():
-        f[f"two_zones_{protocol}_pct"] = pct(ratio)
+        f[f"two_zones_{protocol}_pct"] = nt.number(100 * ratio, 0)
     return f
 
 
@@ -124,13 +117,13 @@ def _sweep_figures(found: Findings) -> dict[str, str]:
     """pgbench under C at every round trip of the sweep, and A and B at the largest."""
     tested = [p for p in found.sweep if p is not found.sweep[0]]
     f = {"local_tps": f"{found.local_tps:,.0f}", "disc_tps": f"{found.disconnected_tps:,.0f}",
-         "sweep_first_pct": pct(found.sweep[0].measured),
-         "sweep_top_pct": pct(found.sweep[-1].measured),
-         "sweep_top_model_pct": pct(found.sweep[-1].model)}
+         "sweep_first_pct": nt.number(100 * found.sweep[0].measured, 0),
+         "sweep_top_pct": nt.number(100 * found.sweep[-1].measured, 0),
+         "sweep_top_model_pct": nt.number(100 * found.sweep[-1].model, 0)}
     if tested:
         f["sweep_max_abs_error_pct"] = f"{max(abs(p.error_pct) for p in tested):.0f}"
     for protocol, ratio in found.others_at_top.items():
-        f[f"tps_{protocol}_pct"] = pct(ratio)
+        f[f"tps_{protocol}_pct"] = nt.number(100 * ratio, 0)
     return f
 
 
@@ -167,7 +160,7 @@ def _job_errors(found: Findings) -> dict[str, str]:
     if small_a:
         f["art_A_4k_mib_s"] = nt.number(small_a[0].measured)
         f["art_A_4k_model_mib_s"] = nt.number(small_a[0].model)
-        f["art_A_4k_error_pct"] = signed_pct(small_a[0].error_pct)
+        f["art_A_4k_error_pct"] = nt.number(small_a[0].error_pct, 0, signed=True)
     return f
 
 

@@ -144,10 +144,12 @@ def findings(run: RecordedRun) -> Findings:
     tps = pgbench_results(run)
     local_tps = float(tps.loc[tps["config"] == "local", "tps"].iloc[0])
     under_c = _pgbench_points(tps[tps["protocol"] == "C"])
+    pings = ping_results(run).set_index("config")
+    zones, jobs = zone_results(run), article_results(run)
     return Findings(
         params=params,
-        link_rtt_ms=_link_rtt_ms(run),
-        before_drbd_rtt_ms=float(_pings(run).loc["link", "rtt_p50_ms"]),
+        link_rtt_ms=_link_rtt_ms(pings),
+        before_drbd_rtt_ms=float(pings.loc["link", "rtt_p50_ms"]),
         local_write_ms=float(local_row(fio, f"local-{host}", "direct")["write_p50_ms"]),
         local_flush_ms=float(local_row(fio, f"local-{host}", "fdatasync")["sync_p50_ms"]),
         peer_write_ms=float(local_row(fio, f"local-{peer}", "direct")["write_p50_ms"]),
@@ -168,22 +170,17 @@ def findings(run: RecordedRun) -> Findings:
                        tps[tps["protocol"].isin(["A", "B"])].itertuples()},
         time_scale=model.time_scale(lab_ms_per_transaction=1000 / local_tps,
                                     article_ms_per_transaction=article.sample_ms_per_transaction()),
-        zones=_zones(run), others_across=_others_across(run),
-        jobs=_job_points(run), slowest_job=_slowest_job(run),
-        local_seq1m_mib_s=_local_seq1m_mib_s(run, host),
+        zones=_zones(zones), others_across=_others_across(zones),
+        jobs=_job_points(jobs), slowest_job=_slowest_job(jobs),
+        local_seq1m_mib_s=_local_seq1m_mib_s(jobs, host),
         cores=int(run.meta["host"]["controller"]["cpu_count"]), drills=_drills(run),
         wall_time_s=_wall_time_s(run))
 
 
-def _pings(run: RecordedRun) -> pd.DataFrame:
-    return ping_results(run).set_index("config")
-
-
-def _link_rtt_ms(run: RecordedRun) -> float:
+def _link_rtt_ms(pings: pd.DataFrame) -> float:
     """The link's own round trip: ping's median at the sweep's point with no round trip
     added, measured just before its fio runs (the pings the model uses); the ping before
     DRBD came up where the sweep added a round trip at every point."""
-    pings = _pings(run)
     name = "added-0" if "added-0" in pings.index else "link"
     return float(pings.loc[name, "rtt_p50_ms"])
 
@@ -213,43 +210,44 @@ def _sent_kib_per_tx(tps: pd.DataFrame, anchor: Point) -> float:
     return float(row["sent_bytes"] / 1024 / row["transactions"])
 
 
-def _zones(run: RecordedRun) -> tuple[Zone, ...]:
-    table = zone_results(run)
+def _zones(table: pd.DataFrame) -> tuple[Zone, ...]:
+    """pgbench under C at each zone (results.zone_results: none without --article-zones)."""
     if table.empty:
         return ()
     under_c = table[table["protocol"] == "C"]
-    return tuple(Zone(r.zone.removeprefix("zone-").replace("-", " "), float(r.target_rtt_ms),
+    return tuple(Zone(r.name, float(r.target_rtt_ms),
                       float(r.rtt_ms), float(r.ratio), float(r.article_ratio),
                       float(r.model_ratio)) for r in under_c.itertuples())
 
 
-def _others_across(run: RecordedRun) -> dict[str, float]:
-    table = zone_results(run)
+def _others_across(table: pd.DataFrame) -> dict[str, float]:
     if table.empty:
         return {}
     across = table[(table["zone"] == "zone-two-zones") & (table["protocol"] != "C")]
     return {r.protocol: float(r.ratio) for r in across.itertuples()}
 
 
-def _job_points(run: RecordedRun) -> tuple[Point, ...]:
-    table = article_results(run)
-    table = table[table["model_mib_s"].notna()]
+def _on_the_mirror(jobs: pd.DataFrame) -> pd.DataFrame:
+    """The article's jobs on DRBD with its peer connected: the rows the model predicts."""
+    return jobs[jobs["model_mib_s"].notna()]
+
+
+def _job_points(jobs: pd.DataFrame) -> tuple[Point, ...]:
+    table = _on_the_mirror(jobs)
     return tuple(Point(r.protocol, float(r.added_rtt_ms), float(r.rtt_ms), float(r.mib_s),
                        float(r.model_mib_s), what=r.label) for r in table.itertuples())
 
 
-def _slowest_job(run: RecordedRun) -> tuple[str, float, str, float]:
+def _slowest_job(jobs: pd.DataFrame) -> tuple[str, float, str, float]:
     """The article's job on the mirror whose median write took longest."""
-    table = article_results(run)
-    table = table[table["model_mib_s"].notna()]
+    table = _on_the_mirror(jobs)
     row = table.loc[table["write_p50_ms"].idxmax()]
     return (str(row["protocol"]), float(row["added_rtt_ms"]), str(row["label"]),
             float(row["write_p50_ms"]))
 
 
-def _local_seq1m_mib_s(run: RecordedRun, host: str) -> float:
-    table = article_results(run)
-    rows = table[(table["config"] == f"local-{host}") & (table["job"] == "seq-write-1m")]
+def _local_seq1m_mib_s(jobs: pd.DataFrame, host: str) -> float:
+    rows = jobs[(jobs["config"] == f"local-{host}") & (jobs["job"] == "seq-write-1m")]
     return float(rows["mib_s"].iloc[0])
 
 

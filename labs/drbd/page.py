@@ -15,7 +15,6 @@ from labs.book.provenance import run_summary
 from labs.book.tables import wrapping_table
 from labs.drbd import model
 from labs.drbd.figures import figures  # noqa: F401  (figures: for the page)
-from labs.drbd.findings import findings
 from labs.drbd.params import Parameters
 from labs.drbd.results import (  # noqa: F401  (the page's tables, for its code cells and tests)
     ARTICLE_JOB_LABELS,
@@ -158,9 +157,9 @@ ZONE_COLOURS = alt.Scale(domain=list(ZONE_SOURCES), range=["#999999", "#D55E00",
 def zone_bars(run: RecordedRun) -> pd.DataFrame:
     """One row per zone and source (the article, the model, the measurement under C), the
     fraction of the local disk's TPS in %, for the zones chart."""
-    found = findings(run)
+    table = zone_results(run)
     rows = []
-    for zone in found.zones:
+    for zone in table[table["protocol"] == "C"].itertuples():
         for source, ratio in zip(ZONE_SOURCES, (zone.article_ratio, zone.model_ratio,
                                                 zone.ratio), strict=True):
             rows.append({"zone": zone.name, "source": source, "pct": 100 * ratio,
@@ -196,7 +195,7 @@ def zones_table(run: RecordedRun):
     table = zone_results(run).sort_values(["zone", "protocol"], ascending=[True, False])
     pct = _percent_or_blank
     return wrapping_table(pd.DataFrame({
-        "zone": table["zone"].str.removeprefix("zone-").str.replace("-", " "),
+        "zone": table["name"],
         "protocol": table["protocol"],
         "round trip asked (ms)": table["target_rtt_ms"].map(nt.number),
         "measured (ms)": table["rtt_ms"].map(nt.number),
@@ -279,7 +278,7 @@ def headline(run: RecordedRun) -> pd.DataFrame:
     zones = zone_results(run)
     for row in zones[zones["protocol"] == "C"].itertuples() if not zones.empty else ():
         rows.append({"measure": "pgbench TPS kept, % of the local disk's",
-                     "config": f"C, {row.zone.removeprefix('zone-').replace('-', ' ')}",
+                     "config": f"C, {row.name}",
                      "value": 100 * row.ratio, "unit": "percent", "better": "higher",
                      "model": 100 * row.model_ratio})
     return headline_table(rows)

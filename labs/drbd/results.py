@@ -58,14 +58,14 @@ def local_row(fio: pd.DataFrame, config: str, variant: str) -> pd.Series:
     return rows.iloc[0]
 
 
-def send_ms(table: pd.DataFrame, variant: str, part: str = "write_p50_ms") -> float:
+def send_ms(table: pd.DataFrame, variant: str) -> float:
     """The model's one number fitted from the run: the time to hand a write to the network,
     read as protocol A's median at the smallest added round trip (A waits for nothing else).
     0 when the run measured no protocol A."""
     rows = table[(table["protocol"] == "A") & (table["variant"] == variant)]
     if rows.empty:
         return 0.0
-    return float(rows.sort_values("added_rtt_ms").iloc[0][part])
+    return float(rows.sort_values("added_rtt_ms").iloc[0]["write_p50_ms"])
 
 
 def _predict(protocol: str, local: pd.Series, peer: pd.Series, rtt_ms: float, send: float,
@@ -173,21 +173,40 @@ def article_results(run: RecordedRun) -> pd.DataFrame:
 
 def pgbench_results(run: RecordedRun) -> pd.DataFrame:
     """TPS per configuration, as a share of the primary's own disk's ("local", no DRBD), and
-    the model's. Clients that share one branch row (scale 1) commit one at a time: see
-    _serial_model_tps. Clients with a row each: each client's work per transaction from the
-    local run, plus the commit's wait in each configuration (DRBD disconnected: fio's commit
-    on DRBD alone; A, B, C: predicted)."""
+    the model's: for clients that share one branch row (scale 1) and so commit one at a
+    time, _serial_model_tps; for clients with a row each, _per_client_model_tps."""
     table = _pgbench_rows(run)
-    fio = fio_results(run)
-    host, peer_host = run.meta["parameters"]["host"], run.meta["parameters"]["peer"]
-    disconnected = local_row(fio, "drbd-disconnected", "fdatasync")
     # The base of every share: the bare disk; in runs made before the lab measured it, the
     # mirror with its peer disconnected.
     base = "local" if (table["config"] == "local").any() else "drbd-disconnected"
-    local = table[table["config"] == base].iloc[0]
+    local_tps = table[table["config"] == base]["tps"].iloc[0]
+    table["model_tps"] = (_serial_model_tps(table, local_tps) if serial_commits(run)
+                          else _per_client_model_tps(run, table, base, local_tps))
+    # Where the machine's processors went: each VM's QEMU, in cores (CPU seconds a second).
+    for role in ("primary", "peer"):
+        table[f"{role}_cores"] = table[f"{role}_cpu_s"] / table["wall_s"]
+    # DRBD's counters: none on the bare disk (NaN there).
+    for column in ("sent_bytes", "disk_write_bytes"):
+        if column not in table:
+            table[column] = float("nan")
+    table["ratio_pct"] = 100 * table["tps"] / local_tps
+    table["model_ratio_pct"] = 100 * table["model_tps"] / local_tps
+    table["error_pct"] = 100 * (table["tps"] / table["model_tps"] - 1)
+    table.attrs["base"] = base
+    return table
+
+
+def _per_client_model_tps(run: RecordedRun, table: pd.DataFrame, base: str,
+                          local_tps: float) -> list[float]:
+    """The model for clients with a branch row each: each client's work per transaction
+    from the run on `base`, plus the commit's wait in each configuration (DRBD disconnected:
+    fio's commit on DRBD alone; A, B, C: predicted from fio's write and fdatasync)."""
+    fio = fio_results(run)
+    host, peer_host = run.meta["parameters"]["host"], run.meta["parameters"]["peer"]
+    disconnected = local_row(fio, "drbd-disconnected", "fdatasync")
     local_commit_ms = (local_row(fio, f"local-{host}", "fdatasync") if base == "local"
                        else disconnected)["measured_ms"]
-    cpu_ms = model.cpu_ms_per_transaction(local_tps=local["tps"], clients=CLIENTS,
+    cpu_ms = model.cpu_ms_per_transaction(local_tps=local_tps, clients=CLIENTS,
                                           local_commit_ms=local_commit_ms)
     peer = local_row(fio, f"local-{peer_host}", "fdatasync")
     models = []
@@ -199,21 +218,7 @@ def pgbench_results(run: RecordedRun) -> pd.DataFrame:
             commit_ms = _predict(row.protocol, disconnected, peer, row.rtt_ms,
                                  fio.attrs["send_ms"], "fdatasync", fio.attrs["peer_flush_ms"])
         models.append(model.pgbench_tps(clients=CLIENTS, cpu_ms=cpu_ms, commit_ms=commit_ms))
-    table["model_tps"] = models
-    if serial_commits(run):
-        table["model_tps"] = _serial_model_tps(table, local["tps"])
-    # Where the machine's processors went: each VM's QEMU, in cores (CPU seconds a second).
-    for role in ("primary", "peer"):
-        table[f"{role}_cores"] = table[f"{role}_cpu_s"] / table["wall_s"]
-    # DRBD's counters: none on the bare disk (NaN there).
-    for column in ("sent_bytes", "disk_write_bytes"):
-        if column not in table:
-            table[column] = float("nan")
-    table["ratio_pct"] = 100 * table["tps"] / local["tps"]
-    table["model_ratio_pct"] = 100 * table["model_tps"] / local["tps"]
-    table["error_pct"] = 100 * (table["tps"] / table["model_tps"] - 1)
-    table.attrs["base"] = base
-    return table
+    return models
 
 
 def serial_commits(run: RecordedRun) -> bool:
@@ -248,9 +253,10 @@ def _pgbench_rows(run: RecordedRun) -> pd.DataFrame:
 
 
 def zone_results(run: RecordedRun) -> pd.DataFrame:
-    """pgbench at the article's two zones (--article-zones), one row per zone and protocol:
-    the run's time scale, the round trip the model asked for and the one measured, TPS as a
-    fraction of the bare disk's beside the article's and the model's. Empty without them."""
+    """pgbench at the article's two zones (--article-zones), one row per zone and protocol
+    (`zone` its config, `name` as the page says it, "one zone"): the run's time scale, the
+    round trip the model asked for and the one measured, TPS as a fraction of the bare
+    disk's beside the article's and the model's. Empty without them."""
     rows = run.results[run.results["config"].str.startswith(ZONE_PREFIX)]
     if rows.empty:
         return pd.DataFrame()
@@ -262,6 +268,7 @@ def zone_results(run: RecordedRun) -> pd.DataFrame:
     table = runs[["zone", "protocol", "tps"]].merge(
         zones.rename(columns={"config": "zone"}).drop(columns="workload"), on="zone")
     table["ratio"] = table["tps"] / local_tps
+    table["name"] = table["zone"].str.removeprefix(ZONE_PREFIX).str.replace("-", " ")
     # The model's fraction is C's (one round trip per commit); A and B wait for none.
     table.loc[table["protocol"] != "C", "model_ratio"] = float("nan")
     return table
