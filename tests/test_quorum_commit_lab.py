@@ -7,9 +7,10 @@ it (by the fastest commit of each point, which a busy machine cannot make faster
 drill, commits go on after a zone is lost and wait after one more copy, every acknowledged
 commit is on every surviving standby, and all six copies hold them at the end; after a power
 cut of every copy, no standby holds a commit the primary lacks, and under
-synchronous_commit=on the newest standby lacks nothing acknowledged; nothing is left in the
-VM. (Its kill test is the fault-injection CI subset's VM kill.) Bad input stops with one line
-and makes nothing.
+synchronous_commit=on the newest standby lacks nothing acknowledged; after losing zone 1
+(the primary and s1), the survivor with the most WAL holds every acknowledged commit, is
+promoted and takes commits again; nothing is left in the VM. (Its kill test is the
+fault-injection CI subset's VM kill.) Bad input stops with one line and makes nothing.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import sys
 import pytest
 from conftest import PROJECT_ROOT, report
 
-from labs.quorum_commit import page, power_cut_page
+from labs.quorum_commit import failover_findings, page, power_cut_page
 
 pytestmark = pytest.mark.slow
 
@@ -121,6 +122,21 @@ def test_after_a_cut_no_standby_holds_a_commit_the_primary_lacks(ci_run):
     newest = held.groupby("synchronous_commit")["acknowledged rows it held"].max()
     assert dict(newest) == dict(zip(cuts["synchronous_commit"], cuts["acknowledged_found"],
                                      strict=True))
+
+
+def test_a_failover_after_losing_zone_one_keeps_every_acknowledged_commit(ci_run):
+    f = failover_findings.findings(ci_run)
+    assert f.acknowledged > 0 and len(f.survivors) == 4  # s2 to s5
+    # ANY 3: each acknowledged commit was on three standbys, at most one of them s1.
+    assert f.model_survivors_holding_all == 2
+    assert f.survivors_holding_all >= f.model_survivors_holding_all, f.survivors
+    assert f.lost == 0  # the survivor with the most WAL held every one
+    # Writes stopped with the primary, and came back on the new one.
+    assert f.last_ack_before_kill_s <= 0.5
+    assert f.writes_stopped_s >= f.promoted_after_s > 0
+    assert f.acknowledged_after > 0
+    assert f.quorum_after == 3  # still ANY 3: all three standbys that follow the new primary
+    assert f.end_copies == 4 and f.end_copies_holding_all == 4
 
 
 def test_nothing_is_left_in_the_vm(ci_run, lab_vms):

@@ -3,7 +3,7 @@
 import pytest
 from conftest import PROJECT_ROOT, glued_names
 
-from labs.quorum_commit import page
+from labs.quorum_commit import failover_findings, failover_page, page
 from labs.quorum_commit.params import STANDBYS, Parameters
 from labs.records import shipped_run
 
@@ -32,7 +32,7 @@ def p50(run, layout, point, clients=1):
 def test_the_shipped_run_is_a_full_run_and_the_page_quotes_only_its_figures(run, figures):
     assert run.meta["parameters"]["profile"] == "full"
     # (pc_: the power-cut section's, from its own run: test_quorum_commit_power_cut_recorded.)
-    assert glued_names(PAGE) <= set(figures)
+    assert glued_names(PAGE) <= set(figures) | set(failover_page.figures(run))
 
 
 def test_netem_gave_the_delays_asked_for_within_a_millisecond(run, figures):
@@ -180,3 +180,50 @@ def test_losing_the_primarys_zone_leaves_standbys_enough_but_no_writer(run):
     rtts = page.rtts(run)
     assert set(rtts[rtts["zone"] == 1]["standby"]) == {"s1"}, (
         "quorum-commit-ex-zone-one: the run's own layout puts s1 alone beside the primary")
+
+
+# --- the failover: "Losing the primary's zone: a failover" ----------------------------------
+
+@pytest.fixture(scope="module")
+def failover(run):
+    found = failover_findings.findings(run)
+    assert found is not None, "the shipped run has no failover: record one with this lab"
+    return found
+
+
+def test_the_failover_lost_no_acknowledged_commit(failover):
+    f = failover
+    assert f.acknowledged > 0
+    assert f.lost == 0, "verdict: 'The new primary ... held all ... acknowledged commits'"
+    assert f.survivors_holding_all >= f.model_survivors_holding_all, \
+        "verdict: '... of the survivors held every one; the model said at least ...'"
+
+
+def test_the_failover_layout_is_the_one_the_section_describes(failover):
+    f = failover
+    # "Four standbys survive, more than ANY 3 needs"; "Zone 1 holds only one standby, so at
+    # least 2 survivors hold every acknowledged commit"; step 4 "wait for the other three".
+    assert len(f.survivors) == 4 and f.k == 3, "'Four standbys survive, more than ANY 3'"
+    assert f.zone_one_standbys == 1 and f.model_survivors_holding_all == 2, \
+        "'Zone 1 holds only one standby, so at least 2 survivors ...'"
+    assert f.quorum_after == 3, "step 4: 'wait for the other three'; details: 'ANY 3 of its three'"
+    assert f.promoted in {s.standby for s in f.survivors}
+
+
+def test_the_failover_details_hold(failover):
+    f = failover
+    # "No commit returned for X s, from the last acknowledgement on the old primary to the
+    # first on the new one": the old client's last came before the kill.
+    assert f.last_ack_before_kill_s <= 0 < f.writes_stopped_s
+    # "The lab's count ... X s after the kill. The promotion took Y s more. The other three
+    # were streaming Z s after that": the moments come in that order.
+    assert 0 < f.counted_after_s <= f.promoted_after_s <= f.followed_after_s
+    # "so its first commit waited for all three to follow": the lab sees the three streaming
+    # by polling, a second or so late, so the first commit may come up to that much earlier.
+    assert f.first_commit_after_s >= f.followed_after_s - 1.5, \
+        "details: 'its first commit waited for all three to follow'"
+    # "held N row(s) more than the acknowledged ones: a commit in flight" (one client: one)
+    assert f.promoted_extra_rows == 1, "details: 'a commit in flight when the primary died'"
+    # "At the end, N of the N copies left held every commit the new primary acknowledged."
+    assert f.acknowledged_after > 0
+    assert f.end_copies == 4 == f.end_copies_holding_all, "details: 'At the end, ...'"

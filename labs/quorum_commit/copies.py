@@ -12,6 +12,9 @@ replication travels over TCP: each standby streams from the primary's end of its
     copies.set_layout(params, "even")    # netem inside each standby's namespace
     copies.set_sync("ANY 3 (s1, s2, s3, s4, s5)")
     copies.kill(4); copies.restart(4)    # every process of s4, at once (a lost copy)
+    copies.kill_with_primary([1])        # the primary's zone lost: the primary and s1
+    copies.promote(3, "ANY 2 (s2, s4)")  # s3 the primary, waiting for two of them
+    copies.follow()                      # the other survivors stream from s3
     copies.after_reboot(params)          # after a power cut: namespaces and netem again
 """
 
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 
 from labs.errors import LabError
 from labs.infra import netns
+from labs.infra.processes import find_server
 from labs.infra.vm.servers import PG_BIN, SERVERS
 from labs.infra.workspace import LabWorkspace
 from labs.quorum_commit.params import COPIES, Parameters
@@ -55,14 +59,18 @@ class Copies:
                             f"{mount_point}/sockets/{'p0' if n == 0 else f's{n}'}",
                             "" if n == 0 else f"qc{token}s{n}")
                        for n in range(COPIES)]
+        self.primary_number = 0  # another after a failover (`promote`)
+        self.gone: set[int] = set()  # copies lost for good (`kill_with_primary`)
 
     @property
     def primary(self) -> Copy:
-        return self.copies[0]
+        return self.copies[self.primary_number]
 
     @property
     def standbys(self) -> list[Copy]:
-        return self.copies[1:]
+        """The standbys that are part of the set: all five until a failover."""
+        return [c for c in self.copies if c.number != self.primary_number
+                and c.number not in self.gone]
 
     # --- commands -----------------------------------------------------------------------
 
@@ -253,6 +261,50 @@ class Copies:
         # Safe: only the processes inside the lab's own namespaces.
         self.ws.host.sudo(netns.kill_all_command([self.copies[n].namespace for n in numbers],
                                                  wait_s=20), timeout_s=60)
+
+    def kill_with_primary(self, numbers: list[int]) -> None:
+        """The primary and these standbys lost at once, for good (their zone is gone): every
+        process of the primary, then of the standbys, with SIGKILL, in one command."""
+        primary = self.primary
+        find = find_server(f"{primary.data}/postmaster.pid", primary.data, missing_exit=1)
+        # Safe: only this run's primary (the process its pid file names, while its command
+        # line names its data folder, and that process's children), then only the processes
+        # inside the lab's own namespaces; then wait until the primary is gone.
+        self.ws.host.sudo(
+            f"{find}; kill -KILL \"$pid\" $children; "
+            + netns.kill_all_command([self.copies[n].namespace for n in numbers], wait_s=20)
+            + " && for i in $(seq 100); do [ -d /proc/$pid ] || exit 0; sleep 0.2; done; "
+            "exit 1", timeout_s=60)
+        self.gone |= {primary.number, *numbers}
+
+    def promote(self, number: int, names: str, timeout_s: int = 300) -> None:
+        """Standby `number` ends its recovery and takes writes, the new primary, waiting for
+        the standbys `names` (synchronous_standby_names, set first: no commit it takes is on
+        it alone). One psql, three statements."""
+        copy = self.copies[number]
+        quoted = names.replace("'", "''")
+        statements = [f"ALTER SYSTEM SET synchronous_standby_names = '{quoted}'",
+                      f"SELECT pg_promote(true, {timeout_s})", "SELECT pg_reload_conf()"]
+        command = (f"cd / && runuser -u postgres -- psql -h {shlex.quote(copy.socket)} -XAtq "
+                   "-v ON_ERROR_STOP=1 " + " ".join(f"-c {shlex.quote(s)}" for s in statements))
+        answers = self.ws.host.sudo(command, timeout_s=timeout_s + 60).stdout.split()
+        if answers[:1] != ["t"]:
+            raise LabError(f"{copy.name} was not promoted within {timeout_s} s ({answers})")
+        self.primary_number = number
+
+    def follow(self) -> None:
+        """Every standby left streams from the (new) primary, over the primary's Unix socket
+        (the copies share the VM's file system, and a standby listens on no network address).
+        One command for all of them."""
+        commands = []
+        for standby in self.standbys:
+            conninfo = (f"host={self.primary.socket} user=postgres "
+                        f"application_name={standby.name}")
+            alter = f"ALTER SYSTEM SET primary_conninfo = '{conninfo}'"
+            commands.append(f"runuser -u postgres -- psql -h {shlex.quote(standby.socket)} "
+                            f"-XAtq -v ON_ERROR_STOP=1 -c {shlex.quote(alter)} "
+                            "-c 'SELECT pg_reload_conf()' >/dev/null")
+        self.ws.host.sudo("cd / && " + " && ".join(commands), timeout_s=120)
 
     def restart(self, numbers: list[int]) -> None:
         """Start killed standbys again (each recovers from its WAL, then streams)."""

@@ -102,6 +102,10 @@ class Parameters(LabParameters):
         """The standbys of the zone the drill loses: the last one."""
         return [s for s in range(1, COPIES) if self.zone_of(s) == self.zones]
 
+    def primary_zone_standbys(self) -> list[int]:
+        """The standbys in zone 1, the primary's: lost with it in the failover."""
+        return [s for s in range(1, COPIES) if self.zone_of(s) == 1]
+
     def one_more(self) -> int:
         """The copy lost after the zone: the last standby outside it and the primary's zone
         (the primary's zone-mate when every other zone is gone)."""

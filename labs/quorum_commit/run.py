@@ -14,7 +14,10 @@
 5. The power cuts, one per synchronous_commit setting: every copy loses its power at once,
    and the rows the most advanced standby lacks are counted (labs/quorum_commit/power_cut.py).
    `--part power-cut` runs steps 1, 2 and the even layout's round trips, then this one;
-   `--part sweep` (the quick profile's) runs steps 1 to 4 and no power cut.
+   `--part sweep` (the quick profile's) runs steps 1 to 4 and 6, and no power cut.
+6. The failover, under ANY k: zone 1 (the primary and s1) is lost mid-stream; the survivor
+   with the most WAL is promoted, the others follow it, and the acknowledged commits it holds
+   are counted (labs/quorum_commit/failover.py).
 
 Everything the lab makes is journaled in a LabWorkspace: `clean` removes it after a crash.
 """
@@ -36,7 +39,7 @@ from labs.infra.vm.servers import PG_BIN, SERVERS
 from labs.infra.workspace import LabWorkspace
 from labs.models import quorum as model
 from labs.progress import Progress
-from labs.quorum_commit import power_cut
+from labs.quorum_commit import failover, power_cut
 from labs.quorum_commit.copies import Copies, Copy, lsn
 from labs.quorum_commit.params import LAYOUTS, STANDBYS, Parameters, Point, points
 from labs.records import RecordedRun, RunRecorder
@@ -55,7 +58,8 @@ DRILL_STEPS = ("drill: all up", "drill: a zone lost", "drill: one more copy lost
 def steps(p: Parameters) -> list[str]:
     """The run's steps, in order: the set-up; with the sweep, the round trips of each layout,
     each point in each layout and the drill (the power-cut part alone: the even layout's
-    round trips); the power cuts, if the part has them; the teardown."""
+    round trips); the power cuts, if the part has them; the failover, with the sweep; the
+    teardown."""
     sweeps, cuts = p.part in ("all", "sweep"), p.part in ("all", "power-cut")
     names = ["a file system", "a primary and five standbys", "the flush a standby makes"]
     if sweeps:
@@ -65,6 +69,8 @@ def steps(p: Parameters) -> list[str]:
         names += ["netem and the round trips"]
     if cuts:
         names += list(power_cut.CUT_STEPS) * len(p.cut_settings)
+    if sweeps:
+        names += list(failover.STEPS)
     return names + ["stopping the six servers, removing the namespaces and the file system; "
                     "writing the run"]
 
@@ -110,6 +116,8 @@ def run(params: Parameters, host: Host, progress: Progress) -> RecordedRun:
             rtts = measure_layout(copies, rec, p, "even")
         if cuts:
             power_cut.cuts(copies, rec, p, progress, disk, flush["p50_ms"], rtts)
+        if sweeps:  # last: the copies keep the failover's new layout
+            failover.failover(copies, rec, p, progress)
         rec.add_result(config="lab", workload="all", metric="wall_time",
                        value=round(time.monotonic() - started, 1), unit="s")
         progress.step("stopping the six servers, removing the namespaces and the file "

@@ -138,8 +138,9 @@ class Server:
     def table(self) -> str:
         return "acks" if self.name == "postgres" else "lab.acks"
 
-    def insert_loop(self, data: str, socket: str | None = None) -> str:
-        """Commit rows 1, 2, 3, ... in one client session; print `ack N` after each commit.
+    def insert_loop(self, data: str, socket: str | None = None, first: int = 1) -> str:
+        """Commit rows 1, 2, 3, ... (from `first`) in one client session; print `ack N` after
+        each commit.
 
         A shell loop writes the statements into the client's input: an INSERT (a commit of
         its own) and then a line that prints `ack N`, which the client reaches only after
@@ -147,13 +148,15 @@ class Server:
         acknowledgement waits in a buffer when the power goes. `socket`: PostgreSQL's socket
         folder, when it is not the data folder.
         """
+        if first < 1:
+            raise ValueError(f"insert_loop: rows are numbered from 1 (first={first})")
         if self.name == "postgres":
             lines = "'INSERT INTO acks VALUES (%d);\\n\\\\echo ack %d\\n'"
         else:
             lines = "'INSERT INTO lab.acks VALUES (%d);\\nSELECT \"ack %d\";\\n'"
-        return self._client_loop(f"printf {lines} $i $i", socket or data)
+        return self._client_loop(f"printf {lines} $i $i", socket or data, first)
 
-    def _client_loop(self, printf: str, socket: str) -> str:
+    def _client_loop(self, printf: str, socket: str, first: int = 1) -> str:
         """A shell loop over i = 1, 2, 3, ... that pipes `printf`'s statements into one
         client session (line-buffered output), as the server's own user for PostgreSQL."""
         if self.name == "postgres":
@@ -161,7 +164,7 @@ class Server:
         else:
             client = (f"stdbuf -oL mariadb --socket={shlex.quote(socket + '/server.sock')} "
                       "-N -B --unbuffered")
-        loop = f"i=0; while i=$((i+1)); do {printf}; done | {client}"
+        loop = f"i={first - 1}; while i=$((i+1)); do {printf}; done | {client}"
         if self.name == "postgres":
             return f"runuser -u postgres -- sh -c {shlex.quote(loop)}"
         return f"sh -c {shlex.quote(loop)}"
