@@ -9,6 +9,7 @@ from labs.quorum_commit import page, power_cut_page
 from labs.quorum_commit import power_cut_findings as found
 from labs.quorum_commit import power_cut_model as model
 from labs.quorum_commit.params import CUT_SETTINGS
+from labs.records import shipped_run
 
 PAGE = PROJECT_ROOT / "book" / "quorum" / "quorum-commit.md"
 
@@ -130,8 +131,9 @@ def test_the_table_calls_each_model_figure_a_ceiling_or_an_estimate(run):
         assert model.window_ms(setting, 0.1, 1.0, 5.0) > model.window_ms(setting, 0.1, 1.0, 1.0)
 
 
-def test_the_companion_was_made_from_a_working_copy_with_changes(run):
-    # "Its project commit ends in `-dirty`": the page says so; a clean re-record
-    # makes this fail, and the sentence goes.
-    assert run.meta["git_commit"].endswith("-dirty"), \
-        "quorum-commit.md, your run beside the book's: 'Its project commit ends in -dirty'"
+def test_the_companion_and_the_sweep_run_share_one_clean_commit(run):
+    sweep_run = shipped_run("quorum-commit")
+    assert run.meta["git_commit"] == sweep_run.meta["git_commit"], \
+        "quorum-commit.md, your run beside the book's: 'Both runs ... the same project commit'"
+    assert not run.meta["git_commit"].endswith("-dirty"), \
+        "quorum-commit.md, your run beside the book's: '... with nothing changed beside it'"

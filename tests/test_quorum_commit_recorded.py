@@ -3,12 +3,11 @@
 import pytest
 from conftest import PROJECT_ROOT, glued_names
 
-from labs.quorum_commit import failover_findings, failover_page, page
+from labs.quorum_commit import failover_findings, page
 from labs.quorum_commit.params import STANDBYS, Parameters
 from labs.records import shipped_run
 
 PAGE = PROJECT_ROOT / "book" / "quorum" / "quorum-commit.md"
-EXPLAIN = PROJECT_ROOT / "book" / "quorum" / "explain.md"
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +31,7 @@ def p50(run, layout, point, clients=1):
 def test_the_shipped_run_is_a_full_run_and_the_page_quotes_only_its_figures(run, figures):
     assert run.meta["parameters"]["profile"] == "full"
     # (pc_: the power-cut section's, from its own run: test_quorum_commit_power_cut_recorded.)
-    assert glued_names(PAGE) <= set(figures) | set(failover_page.figures(run))
+    assert glued_names(PAGE) <= set(figures)
 
 
 def test_netem_gave_the_delays_asked_for_within_a_millisecond(run, figures):
@@ -53,28 +52,37 @@ def test_any_1_waits_for_the_zone_mate_and_any_2_to_5_for_a_cross_zone_standby(r
     assert all(25 < x < 60 for x in others)
 
 
-def test_a_slow_zone_leaves_any_3_within_10_percent_and_doubles_any_4(run, figures):
-    # explain.md: "within 10 % ... more than twice as long"; the page gives the rises.
-    assert 0 <= int(figures["slow_any3_rise_pct"]) < 10
-    assert p50(run, "slow-zone", "ANY 3") < 60 < p50(run, "slow-zone", "ANY 4")
-    assert p50(run, "slow-zone", "ANY 4") > 2 * p50(run, "even", "ANY 4")
-    assert "more than twice as long" in EXPLAIN.read_text()
+def test_a_slow_zone_leaves_any_3_far_below_its_round_trip_and_doubles_any_4(run, figures):
+    # "That is X % more, nowhere near the slow zone's 60 ms."; explain.md: "commits that
+    # wait for 4 copies of 6 stay far below that zone's round trip".
+    assert p50(run, "slow-zone", "ANY 3") < 60 < p50(run, "slow-zone", "ANY 4"), \
+        "explain.md and the sweep: ANY 3 'far below' the slow zone's round trip"
+    # "The model expected Y % more ... The rest is likely the run's noise, as the
+    # remote_apply points below suggest": the model's rise is smaller, and remote_apply (which
+    # waits longer) was faster than plain ANY 3 in that layout.
+    assert 0 <= int(figures["slow_any3_model_rise_pct"]) < int(figures["slow_any3_rise_pct"])
+    assert p50(run, "slow-zone", "ANY 3, remote_apply") < p50(run, "slow-zone", "ANY 3"), \
+        "quorum-commit.md: 'as the remote_apply points below suggest'"
+    assert p50(run, "slow-zone", "ANY 4") > 2 * p50(run, "even", "ANY 4"), \
+        "explain.md: ANY 4 in the slow-zone layout 'more than twice as long'"
     # "FIRST 3 waits for s1, s2 and s3 ... although three faster answers were there"
     assert p50(run, "slow-zone", "FIRST 3") > 60 > p50(run, "slow-zone", "ANY 3")
 
 
 def test_where_the_model_misses(run, figures):
     table = page.sweep(run)
-    one = table[(table["clients"] == 1) & table["model_p50_ms"].notna()]
-    # "too high at every point of the even layout ... within X to Y % in the slow-zone"
-    assert (one[one["layout"] == "even"]["error_p50_pct"] > 0).all()
-    assert (one[one["layout"] == "slow-zone"]["error_p50_pct"].abs() <= 10).all()
-    # "with every other zone 20 ms away, ANY 4 came out faster than ANY 3"
-    assert p50(run, "even", "ANY 4") < p50(run, "even", "ANY 3")
-    # "The largest error is at ANY 2 in the even layout ... less than the round trip"
-    worst = table.loc[table["error_p50_pct"].abs().idxmax()]
-    assert worst["error_p50_pct"] > 0 and (worst["layout"], worst["point"]) == ("even", "ANY 2")
-    assert float(figures["even_any2_wait_ms"]) < float(figures["even_far_rtt_min_ms"])
+    with_model = table[table["model_p50_ms"].notna()]
+    # Verdict: "X of the Y points with a model are within 10 %": most of them.
+    assert int(figures["points_within_10"]) >= 0.75 * len(with_model), \
+        "quorum-commit.md, the sweep's verdict: 'confirmed'"
+    # "With one client, the model's error ran from A to B % (positive: too high)": both ways.
+    assert int(figures["one_err_min_pct"]) < 0 < int(figures["one_err_max_pct"])
+    # "The largest error ... is at the point with four clients"
+    worst = with_model.loc[with_model["error_p50_pct"].abs().idxmax()]
+    assert worst["clients"] > 1, "quorum-commit.md: 'The largest error ... four clients'"
+    # Details: "in the slow-zone layout, ANY 4 took X ms and ANY 5 Y ms"
+    assert p50(run, "slow-zone", "ANY 4") > p50(run, "slow-zone", "ANY 5"), \
+        "quorum-commit.md, details: 'points can even come out in the wrong order'"
     # "most of its X ms is the emulated processors' time (a flush is Y ms)"
     assert float(figures["flush_p50_ms"]) < float(figures["even_none0_p50"]) / 2
     # "the primary alone had a p99 of X ms": above the model's p99 at the p99 misses
@@ -85,10 +93,9 @@ def test_the_model_tails_are_too_low(run, figures):
     assert int(figures["p99_too_low"]) > int(figures["points_with_model"]) / 2
 
 
-def test_remote_apply_within_3_ms_and_faster_in_both_layouts(run):
-    for layout in ("even", "slow-zone"):
-        apply_ms, on_ms = p50(run, layout, "ANY 3, remote_apply"), p50(run, layout, "ANY 3")
-        assert apply_ms <= on_ms and on_ms - apply_ms < 3
+def test_remote_apply_faster_in_the_slow_zone_layout(run):
+    # "With the slow zone, the point with replay came out faster"
+    assert p50(run, "slow-zone", "ANY 3, remote_apply") < p50(run, "slow-zone", "ANY 3")
 
 
 def test_four_clients_commit_more_and_each_waits_longer(run, figures):
@@ -99,9 +106,13 @@ def test_four_clients_commit_more_and_each_waits_longer(run, figures):
 def test_the_drill_went_on_then_waited_then_resumed(run, figures):
     phases = page.drill(run).set_index("phase")
     assert phases.loc["zone lost", "commits acknowledged"] > 0
-    # "The rate rose although each commit now waited for the slowest of three"
-    assert phases.loc["zone lost", "commits per second"] > \
-        phases.loc["all up", "commits per second"], "quorum-commit.md, the drill: 'The rate rose'"
+    # "Each commit now waited for the slowest of three ... yet the rate hardly moved. Both are
+    # a standby 20 ms away: s2 to s5 are all that far."
+    rise = (phases.loc["zone lost", "commits per second"]
+            / phases.loc["all up", "commits per second"] - 1)
+    assert abs(rise) < 0.1, "quorum-commit.md, the drill: 'the rate hardly moved'"
+    even = page.rtts(run).query("layout == 'even' and zone > 1")
+    assert (even["added_rtt_ms"] == 20).all() and len(even) == 4, "'s2 to s5 are all that far'"
     assert phases.loc["zone + 1 lost", "commits acknowledged"] == 0  # "not one commit"
     assert figures["syncrep_waiters"] == "1"  # "showed 1 session waiting"
     # "The waiting commit returned X s after the first start ... as soon as one restarted
@@ -222,8 +233,12 @@ def test_the_failover_details_hold(failover):
     # by polling, a second or so late, so the first commit may come up to that much earlier.
     assert f.first_commit_after_s >= f.followed_after_s - 1.5, \
         "details: 'its first commit waited for all three to follow'"
-    # "held N row(s) more than the acknowledged ones: a commit in flight" (one client: one)
-    assert f.promoted_extra_rows == 1, "details: 'a commit in flight when the primary died'"
+    assert f.survivors_holding_all == len(f.survivors) > f.model_survivors_holding_all, \
+        "failover: 'All four held every one, more than the model's 2'"
+    assert len({s.receive_lsn for s in f.survivors}) == 1, \
+        "failover: 'all four had received the same WAL (the positions ... are equal)'"
+    assert f.promoted_extra_rows == 0, \
+        "details: 'The new primary held no row beyond the acknowledged ones'"
     # "At the end, N of the N copies left held every commit the new primary acknowledged."
     assert f.acknowledged_after > 0
     assert f.end_copies == 4 == f.end_copies_holding_all, "details: 'At the end, ...'"

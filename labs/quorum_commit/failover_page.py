@@ -17,6 +17,7 @@ from labs.records import RecordedRun
 
 MODEL_COLOR = "#D55E00"
 BIN_S = 0.5  # the chart counts commits per half second
+CLIENTS = {"before": "on the old primary", "after": "on the new primary"}
 MOMENTS = (("zone 1 lost", "zone 1 lost"), ("survivors counted", "rows counted"),
            ("promoted", "promoted"), ("followed", "others follow"))
 
@@ -31,23 +32,16 @@ def figures(run: RecordedRun) -> dict[str, str]:
         "fo_acknowledged": nt.count(f.acknowledged),
         "fo_rate_before": nt.number(f.rate_before, 1),
         "fo_survivors": nt.count(len(f.survivors)),
-        "fo_promoted": f.promoted,
-        "fo_promoted_held": nt.count(f.promoted_held),
-        "fo_lost": nt.count(f.lost),
         "fo_holding_all": nt.count(f.survivors_holding_all),
         "fo_model_holding_all": nt.count(f.model_survivors_holding_all),
-        "fo_fewest_held": nt.count(f.fewest_held),
-        "fo_extra_rows": nt.count(f.promoted_extra_rows),
         "fo_quorum_after": nt.count(f.quorum_after),
+        "fo_last_before_s": nt.number(-f.last_ack_before_kill_s, 1),
         "fo_counted_after_s": nt.number(f.counted_after_s, 1),
-        "fo_promoted_after_s": nt.number(f.promoted_after_s, 1),
         "fo_promote_s": nt.number(f.promoted_after_s - f.counted_after_s, 1),
         "fo_follow_s": nt.number(f.followed_after_s - f.promoted_after_s, 1),
-        "fo_followed_after_s": nt.number(f.followed_after_s, 1),
         "fo_first_commit_after_s": nt.number(f.first_commit_after_s, 1),
         "fo_writes_stopped_s": nt.number(f.writes_stopped_s, 1),
         "fo_rate_after": nt.number(f.rate_after, 1),
-        "fo_acknowledged_after": nt.count(f.acknowledged_after),
         "fo_end_copies": nt.count(f.end_copies),
         "fo_end_holding_all": nt.count(f.end_copies_holding_all),
     }
@@ -75,8 +69,7 @@ def rates(run: RecordedRun) -> pd.DataFrame:
         counts = (seconds // BIN_S).astype(int).value_counts().reindex(bins, fill_value=0)
         tables.append(pd.DataFrame({"second": counts.index * BIN_S,
                                     "commits_per_s": counts.to_numpy() / BIN_S,
-                                    "client": f"on the {'old' if client == 'before' else 'new'}"
-                                              " primary"}))
+                                    "client": CLIENTS[client]}))
     return pd.concat(tables, ignore_index=True)
 
 
@@ -87,11 +80,15 @@ def chart(run: RecordedRun) -> alt.LayerChart:
     # Each label a line lower than the one before: the moments can be a second apart.
     rules = pd.DataFrame([{"second": marks[key], "event": text, "line": 14 * index}
                           for index, (key, text) in enumerate(MOMENTS)])
-    area = alt.Chart(rates(run)).mark_area(opacity=0.7, interpolate="step-after").encode(
+    table = rates(run)
+    area = alt.Chart(table).mark_area(opacity=0.7, interpolate="step-after").encode(
         x=alt.X("second:Q", title="seconds into the failover"),
-        y=alt.Y("commits_per_s:Q", title="commits acknowledged per second"),
-        color=alt.Color("client:N", title=None,
-                        scale=alt.Scale(range=["#0072B2", "#009E73"]),
+        # Headroom above the bars for the moments' labels.
+        y=alt.Y("commits_per_s:Q", title="commits acknowledged per second",
+                scale=alt.Scale(domain=[0, 1.6 * max(1.0, table["commits_per_s"].max())])),
+        color=alt.Color("client:N", title=None, sort=list(CLIENTS.values()),
+                        scale=alt.Scale(domain=list(CLIENTS.values()),
+                                        range=["#009E73", "#0072B2"]),
                         legend=alt.Legend(orient="top")))
     rule = alt.Chart(rules).mark_rule(color=MODEL_COLOR, strokeDash=[4, 3]).encode(
         x="second:Q")

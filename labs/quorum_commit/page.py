@@ -13,10 +13,11 @@ import altair as alt
 import pandas as pd
 
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
+from labs.book.guide import quick_figures
 from labs.book.panel import LabPanel
 from labs.book.provenance import run_summary
 from labs.book.theme import dropdown, slider
-from labs.quorum_commit import power_cut_page
+from labs.quorum_commit import failover_page, power_cut_page
 from labs.quorum_commit.params import LAYOUTS, STANDBYS, Parameters
 from labs.records import RecordedRun
 
@@ -238,12 +239,13 @@ def chart(run: RecordedRun) -> alt.LayerChart:
 # --- figures for the text --------------------------------------------------------------------
 
 def figures(run: RecordedRun) -> dict[str, str]:
-    """Every number the page quotes: this run's, and its power-cut section's (prefixed pc_,
-    from the companion run named by SHIPPED-power-cut, when it is here)."""
+    """Every number the page quotes: this run's (its failover's prefixed fo_), and its
+    power-cut section's (prefixed pc_, from the companion run named by SHIPPED-power-cut,
+    when it is here)."""
     if run.meta["parameters"].get("part") == "power-cut":  # the power cuts alone
         return power_cut_page.figures(run)
     companion = power_cut_page.companion_run()
-    return {**sweep_and_drill_figures(run),
+    return {**sweep_and_drill_figures(run), **failover_page.figures(run),
             **(power_cut_page.figures(companion) if companion else {})}
 
 
@@ -282,7 +284,8 @@ def _overall_figures(run: RecordedRun, value: pd.Series, table: pd.DataFrame,
            "p99_worst_one_client_pct":
                f"{-table[table['clients'] == 1]['error_p99_pct'].min():.0f}",
            "base_rtt_max_ms": f"{ping['base_ms'].max():.1f}",
-           "k": str(drill_k(run))}
+           "k": str(drill_k(run)),
+           "quick_minutes": quick_figures()["quick_quorum_commit_min"]}  # quick-runs.csv
     for part in ("namespaces", "primary", "base_backups", "standbys"):
         out[f"setup_{part}_s"] = f"{value[('copies', 'set-up', f'{part}_s')]:.0f}"
     return out
@@ -375,28 +378,22 @@ def p99_sample_sizes(table: pd.DataFrame) -> dict[str, str]:
 
 
 def comparisons(run: RecordedRun, table: pd.DataFrame, ping: pd.DataFrame) -> dict[str, str]:
-    """The figures the text compares: the slow zone's effect at k and k + 1, the wait
-    beyond the primary's own cost at ANY 2, the first exercise's sum."""
-    p50 = {(r["layout"], r["point"]): r["latency_p50_ms"]
-           for r in table[table["clients"] == 1].to_dict("records")}
+    """The figures the text compares: the slow zone's effect at k and k + 1, measured and
+    modelled, the one-client points' errors, the first exercise's sum."""
+    one = table[table["clients"] == 1]
+    p50 = {(r["layout"], r["point"]): r["latency_p50_ms"] for r in one.to_dict("records")}
+    model = {(r["layout"], r["point"]): r["model_p50_ms"] for r in one.to_dict("records")}
     k = drill_k(run)
     out = {}
     for name, point in (("any3", f"ANY {k}"), ("any4", f"ANY {k + 1}")):
         if ("even", point) in p50:  # (a run may sweep only some k: the ci profile)
             rise = p50[("slow-zone", point)] / p50[("even", point)] - 1
             out[f"slow_{name}_rise_pct"] = f"{100 * rise:.0f}"
-    for layout, name in (("even", "even"), ("slow-zone", "slow")):
-        errors = table[(table["layout"] == layout) & (table["clients"] == 1)
-                       & table["model_p50_ms"].notna()]["error_p50_pct"]
-        out[f"{name}_err_min_pct"] = f"{errors.min():+.0f}"
-        out[f"{name}_err_max_pct"] = f"{errors.max():+.0f}"
-    alone = [p50[(layout, "no standby")] for layout in ("even", "slow-zone")]
-    out["alone_moved_ms"] = f"{abs(alone[0] - alone[1]):.1f}"
-    if ("even", "ANY 2") in p50:
-        out["even_any2_wait_ms"] = \
-            f"{p50[('even', 'ANY 2')] - p50[('even', 'no standby')]:.1f}"
-    far = ping[(ping["layout"] == "even") & (ping["zone"] > 1)]
-    out["even_far_rtt_min_ms"] = f"{far['rtt_p50_ms'].min():.1f}"
+            model_rise = model[("slow-zone", point)] / model[("even", point)] - 1
+            out[f"slow_{name}_model_rise_pct"] = f"{100 * model_rise:.0f}"
+    errors = one[one["model_p50_ms"].notna()]["error_p50_pct"]
+    out["one_err_min_pct"] = f"{errors.min():+.0f}"
+    out["one_err_max_pct"] = f"{errors.max():+.0f}"
     second = sorted(ping[ping["layout"] == "slow-zone"]["rtt_p50_ms"])[1]
     flush = run.results.set_index(["config", "metric"])["value"][("flush", "p50_ms")]
     out["ex_any2_rtt_ms"] = f"{second:.1f}"
