@@ -137,6 +137,10 @@ def test_a_failover_after_losing_zone_one_keeps_every_acknowledged_commit(ci_run
     assert f.acknowledged_after > 0
     assert f.quorum_after == 3  # still ANY 3: all three standbys that follow the new primary
     assert f.end_copies == 4 and f.end_copies_holding_all == 4
+    # Its clients' loops (read line by line over a channel of their own) are in the record:
+    # the drill's, the power cut's and the failover's two.
+    loops = [c for c in ci_run.meta["commands"] if "echo ack" in c]
+    assert len(loops) == 4, loops
 
 
 def test_nothing_is_left_in_the_vm(ci_run, lab_vms):

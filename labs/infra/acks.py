@@ -41,6 +41,8 @@ class AckStream:
         connection = host.twin()
         command = self.command if host.is_root() else "sudo -n sh -c " + shlex.quote(self.command)
 
+        connection.tell(command)  # the run's record lists the loop like any other command
+
         def read() -> None:
             try:
                 client = connection.ssh_client()

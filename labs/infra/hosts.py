@@ -271,6 +271,11 @@ class Host:
             raise CommandFailed(self.name, text, result.exit_code, result.stderr)
         return result
 
+    def tell(self, command: str) -> None:
+        """Report a command this object runs some other way than `run` (a stream read line
+        by line over its own channel), so that the run's record lists it too."""
+        _tell(self, command, marked=True)
+
     def listen(self, on_command: Callable[[str], None] | None) -> None:
         """Tell `on_command` of every command from now on, and first of those that ran while
         nobody listened (None: stop telling; what runs next is kept for the next one)."""
