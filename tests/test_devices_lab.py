@@ -83,10 +83,13 @@ def test_sc1_charges_a_16k_read_like_a_1m_read_and_stays_under_its_budget(ci_run
     # Never more than the contract, but for QEMU's own slack: with no burst set, its bucket
     # lets 100 ms of I/O at the rate through unthrottled (QEMU commit 0770a7a, "throttle:
     # Update the throttle_fix_bucket() documentation"), so a fio job of T s can reach
-    # budget x (1 + 0.1 / T); CI once measured 23.69 against 23 in a 3 s job.
+    # budget x (1 + 0.1 / T); CI once measured 23.69 against 23 in a 3 s job. fio counts whole
+    # I/Os, so one more in the job adds 1 / T: CI once measured 24.02 (72 reads in 3 s, where
+    # the bucket lets 71.3 through).
     assert throttle.iops_total_max == 0
     fio_s = ci_run["run"].meta["parameters"]["fio_s"]
-    assert (sc1["iops"] <= budget * (1 + 0.1 / fio_s) * 1.01).all()
+    assert (sc1["iops"] <= budget * (1 + 0.1 / fio_s) + 1 / fio_s).all(), \
+        sc1[["workload", "depth", "iops"]].to_dict("records")
     reads = sc1[sc1["op"] == "read"]  # writes run below the model; the page says so
     assert (reads["iops"] >= reads["model_iops"] * 0.85).all(), reads[["workload", "iops"]]
 
