@@ -79,6 +79,10 @@ class AckStream:
     def acked(self) -> int:
         return self.acks[-1][0] if self.acks else 0
 
+    def csv(self) -> str:
+        """Every acknowledgement as a CSV file: the record, the seconds since the start."""
+        return "id,seconds\n" + "".join(f"{n},{t:.4f}\n" for n, t in self.acks)
+
     def rate(self) -> float:
         """Acknowledgements per second over the last ten seconds seen."""
         if len(self.acks) < 2:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from labs.errors import LabError
 from labs.infra import netns
+from labs.infra.acks import AckStream
 from labs.infra.processes import find_server
 from labs.infra.vm.servers import PG_BIN, SERVERS
 from labs.infra.workspace import LabWorkspace
@@ -261,6 +262,14 @@ class Copies:
         # Safe: only the processes inside the lab's own namespaces.
         self.ws.host.sudo(netns.kill_all_command([self.copies[n].namespace for n in numbers],
                                                  wait_s=20), timeout_s=60)
+
+    def stop_client(self, writer: AckStream) -> None:
+        """Stop a client loop that commits on the primary, and wait for its stream to end."""
+        # Safe: only this run's client (its psql, on this run's socket; not any other psql).
+        # (psql is Debian's wrapper, which runs the real one: the pattern matches both.)
+        self.ws.host.sudo(f"pkill -KILL -f -- '[p]sql -h {self.primary.socket} -XAtq -v "
+                          "ON_ERROR_STOP=1$'", timeout_s=60, check=False)
+        writer.thread.join(timeout=60)
 
     def kill_with_primary(self, numbers: list[int]) -> None:
         """The primary and these standbys lost at once, for good (their zone is gone): every

@@ -88,7 +88,7 @@ def failover(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress
     clock.mark("followed")
     time.sleep(p.phase_s)
     clock.mark("end")
-    stop_writer(copies, after)
+    copies.stop_client(after)
     copies.wait_replayed()
     record(rec, p, clock, before, after, new_k)
     count_at_end(copies, rec, after)
@@ -103,13 +103,6 @@ def start_writer(copies: Copies, clock: Clock, first: int) -> AckStream:
                                                        first=first))
     writer.start(copies.ws.host, clock.began)
     return writer
-
-
-def stop_writer(copies: Copies, writer: AckStream) -> None:
-    # Safe: only this run's client (its psql, on this run's socket; not any other psql).
-    copies.ws.host.sudo(f"pkill -KILL -f -- '[p]sql -h {copies.primary.socket} -XAtq -v "
-                        "ON_ERROR_STOP=1$'", timeout_s=60, check=False)
-    writer.thread.join(timeout=60)
 
 
 def count_survivors(copies: Copies, rec: RunRecorder, p: Parameters,
@@ -159,10 +152,8 @@ def first_ack_after(writer: AckStream, moment_s: float) -> float:
 def record(rec: RunRecorder, p: Parameters, clock: Clock, before: AckStream,
            after: AckStream, new_k: int) -> None:
     events = clock.events
-    rec.add_raw("failover/acks-before.csv", "id,seconds\n" + "".join(
-        f"{n},{t:.4f}\n" for n, t in before.acks))
-    rec.add_raw("failover/acks-after.csv", "id,seconds\n" + "".join(
-        f"{n},{t:.4f}\n" for n, t in after.acks))
+    rec.add_raw("failover/acks-before.csv", before.csv())
+    rec.add_raw("failover/acks-after.csv", after.csv())
     rec.add_raw("failover/events.json", json.dumps(events, indent=2) + "\n")
     kill = events["zone 1 lost"]
     last_before = max(t for _, t in before.acks)

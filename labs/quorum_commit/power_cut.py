@@ -85,8 +85,7 @@ def cut_once(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress
     on_primary = int(copies.psql(primary, f"SELECT count(*) FROM acks WHERE id <= {acked}"))
     copies.wait_streaming([s.name for s in copies.standbys])
     rate = writer.rate()
-    rec.add_raw(f"power-cut/{number}-{setting}-acks.csv", "id,seconds\n" + "".join(
-        f"{n},{t:.4f}\n" for n, t in writer.acks))
+    rec.add_raw(f"power-cut/{number}-{setting}-acks.csv", writer.csv())
     add("acknowledged", acked, "count")
     add("acknowledged_found", found[chosen], "count", standby=f"s{chosen}")
     add("acknowledged_lost", acked - found[chosen], "count", standby=f"s{chosen}")

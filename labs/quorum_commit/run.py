@@ -40,7 +40,7 @@ from labs.infra.workspace import LabWorkspace
 from labs.models import quorum as model
 from labs.progress import Progress
 from labs.quorum_commit import failover, power_cut
-from labs.quorum_commit.copies import Copies, Copy, lsn
+from labs.quorum_commit.copies import Copies, lsn
 from labs.quorum_commit.params import LAYOUTS, STANDBYS, Parameters, Point, points
 from labs.records import RecordedRun, RunRecorder
 from labs.tools import fio, netem, pgbench
@@ -314,7 +314,7 @@ def drill(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress) -
                                    "every standby to catch up", began, 600)
     time.sleep(p.phase_s)
     events["end"] = now()
-    _stop_client(host, primary, writer)
+    copies.stop_client(writer)
     copies.wait_replayed()
     record_drill(rec, writer, events, copies)
 
@@ -324,14 +324,6 @@ def _every_standby_caught_up(copies: Copies, target: int) -> bool:
     return (all(row["state"] == "streaming" and lsn(row["replay_lsn"]) >= target
                 for row in copies.replication().values())
             and len(copies.replication()) == STANDBYS)
-
-
-def _stop_client(host: Host, primary: Copy, writer: AckStream) -> None:
-    # Safe: only this run's client (its psql, on this run's socket; not any other psql).
-    # (psql is Debian's wrapper, which runs the real one: the pattern matches both.)
-    host.sudo(f"pkill -KILL -f -- '[p]sql -h {primary.socket} -XAtq -v ON_ERROR_STOP=1$'",
-              timeout_s=60, check=False)
-    writer.thread.join(timeout=60)
 
 
 def wait_for(ready, what: str, began: float, timeout_s: float) -> float:
@@ -382,8 +374,7 @@ def count_survivors(copies: Copies, rec: RunRecorder, writer: AckStream,
 
 def record_drill(rec: RunRecorder, writer: AckStream, events: dict[str, float],
                  copies: Copies) -> None:
-    rec.add_raw("drill/acks.csv", "id,seconds\n" + "".join(
-        f"{n},{t:.4f}\n" for n, t in writer.acks))
+    rec.add_raw("drill/acks.csv", writer.csv())
     rec.add_raw("drill/events.json", json.dumps(events, indent=2) + "\n")
     marks = sorted((t, name) for name, t in events.items() if name.endswith("starts"))
     for index, (start, name) in enumerate(marks):
