@@ -21,7 +21,8 @@ import sys
 import pytest
 from conftest import PROJECT_ROOT, report
 
-from labs.quorum_commit import failover_findings, page, power_cut_page
+from labs.quorum_commit import failover_findings, power_cut_page
+from labs.quorum_commit import findings as found
 
 pytestmark = pytest.mark.slow
 
@@ -30,39 +31,33 @@ pytestmark = pytest.mark.slow
 def ci_run(background_ci, request):
     # Started beside the power-loss tests (conftest.BackgroundCiRuns), or here if alone.
     run, seconds = background_ci.finish("quorum-commit", "--host", "vm1")
-    table = page.sweep(run)
+    f = found.findings(run)
     report(request.config, f"quorum-commit ci run on vm1: {seconds:.0f} s; p50 model error "
-                           f"{table['error_p50_pct'].abs().max():.0f} % at most over "
-                           f"{len(table)} points")
+                           f"{abs(f.worst.error_p50_pct):.0f} % at most over "
+                           f"{len(f.modelled)} modelled points")
     return run
 
 
 def test_netem_added_the_round_trips_it_was_asked_for(ci_run):
-    rtts = page.rtts(ci_run)
-    assert len(rtts) == 10  # five standbys, two layouts
+    trips = found.findings(ci_run).round_trips
+    assert len(trips) == 10  # five standbys, two layouts
     # At least what netem added, and not much more: the ci profile's five pings run beside
     # another lab's VM on two busy emulated processors, where one median took 78 ms for 60
     # added. Half as much again plus 10 ms is what such a machine may add; more is netem's.
-    assert ((rtts["rtt_p50_ms"] >= rtts["added_rtt_ms"])
-            & (rtts["rtt_p50_ms"] < 1.5 * rtts["added_rtt_ms"] + 10)).all(), \
-        rtts.to_dict("records")
+    assert all(t.added_ms <= t.measured_ms < 1.5 * t.added_ms + 10 for t in trips), trips
 
 
 def test_every_point_committed_and_has_the_model_beside_it(ci_run):
-    table = page.sweep(ci_run)
-    assert len(table) == 14  # ci: no standby, ANY 1, 3, 5, FIRST 3, remote_apply, 4 clients
-    assert (table["commits"] > 0).all() and (table["failed"] == 0).all()
-    waited = table[table["k"] > 0]
-    assert waited["model_p50_ms"].notna().all() and waited["model_p99_ms"].notna().all()
-    assert (waited["latency_p99_ms"] >= waited["latency_p50_ms"]).all()
+    f = found.findings(ci_run)
+    assert len(f.points) == 14  # ci: no standby, ANY 1, 3, 5, FIRST 3, remote_apply, 4 clients
+    assert all(p.commits > 0 and p.failed == 0 for p in f.points)
+    waited = [p for p in f.points if p.point != "no standby"]
+    assert all(p.modelled and p.model_p99_ms is not None for p in waited)
+    assert all(p.p99_ms >= p.p50_ms for p in waited)
 
 
 def fastest(run, layout: str, label: str) -> float:
-    table = page.sweep(run)
-    row = table[(table["layout"] == layout) & (table["point"] == label)
-                & (table["clients"] == 1)]
-    assert len(row) == 1, (layout, label)
-    return float(row["latency_min_ms"].iloc[0])
+    return found.findings(run).point(layout, label).min_ms
 
 
 def test_a_slow_zone_slows_only_the_ks_that_reach_into_it(ci_run):
@@ -71,8 +66,8 @@ def test_a_slow_zone_slows_only_the_ks_that_reach_into_it(ci_run):
     # zone took at least its round trip. The other way, a commit that did not wait for it
     # took less, unless the machine added 150 ms or more to every commit of the point (a
     # busy CI machine added up to 40 ms; the ci profile's slow zone is that far for this).
-    params = ci_run.meta["parameters"]
-    slow, cross = params["slow_zone_ms"], params["cross_zone_ms"]
+    params = found.findings(ci_run).params
+    slow, cross = params.slow_zone_ms, params.cross_zone_ms
     assert slow >= cross + 150
     assert fastest(ci_run, "slow-zone", "ANY 5") > slow
     assert fastest(ci_run, "slow-zone", "FIRST 3") > slow  # FIRST 3 waits for s2 and s3
@@ -82,24 +77,22 @@ def test_a_slow_zone_slows_only_the_ks_that_reach_into_it(ci_run):
 
 
 def test_the_drill_goes_on_after_a_zone_and_waits_after_one_more(ci_run):
-    phases = page.drill(ci_run).set_index("phase")
-    assert phases.loc["all up", "commits acknowledged"] > 0
-    assert phases.loc["zone lost", "commits acknowledged"] > 0
+    f = found.findings(ci_run)
+    assert f.phase("all up").acknowledged > 0
+    assert f.phase("zone lost").acknowledged > 0
     # (An acknowledgement already on its way when the copy died may arrive just after.)
-    assert phases.loc["zone + 1 lost", "commits acknowledged"] <= 1
-    assert phases.loc["back", "commits acknowledged"] > 0
-    assert list(phases["model: commits go on"]) == ["yes", "yes", "no (they wait)", "yes"]
-    figures = page.figures(ci_run)
-    assert int(figures["syncrep_waiters"]) >= 1
+    assert f.phase("zone + 1 lost").acknowledged <= 1
+    assert f.phase("back").acknowledged > 0
+    assert [p.model_goes_on for p in f.phases] == [True, True, False, True]
+    assert f.syncrep_waiters >= 1
 
 
 def test_every_acknowledged_commit_is_on_the_survivors_and_then_everywhere(ci_run):
-    held = page.survivors(ci_run)
-    assert list(held["standby"]) == ["s1", "s2"]
-    assert (held["acknowledged commits it holds"] == held["acknowledged"]).all()
-    figures = page.figures(ci_run)
-    assert figures["newest_survivor_found"] == figures["acked_at_wait"]
-    assert figures["end_copies_holding_all"] == "6"
+    f = found.findings(ci_run)
+    assert [s.standby for s in f.waiting_survivors] == ["s1", "s2"]
+    assert all(s.held == f.acknowledged_at_wait for s in f.waiting_survivors)
+    assert f.newest_survivor_found == f.acknowledged_at_wait
+    assert f.end_copies == f.end_copies_holding_all == 6
 
 
 def test_a_power_cut_of_every_copy_loses_nothing_acknowledged_under_on(ci_run):

@@ -7,76 +7,39 @@ Pure page code: it reads recorded runs and never touches a VM.
 
 from __future__ import annotations
 
-import json
-
 import altair as alt
 import pandas as pd
 
+from labs.book import number_text as nt
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.guide import quick_figures
 from labs.book.panel import LabPanel
 from labs.book.provenance import run_summary
 from labs.book.theme import dropdown, slider
 from labs.quorum_commit import failover_page, power_cut_page
+from labs.quorum_commit import findings as found
 from labs.quorum_commit.params import LAYOUTS, STANDBYS, Parameters
 from labs.records import RecordedRun
 
 MODEL_COLOR = "#D55E00"
 LAYOUT_TEXT = {"even": "every other zone at the cross-zone delay",
                "slow-zone": "zone 2 slow"}
-PHASES = ("all up", "zone lost", "zone + 1 lost", "back")
 
 
 # --- tables ----------------------------------------------------------------------------------
 
-def sweep(run: RecordedRun) -> pd.DataFrame:
-    """One row per (layout, point): measured p50/p99 and mean, commits, the model, error."""
-    results = run.results
-    rows = results[results["config"].isin(LAYOUTS) & (results["workload"] != "ping")]
-    table = rows.pivot_table(index=["layout", "workload", "method", "k", "clients",
-                                    "synchronous_commit"],
-                             columns="metric", values="value").reset_index()
-    table = table.rename(columns={"workload": "point"})
-    for column in ("k", "clients", "commits", "failed"):
-        table[column] = table[column].astype(int)
-    table["error_p50_pct"] = 100 * (table["model_p50_ms"] - table["latency_p50_ms"]) \
-        / table["latency_p50_ms"]
-    table["error_p99_pct"] = 100 * (table["model_p99_ms"] - table["latency_p99_ms"]) \
-        / table["latency_p99_ms"]
-    # The sweep's own order: the primary alone, ANY 1..5, FIRST k, remote_apply, clients.
-    table["order"] = table.apply(lambda r: (
-        0 if r["method"] == "none" else 2 if r["method"] == "FIRST"
-        else 3 if r["synchronous_commit"] != "on" else 4 if r["clients"] > 1 else 1,
-        r["k"]), axis=1)
-    table["layout_order"] = table["layout"].map(LAYOUTS.index)
-    return table.sort_values(["layout_order", "order"]).drop(
-        columns=["order", "layout_order"]).reset_index(drop=True)
-
-
 def any_k(run: RecordedRun) -> pd.DataFrame:
     """The ANY k points with one client and synchronous_commit = on (and k = 0, the
     primary alone), per layout."""
-    table = sweep(run)
+    table = found.sweep(run)
     keep = (table["clients"] == 1) & (table["synchronous_commit"] == "on") & \
         table["method"].isin(["none", "ANY"])
     return table[keep].reset_index(drop=True)
 
 
-def rtts(run: RecordedRun) -> pd.DataFrame:
-    """The measured round trip to each standby in each layout, beside what netem added."""
-    results = run.results
-    ping = results[(results["workload"] == "ping")]
-    table = ping.pivot_table(index=["config", "standby", "zone", "added_rtt_ms"],
-                             columns="metric", values="value").reset_index()
-    table = table.rename(columns={"config": "layout"})
-    table["zone"] = table["zone"].astype(int)
-    table["base_ms"] = table["rtt_p50_ms"] - table["added_rtt_ms"]
-    return table
-
-
 def rtt_table(run: RecordedRun) -> pd.DataFrame:
     """The round trips as the page shows them: one row per standby, a column per layout."""
-    table = rtts(run)
+    table = found.rtts(run)
     rows = []
     for (standby, zone), mine in table.groupby(["standby", "zone"]):
         item = {"standby": standby, "zone": int(zone)}
@@ -90,7 +53,7 @@ def rtt_table(run: RecordedRun) -> pd.DataFrame:
 def sweep_table(run: RecordedRun) -> pd.DataFrame:
     """Every point of the sweep as the page shows it."""
     rows = []
-    for row in sweep(run).to_dict("records"):
+    for row in found.sweep(run).to_dict("records"):
         modelled = pd.notna(row.get("model_p50_ms"))
 
         def shown(column: str, form: str, row=row, modelled=modelled) -> str:
@@ -107,50 +70,30 @@ def sweep_table(run: RecordedRun) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def drill(run: RecordedRun) -> pd.DataFrame:
+def drill_table(run: RecordedRun) -> pd.DataFrame:
     """Per phase of the drill: standbys up, what the model says, commits acknowledged."""
-    results = run.results
-    rows = results[results["config"] == "drill"]
-    out = []
-    for phase in PHASES:
-        mine = rows[rows["workload"] == phase]
-        model = mine[mine["metric"] == "model_commits_go_on"].iloc[0]
-        acked = mine[mine["metric"] == "commits_acknowledged"].iloc[0]
-        rate = mine[mine["metric"] == "commits_per_s"].iloc[0]
-        out.append({"phase": phase, "standbys up": int(model["standbys_up"]),
-                    "model: commits go on": "yes" if model["value"] else "no (they wait)",
-                    "seconds": float(acked["seconds"]),
-                    "commits acknowledged": int(acked["value"]),
-                    "commits per second": float(rate["value"])})
-    return pd.DataFrame(out)
+    return pd.DataFrame([{"phase": p.name, "standbys up": p.standbys_up,
+                          "model: commits go on": "yes" if p.model_goes_on else
+                          "no (they wait)",
+                          "seconds": p.seconds, "commits acknowledged": p.acknowledged,
+                          "commits per second": p.rate}
+                         for p in found.findings(run).phases])
 
 
-def survivors(run: RecordedRun) -> pd.DataFrame:
+def survivors_table(run: RecordedRun) -> pd.DataFrame:
     """While the commit waited: each surviving standby's replay position and what it held."""
-    results = run.results
-    rows = results[(results["config"] == "drill") & (results["workload"] == "zone + 1 lost")]
-    found = rows[rows["metric"] == "acknowledged_found"]
-    held = rows[rows["metric"] == "rows_found"].set_index("standby")["value"]
-    return pd.DataFrame([{"standby": r["standby"], "replay position": r["replay_lsn"],
-                          "acknowledged commits it holds": int(r["value"]),
-                          "acknowledged": int(r["acknowledged"]),
-                          "rows it holds": int(held[r["standby"]])}
-                         for r in found.to_dict("records")])
-
-
-def acks(run: RecordedRun) -> pd.DataFrame:
-    return pd.read_csv(run.raw_dir / "drill" / "acks.csv")
-
-
-def events(run: RecordedRun) -> dict[str, float]:
-    return json.loads((run.raw_dir / "drill" / "events.json").read_text())
+    f = found.findings(run)
+    return pd.DataFrame([{"standby": s.standby, "replay position": s.replay_lsn,
+                          "acknowledged commits it holds": s.held,
+                          "acknowledged": f.acknowledged_at_wait, "rows it holds": s.rows}
+                         for s in f.waiting_survivors])
 
 
 def timeline(run: RecordedRun) -> pd.DataFrame:
     """Commits acknowledged in each half second of the drill."""
-    table = acks(run)
+    table = found.acks(run)
     step_s = 0.5
-    end = events(run)["end"]
+    end = found.events(run)["end"]
     bins = (table["seconds"] // step_s).astype(int)
     counts = bins.value_counts().reindex(range(int(end // step_s) + 1), fill_value=0)
     return pd.DataFrame({"second": counts.index * step_s,
@@ -197,7 +140,7 @@ def latency_chart(run: RecordedRun) -> alt.LayerChart:
 def timeline_chart(run: RecordedRun) -> alt.LayerChart:
     """Commits per second through the drill, with the moments copies were lost and back."""
     table = timeline(run)
-    marks = events(run)
+    marks = found.events(run)
     rules = pd.DataFrame([{"second": marks[f"{phase} starts"], "event": text}
                           for phase, text in (("zone lost", "zone lost"),
                                               ("zone + 1 lost", "one more copy lost"),
@@ -213,23 +156,7 @@ def timeline_chart(run: RecordedRun) -> alt.LayerChart:
         x="second:Q", y=alt.value(0), text="event:N")
     return (line + rule + text).properties(
         width=560, height=220, title="The drill: commits acknowledged per second (ANY "
-                                     f"{int(drill_k(run))})")
-
-
-def first_ack_after(run: RecordedRun, moment_s: float) -> float:
-    """Seconds from `moment_s` to the first acknowledgement after it."""
-    times = acks(run)["seconds"]
-    return float(times[times > moment_s].min() - moment_s)
-
-
-def longest_gap_s(run: RecordedRun) -> float:
-    """The longest time between two acknowledgements in a row (the stall)."""
-    return float(acks(run)["seconds"].diff().max())
-
-
-def drill_k(run: RecordedRun) -> int:
-    results = run.results
-    return int(results[results["metric"] == "model_commits_go_on"]["k"].iloc[0])
+                                     f"{found.findings(run).drill_k})")
 
 
 def chart(run: RecordedRun) -> alt.LayerChart:
@@ -238,11 +165,16 @@ def chart(run: RecordedRun) -> alt.LayerChart:
 
 # --- figures for the text --------------------------------------------------------------------
 
+def power_cuts_alone(run: RecordedRun) -> bool:
+    """A run of the power cuts alone (`--part power-cut`): no sweep, no drill."""
+    return Parameters.from_record(run.meta["parameters"]).part == "power-cut"
+
+
 def figures(run: RecordedRun) -> dict[str, str]:
     """Every number the page quotes: this run's (its failover's prefixed fo_), and its
     power-cut section's (prefixed pc_, from the companion run named by SHIPPED-power-cut,
     when it is here)."""
-    if run.meta["parameters"].get("part") == "power-cut":  # the power cuts alone
+    if power_cuts_alone(run):
         return power_cut_page.figures(run)
     companion = power_cut_page.companion_run()
     return {**sweep_and_drill_figures(run), **failover_page.figures(run),
@@ -250,155 +182,97 @@ def figures(run: RecordedRun) -> dict[str, str]:
 
 
 def sweep_and_drill_figures(run: RecordedRun) -> dict[str, str]:
-    results = run.results
-    value = results.set_index(["config", "workload", "metric"])["value"]
-    table = sweep(run)
-    ping = rtts(run)
-    phases = drill(run).set_index("phase")
-    held = survivors(run)
-    marks = events(run)
-    out = _overall_figures(run, value, table, ping)
-    out.update(_sweep_point_figures(table))
-    out.update(comparisons(run, table, ping))
-    out.update(_rtt_figures(ping))
-    out.update(_phase_figures(phases))
-    out.update(_wait_figures(run, results, value, held, marks))
-    out.update(_end_figures(results))
-    out.update(drill_outside_phases(run))
-    out.update(p99_sample_sizes(table))
-    return out
+    """Every number the sweep's and the drill's sections quote, from the findings."""
+    f = found.findings(run)
+    return {**_run_figures(f), **_sweep_figures(f), **_verdict_figures(f),
+            **_drill_figures(f)}
 
 
-def _overall_figures(run: RecordedRun, value: pd.Series, table: pd.DataFrame,
-                     ping: pd.DataFrame) -> dict[str, str]:
-    """The run's wall time, the disk's flush, the sweep's error counts and the set-up times."""
-    out = {"wall_time_min": f"{value[('lab', 'all', 'wall_time')] / 60:.1f}",
-           "flush_p50_ms": f"{value[('flush', 'fio 8k write+fdatasync', 'p50_ms')]:.1f}",
-           "flush_p99_ms": f"{value[('flush', 'fio 8k write+fdatasync', 'p99_ms')]:.1f}",
-           "points": str(len(table)),
-           "points_with_model": str(int(table["model_p50_ms"].notna().sum())),
-           "points_within_10": str(int((table["error_p50_pct"].abs() <= 10).sum())),
-           "max_abs_error_p50_pct": f"{table['error_p50_pct'].abs().max():.0f}",
-           "p99_too_low": str(int((table["error_p99_pct"] < 0).sum())),
-           "p99_worst_pct": f"{-table['error_p99_pct'].min():.0f}",
-           "p99_worst_one_client_pct":
-               f"{-table[table['clients'] == 1]['error_p99_pct'].min():.0f}",
-           "base_rtt_max_ms": f"{ping['base_ms'].max():.1f}",
-           "k": str(drill_k(run)),
-           "quick_minutes": quick_figures()["quick_quorum_commit_min"]}  # quick-runs.csv
-    for part in ("namespaces", "primary", "base_backups", "standbys"):
-        out[f"setup_{part}_s"] = f"{value[('copies', 'set-up', f'{part}_s')]:.0f}"
-    return out
+def _ms(value: float) -> str:
+    return nt.number(value, 1)
 
 
-def _sweep_point_figures(table: pd.DataFrame) -> dict[str, str]:
-    """Each point's latencies, model and error, keyed like even_any3_p50."""
-    out = {}
-    for row in table.to_dict("records"):
-        key = (f"{row['layout'].replace('-', '_')}_{row['method'].lower()}{row['k']}"
-               f"{'' if row['synchronous_commit'] == 'on' else '_apply'}"
-               f"{'' if row['clients'] == 1 else '_multi'}")
-        for metric in ("latency_p50_ms", "latency_p99_ms", "model_p50_ms", "model_p99_ms",
-                       "error_p50_pct"):
-            if pd.notna(row.get(metric)):
-                out[f"{key}_{metric.removesuffix('_ms').replace('latency_', '')}"] = \
-                    f"{row[metric]:.0f}" if metric.startswith("error") else f"{row[metric]:.1f}"
-        out[f"{key}_commits"] = str(row["commits"])
-    return out
+def _pct(value: float, signed: bool = False) -> str:
+    return nt.number(value, 0, signed=signed)
 
 
-def _rtt_figures(ping: pd.DataFrame) -> dict[str, str]:
-    return {f"{row['layout'].replace('-', '_')}_{row['standby']}_rtt": f"{row['rtt_p50_ms']:.1f}"
-            for row in ping.to_dict("records")}
+def _run_figures(f: found.Findings) -> dict[str, str]:
+    """The run's wall time, the standbys' flush, the links and the set-up's steps."""
+    return {"wall_time_min": nt.number(f.wall_time_s / 60, 1),
+            "quick_minutes": quick_figures()["quick_quorum_commit_min"],  # quick-runs.csv
+            "flush_p50_ms": _ms(f.flush_p50_ms),
+            "flush_p99_ms": _ms(f.flush_p99_ms),
+            "base_rtt_max_ms": _ms(f.base_rtt_max_ms),
+            "setup_primary_s": nt.number(f.setup_primary_s, 0),
+            "setup_base_backups_s": nt.number(f.setup_base_backups_s, 0),
+            "setup_standbys_s": nt.number(f.setup_standbys_s, 0)}
 
 
-def _phase_figures(phases: pd.DataFrame) -> dict[str, str]:
-    out = {}
-    for phase, row in phases.iterrows():
-        key = phase.replace(" + ", "_plus_").replace(" ", "_")
-        out[f"drill_{key}_acked"] = str(row["commits acknowledged"])
-        out[f"drill_{key}_rate"] = f"{row['commits per second']:.0f}"
-        out[f"drill_{key}_s"] = f"{row['seconds']:.1f}"
-    return out
+def _sweep_figures(f: found.Findings) -> dict[str, str]:
+    """The points the text quotes, each by name."""
+    even, slow = "even", "slow-zone"
+    return {"even_none0_p50": _ms(f.point(even, "no standby").p50_ms),
+            "even_none0_p99": _ms(f.point(even, "no standby").p99_ms),
+            "even_any1_p50": _ms(f.point(even, "ANY 1").p50_ms),
+            "even_any2_p50": _ms(f.point(even, "ANY 2").p50_ms),
+            "even_any3_p50": _ms(f.point(even, "ANY 3").p50_ms),
+            "even_any5_p50": _ms(f.point(even, "ANY 5").p50_ms),
+            "even_any3_apply_p50": _ms(f.point(even, "ANY 3, remote_apply").p50_ms),
+            "even_any3_multi_p50": _ms(f.point(even, "ANY 3", clients=4).p50_ms),
+            "even_any3_commits": nt.count(f.point(even, "ANY 3").commits),
+            "even_any3_multi_commits": nt.count(f.point(even, "ANY 3", clients=4).commits),
+            "slow_zone_none0_p50": _ms(f.point(slow, "no standby").p50_ms),
+            "slow_zone_any2_p50": _ms(f.point(slow, "ANY 2").p50_ms),
+            "slow_zone_any2_model_p50": _ms(f.point(slow, "ANY 2").model_p50_ms),
+            "slow_zone_any3_p50": _ms(f.point(slow, "ANY 3").p50_ms),
+            "slow_zone_any4_p50": _ms(f.point(slow, "ANY 4").p50_ms),
+            "slow_zone_any5_p50": _ms(f.point(slow, "ANY 5").p50_ms),
+            "slow_zone_first3_p50": _ms(f.point(slow, "FIRST 3").p50_ms),
+            "slow_zone_any3_apply_p50": _ms(f.point(slow, "ANY 3, remote_apply").p50_ms),
+            "slow_any3_rise_pct": _pct(100 * f.slow_zone_rise("ANY 3")[0]),
+            "slow_any3_model_rise_pct": _pct(100 * f.slow_zone_rise("ANY 3")[1]),
+            "slow_any4_rise_pct": _pct(100 * f.slow_zone_rise("ANY 4")[0]),
+            "ex_any2_rtt_ms": _ms(f.exercise_any2_rtt_ms),
+            "ex_any2_sum_ms": _ms(f.exercise_any2_sum_ms)}
 
 
-def _wait_figures(run: RecordedRun, results: pd.DataFrame, value: pd.Series,
-                  held: pd.DataFrame, marks: dict[str, float]) -> dict[str, str]:
-    """The commit that waited once a zone and one more copy were lost, and the way back."""
-    wait = results[(results["config"] == "drill") & (results["workload"] == "zone + 1 lost")]
-    by_metric = wait.drop_duplicates("metric").set_index("metric")["value"]
-    acknowledged = int(held["acknowledged"].iloc[0])
-    return {
-        "syncrep_waiters": str(int(by_metric["syncrep_waiters"])),
-        "syncrep_wait_s": f"{by_metric['syncrep_wait_s']:.1f}",
-        "acked_at_wait": str(acknowledged),
-        "primary_rows_at_wait": str(int(by_metric["primary_rows"])),
-        "survivors": " and ".join(held["standby"]),
-        "survivor_rows_max": str(int(held["rows it holds"].max())),
-        "survivors_holding_all": str(int((held["acknowledged commits it holds"]
-                                          == acknowledged).sum())),
-        "newest_survivor_found": str(int(by_metric["newest_survivor_acknowledged_found"])),
-        "restarted_after_s": f"{value[('drill', 'back', 'restarted_after_s')]:.1f}",
-        # From the acknowledgements themselves (the lab only looks once all are started).
-        "resumed_after_s": f"{first_ack_after(run, marks['back starts']):.1f}",
-        "stall_s": f"{longest_gap_s(run):.1f}",
-        "caught_up_after_s": f"{value[('drill', 'back', 'caught_up_after_s')]:.1f}",
-        "drill_s": f"{marks['end']:.0f}",
-    }
+def _verdict_figures(f: found.Findings) -> dict[str, str]:
+    """How close the model came: at the median, and in the tails."""
+    least, most = f.one_client_errors_pct
+    fewest, most_commits = f.p99_commits
+    return {"points_with_model": nt.count(len(f.modelled)),
+            "points_within_10": nt.count(f.within),
+            "max_abs_error_p50_pct": _pct(abs(f.worst.error_p50_pct)),
+            "one_err_min_pct": _pct(least, signed=True),
+            "one_err_max_pct": _pct(most, signed=True),
+            "p99_too_low": nt.count(f.p99_too_low),
+            "p99_worst_pct": _pct(f.p99_worst_pct()),
+            "p99_worst_one_client_pct": _pct(f.p99_worst_pct(one_client=True)),
+            "p99_commits_min": nt.count(fewest),
+            "p99_commits_max": nt.count(most_commits),
+            # 1 % of a point's commits lie above its p99
+            "p99_tail_min": nt.count(fewest / 100),
+            "p99_tail_max": nt.count(most_commits / 100)}
 
 
-def _end_figures(results: pd.DataFrame) -> dict[str, str]:
-    """What every copy held at the drill's end."""
-    end = results[(results["config"] == "drill") & (results["workload"] == "end")]
-    return {"end_acked": str(int(end["acknowledged"].iloc[0])),
-            "end_copies_holding_all": str(int((end["value"] == end["acknowledged"]).sum()))}
-
-
-def drill_outside_phases(run: RecordedRun) -> dict[str, str]:
-    """The drill's phases count the acknowledgements from the first phase's start to the
-    drill's end mark; the rest came before that start or after that end."""
-    times = acks(run)["seconds"]
-    marks = events(run)
-    first = min(t for name, t in marks.items() if name.endswith("starts"))
-    return {"drill_phases_acked": str(int(drill(run)["commits acknowledged"].sum())),
-            "drill_acked_before_phases": str(int((times < first).sum())),
-            "drill_acked_after_end": str(int((times >= marks["end"]).sum()))}
-
-
-def p99_sample_sizes(table: pd.DataFrame) -> dict[str, str]:
-    """How many commits each 99th percentile with a model rests on: the fewest and the most,
-    and how many commits lie above the p99 at each (1 % of them)."""
-    commits = table[table["model_p50_ms"].notna()]["commits"]
-    if commits.empty:  # a run whose sweep has no modelled point (none of the profiles)
-        commits = pd.Series([0])
-    return {"p99_commits_min": str(int(commits.min())),
-            "p99_commits_max": str(int(commits.max())),
-            "p99_tail_min": f"{commits.min() / 100:.0f}",
-            "p99_tail_max": f"{commits.max() / 100:.0f}"}
-
-
-def comparisons(run: RecordedRun, table: pd.DataFrame, ping: pd.DataFrame) -> dict[str, str]:
-    """The figures the text compares: the slow zone's effect at k and k + 1, measured and
-    modelled, the one-client points' errors, the first exercise's sum."""
-    one = table[table["clients"] == 1]
-    p50 = {(r["layout"], r["point"]): r["latency_p50_ms"] for r in one.to_dict("records")}
-    model = {(r["layout"], r["point"]): r["model_p50_ms"] for r in one.to_dict("records")}
-    k = drill_k(run)
-    out = {}
-    for name, point in (("any3", f"ANY {k}"), ("any4", f"ANY {k + 1}")):
-        if ("even", point) in p50:  # (a run may sweep only some k: the ci profile)
-            rise = p50[("slow-zone", point)] / p50[("even", point)] - 1
-            out[f"slow_{name}_rise_pct"] = f"{100 * rise:.0f}"
-            model_rise = model[("slow-zone", point)] / model[("even", point)] - 1
-            out[f"slow_{name}_model_rise_pct"] = f"{100 * model_rise:.0f}"
-    errors = one[one["model_p50_ms"].notna()]["error_p50_pct"]
-    out["one_err_min_pct"] = f"{errors.min():+.0f}"
-    out["one_err_max_pct"] = f"{errors.max():+.0f}"
-    second = sorted(ping[ping["layout"] == "slow-zone"]["rtt_p50_ms"])[1]
-    flush = run.results.set_index(["config", "metric"])["value"][("flush", "p50_ms")]
-    out["ex_any2_rtt_ms"] = f"{second:.1f}"
-    out["ex_any2_sum_ms"] = f"{p50[('slow-zone', 'no standby')] + second + flush:.1f}"
-    return out
+def _drill_figures(f: found.Findings) -> dict[str, str]:
+    """The drill: its phases' rates, the commit that waited, the way back, the end."""
+    return {"drill_all_up_rate": nt.number(f.phase("all up").rate, 0),
+            "drill_zone_lost_rate": nt.number(f.phase("zone lost").rate, 0),
+            "drill_phases_acked": nt.count(f.phases_acknowledged),
+            "drill_acked_before_phases": nt.count(f.acked_before_phases),
+            "drill_acked_after_end": nt.count(f.acked_after_end),
+            "syncrep_waiters": nt.count(f.syncrep_waiters),
+            "syncrep_wait_s": nt.number(f.syncrep_wait_s, 1),
+            "acked_at_wait": nt.count(f.acknowledged_at_wait),
+            "primary_rows_at_wait": nt.count(f.primary_rows_at_wait),
+            "survivor_rows_max": nt.count(f.survivor_rows_max),
+            "restarted_after_s": nt.number(f.restarted_after_s, 1),
+            "resumed_after_s": nt.number(f.resumed_after_s, 1),
+            "stall_s": nt.number(f.stall_s, 1),
+            "caught_up_after_s": nt.number(f.caught_up_after_s, 1),
+            "end_acked": nt.count(f.end_acknowledged),
+            "end_copies_holding_all": nt.count(f.end_copies_holding_all)}
 
 
 # --- provenance, panel, headline -------------------------------------------------------------
@@ -418,11 +292,11 @@ def headline(run: RecordedRun) -> pd.DataFrame:
     """Commit latency p50 per point, beside the model's k-th acknowledgement."""
     from labs.book.compare import headline_table
 
-    if run.meta["parameters"].get("part") == "power-cut":  # the power cuts alone
+    if power_cuts_alone(run):
         return power_cut_page.headline(run)
     rows = [{"measure": "commit latency p50", "config": f"{row['layout']}, {row['point']}, "
                                                        f"{row['clients']} client(s)",
              "value": row["latency_p50_ms"], "unit": "ms", "better": "lower",
              "model": row.get("model_p50_ms")}
-            for row in sweep(run).to_dict("records")]
+            for row in found.sweep(run).to_dict("records")]
     return headline_table(rows)
