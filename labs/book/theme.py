@@ -26,6 +26,10 @@ THEME_NAME = "storage-book"
 RENDERER_NAME = "storage-book"
 # A page budget: the largest page should stay well under 1.5 MB with its charts.
 SPEC_LIMIT_BYTES = 600_000
+# The model, on every chart: black, as a tick or a diamond where it is one value and a dashed
+# line where it is a curve (the intro's "How to read the charts" says so). Measurements
+# take the palette's colours.
+MODEL_COLOR = "#000000"
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442",

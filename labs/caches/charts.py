@@ -6,11 +6,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from labs.book.theme import dropdown, slider
+from labs.book.theme import MODEL_COLOR, dropdown, slider
 from labs.caches import model
-
-MODEL_COLOR = "#D55E00"
-
 
 # ---- explanation page: models only ---------------------------------------------------------
 

@@ -9,10 +9,10 @@ import altair as alt
 import pandas as pd
 
 from labs.book import number_text as nt
-from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.fault_counts import loss_headline, loss_table, window_text
 from labs.book.panel import LabPanel
 from labs.book.provenance import run_summary
+from labs.book.theme import MODEL_COLOR  # (importing the theme also sets it up)
 from labs.commit_settings import model
 from labs.commit_settings.findings import findings, lost_ages, tally_table
 from labs.commit_settings.params import Parameters
@@ -94,7 +94,7 @@ def loss_chart(run: RecordedRun) -> alt.FacetChart:
         color=alt.Color("fault:N", scale=FAULT_COLOURS, legend=None),
         tooltip=["setting", "fault", alt.Tooltip("acked:Q", title="acknowledged"), "lost",
                  alt.Tooltip("model_most_lost:Q", title="model's most"), "cuts"])
-    ticks = alt.Chart().mark_tick(color="black", thickness=3, size=18).encode(
+    ticks = alt.Chart().mark_tick(color=MODEL_COLOR, thickness=3, size=18).encode(
         y=y, x="model_most_pct:Q",
         tooltip=["setting", "fault",
                  alt.Tooltip("model_most_pct:Q", title="model's most (%)", format=".1f")])
@@ -125,7 +125,7 @@ def age_chart(run: RecordedRun) -> alt.LayerChart:
         color=alt.Color("fault:N", scale=FAULT_COLOURS, title="fault"),
         tooltip=["setting", "fault", "cut",
                  alt.Tooltip("oldest_lost_ms:Q", title="oldest lost (ms)", format=".0f")])
-    ticks = alt.Chart(windows).mark_tick(color="black", thickness=3, size=18).encode(
+    ticks = alt.Chart(windows).mark_tick(color=MODEL_COLOR, thickness=3, size=18).encode(
         x=x, xOffset=offset, y="window_ms:Q",
         tooltip=["setting", "fault", alt.Tooltip("window_ms:Q", title="window (ms)")])
     return alt.layer(ticks, points).properties(

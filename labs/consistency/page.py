@@ -15,7 +15,7 @@ from labs.book import number_text as nt
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.panel import LabPanel
 from labs.book.provenance import run_summary
-from labs.book.theme import dropdown
+from labs.book.theme import MODEL_COLOR, dropdown
 from labs.consistency.findings import (  # noqa: F401  (the page's tables, for its cells)
     CASE_TEXT,
     LEVELS,
@@ -29,7 +29,6 @@ from labs.consistency.findings import (  # noqa: F401  (the page's tables, for i
 from labs.consistency.params import CASES, NODES, Parameters
 from labs.records import RecordedRun
 
-MODEL_COLOR = "#D55E00"
 CASE_SHORT = {"A": "A (ONE; 3 down)", "B": "B (QUORUM; 3 down)", "C": "C (ONE; 2, 3 down)"}
 
 
@@ -151,7 +150,7 @@ def stale_chart(run: RecordedRun) -> alt.TopLevelMixin:
     labels = base.mark_text(dy=-6, fontSize=10).encode(y="stale_pct:Q", text="label:N")
     # Black, not the model orange elsewhere on the page: beside the amber bars that would blur.
     ticks = alt.Chart(table).transform_filter("datum.case == STALE_CASE").mark_tick(
-        color="black", thickness=3, size=90).encode(
+        color=MODEL_COLOR, thickness=3, size=90).encode(
         x=alt.X("read_level:N", sort=LEVELS), y="model_uniform_pct:Q")
     return (bars + labels + ticks).add_params(case).properties(
         width=420, height=260,

@@ -9,12 +9,11 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from labs.book.theme import dropdown, slider
+from labs.book.theme import MODEL_COLOR, dropdown, slider
 from labs.doublewrite.model import PAGE_BYTES, ratio_bound
 from labs.doublewrite.tables import leg_table, pair_table, tps_series
 
 ON_OFF = alt.Scale(domain=["ON", "OFF"], range=["#D55E00", "#0072B2"])
-MODEL_COLOR = "#000000"
 
 
 def model_chart(results: pd.DataFrame, article_ratio: float) -> alt.TopLevelMixin:

@@ -8,7 +8,7 @@ from pathlib import Path
 import altair as alt
 import pandas as pd
 
-from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
+from labs.book.theme import MODEL_COLOR  # (importing the theme also sets it up)
 from labs.power_loss.findings import leg_file
 from labs.power_loss.torn_page import leg_columns, leg_outcomes, wrapping_header
 from labs.records import RecordedRun
@@ -59,7 +59,7 @@ MODEL = {"torn_pages": "model_torn_pages", "damaged_pages": "model_damaged_pages
 def doublewrite_chart(run: RecordedRun) -> alt.FacetChart:
     """Two panels, pages torn on the disk before recovery and pages still damaged after it:
     a point per cut (each cut on a line of its own within its setting's band), the model's
-    expectation as a grey tick on the same line."""
+    expectation as a black tick on the same line."""
     table = doublewrite_outcomes(run)
     long = pd.concat([pd.DataFrame({"setting": table["label"], "safety": table["safety"],
                                     "cut": table["cut"], "when": WHEN[column],
@@ -81,12 +81,12 @@ def doublewrite_chart(run: RecordedRun) -> alt.FacetChart:
                         scale=alt.Scale(domain=["safe", "unsafe"],
                                         range=["#009E73", "#D55E00"])),
         shape=alt.Shape("cut:N", title="power cut", legend=alt.Legend(orient="top")))
-    expected = base.mark_tick(thickness=2, size=12, color="#555555").encode(x="model:Q")
+    expected = base.mark_tick(thickness=2, size=12, color=MODEL_COLOR).encode(x="model:Q")
     return alt.layer(expected, measured, data=long).properties(
         width=230, height=alt.Step(16),
     ).facet(column=alt.Column("when:N", sort=list(WHEN.values()), title=None)).properties(
         title=["InnoDB: pages torn by each cut and still damaged after recovery (points),",
-               "and the model's expectation (grey ticks)"])
+               "and the model's expectation (black ticks)"])
 
 
 def raw_file(run: RecordedRun, leg: str, cut: float, suffix: str) -> Path:

@@ -8,10 +8,10 @@ import altair as alt
 import pandas as pd
 
 from labs.book import number_text as nt
-from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.panel import LabPanel
 from labs.book.provenance import run_summary
 from labs.book.tables import wrapping_table
+from labs.book.theme import MODEL_COLOR  # (importing the theme also sets it up)
 from labs.power_loss import doublewrite_page, model, torn_page
 from labs.power_loss import findings as found
 from labs.power_loss.params import TORN_ROWS, Parameters
@@ -168,7 +168,7 @@ def engine_figures(f: found.Findings) -> dict[str, str]:
 
 def chart(run: RecordedRun) -> alt.LayerChart:
     """Per database: how long before the cut its oldest lost commit had been acknowledged
-    (a point per cut, its shape the cut), beside the model's bound (a grey tick, the same
+    (a point per cut, its shape the cut), beside the model's bound (a black tick, the same
     for every cut)."""
     table = outcomes(run)
     order = list(dict.fromkeys(table["database"]))
@@ -190,13 +190,13 @@ def chart(run: RecordedRun) -> alt.LayerChart:
                  alt.Tooltip("bound_ms:Q", title="model: at most (ms)", format=".0f"),
                  alt.Tooltip("acks_per_second:Q", title="commits/s", format=".0f")])
     bounds = table.drop_duplicates("database")
-    bound = alt.Chart(bounds).mark_tick(thickness=2, size=30, color="#555555").encode(
+    bound = alt.Chart(bounds).mark_tick(thickness=2, size=30, color=MODEL_COLOR).encode(
         y=y, x="bound_ms:Q",
         tooltip=["database:N", alt.Tooltip("bound_ms:Q", title="model: at most (ms)")])
     return alt.layer(bound, measured).properties(
         width=300, height=alt.Step(44),
         title=["Lost commits: how long before the cut they were acknowledged",
-               "(points, one per cut) and the model's bound (grey ticks)"])
+               "(points, one per cut) and the model's bound (black ticks)"])
 
 
 def exercise_figures(f: found.Findings) -> dict[str, str]:

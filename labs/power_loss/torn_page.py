@@ -5,7 +5,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
+from labs.book.theme import MODEL_COLOR  # (importing the theme also sets it up)
 from labs.power_loss import findings as found
 from labs.power_loss import model
 from labs.power_loss.findings import acks_in_window, leg_file
@@ -70,7 +70,7 @@ def torn_table_styled(run: RecordedRun):
 
 
 def torn_chart(run: RecordedRun) -> alt.LayerChart:
-    """Damaged pages per cut (points) beside the model's expectation (grey ticks), each cut
+    """Damaged pages per cut (points) beside the model's expectation (black ticks), each cut
     on a line of its own within its setting's band, so that no cut hides another."""
     table = torn_outcomes(run)
     y = alt.Y("label:N", sort=list(SETTING_LABELS.values()), title=None)
@@ -89,12 +89,12 @@ def torn_chart(run: RecordedRun) -> alt.LayerChart:
                                         range=["#009E73", "#D55E00"])),
         shape=alt.Shape("cut:N", title="power cut", legend=alt.Legend(orient="top")),
         tooltip=tooltip)
-    expected = alt.Chart(table).mark_tick(thickness=2, size=12, color="#555555").encode(
+    expected = alt.Chart(table).mark_tick(thickness=2, size=12, color=MODEL_COLOR).encode(
         y=y, yOffset=offset, x="model_damaged_pages:Q", tooltip=tooltip)
     return alt.layer(expected, measured).properties(
         width=300, height=alt.Step(20),
         title=["Torn pages: damaged pages after recovery (points, one per cut)",
-               "and the model's expectation (grey ticks)"])
+               "and the model's expectation (black ticks)"])
 
 
 def exercise_figures(lab_pages_per_s: float | None = None) -> dict[str, str]:

@@ -15,7 +15,7 @@ from labs.book import theme  # noqa: F401  (the book's chart theme and offline r
 from labs.quorum_commit import failover_findings as found
 from labs.records import RecordedRun
 
-MODEL_COLOR = "#D55E00"
+EVENT_COLOR = "#D55E00"  # the failover's moments
 BIN_S = 0.5  # the chart counts commits per half second
 CLIENTS = {"before": "on the old primary", "after": "on the new primary"}
 MOMENTS = (("zone 1 lost", "zone 1 lost"), ("survivors counted", "rows counted"),
@@ -90,10 +90,10 @@ def chart(run: RecordedRun) -> alt.LayerChart:
                         scale=alt.Scale(domain=list(CLIENTS.values()),
                                         range=["#009E73", "#0072B2"]),
                         legend=alt.Legend(orient="top")))
-    rule = alt.Chart(rules).mark_rule(color=MODEL_COLOR, strokeDash=[4, 3]).encode(
+    rule = alt.Chart(rules).mark_rule(color=EVENT_COLOR, strokeDash=[4, 3]).encode(
         x="second:Q")
     text = alt.Chart(rules).mark_text(align="left", dx=4, baseline="top",
-                                      color=MODEL_COLOR).encode(
+                                      color=EVENT_COLOR).encode(
         x="second:Q", y=alt.Y("line:Q", scale=None), text="event:N")
     return (area + rule + text).properties(
         width=560, height=220,

@@ -11,17 +11,20 @@ import altair as alt
 import pandas as pd
 
 from labs.book import number_text as nt
-from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.guide import quick_figures
 from labs.book.panel import LabPanel
 from labs.book.provenance import run_summary
-from labs.book.theme import dropdown, slider
+from labs.book.theme import (
+    MODEL_COLOR,  # (importing the theme also sets it up)
+    dropdown,
+    slider,
+)
 from labs.quorum_commit import failover_page, power_cut_page
 from labs.quorum_commit import findings as found
 from labs.quorum_commit.params import LAYOUTS, STANDBYS, Parameters
 from labs.records import RecordedRun
 
-MODEL_COLOR = "#D55E00"
+EVENT_COLOR = "#D55E00"  # the drill's moments (copies lost, restarted)
 LAYOUT_TEXT = {"even": "every other zone at the cross-zone delay",
                "slow-zone": "zone 2 slow"}
 
@@ -149,10 +152,10 @@ def timeline_chart(run: RecordedRun) -> alt.LayerChart:
                                       interpolate="step-after").encode(
         x=alt.X("second:Q", title="seconds into the drill"),
         y=alt.Y("commits_per_s:Q", title="commits acknowledged per second"))
-    rule = alt.Chart(rules).mark_rule(color=MODEL_COLOR, strokeDash=[4, 3]).encode(
+    rule = alt.Chart(rules).mark_rule(color=EVENT_COLOR, strokeDash=[4, 3]).encode(
         x="second:Q")
     text = alt.Chart(rules).mark_text(align="left", dx=4, dy=-4, baseline="top",
-                                      color=MODEL_COLOR, angle=0).encode(
+                                      color=EVENT_COLOR, angle=0).encode(
         x="second:Q", y=alt.value(0), text="event:N")
     return (line + rule + text).properties(
         width=560, height=220, title="The drill: commits acknowledged per second (ANY "

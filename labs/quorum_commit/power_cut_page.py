@@ -14,7 +14,7 @@ import altair as alt
 import pandas as pd
 
 from labs.book import number_text as nt
-from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
+from labs.book.theme import MODEL_COLOR  # (importing the theme also sets it up)
 from labs.quorum_commit import power_cut_findings as found
 from labs.quorum_commit import power_cut_model as model
 from labs.records import SHIPPED_FILE, RecordedRun, load_run, runs_root
@@ -27,7 +27,6 @@ COMPANION = f"{SHIPPED_FILE}-power-cut"
 MODEL_KIND = {"off": "ceiling", "local": "estimate", "remote_write": "estimate",
               "on": "ceiling", "remote_apply": "ceiling"}
 BUSY_COMMITS_PER_S = 5000  # the exercise's primary, far busier than the lab's one client
-MODEL_COLOR = "#D55E00"
 
 
 def companion_run(root: Path | None = None) -> RecordedRun | None:

@@ -9,11 +9,10 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
+from labs.book.theme import MODEL_COLOR  # (importing the theme also sets it up)
 from labs.torn_pages import tables
 
 ON_OFF = alt.Scale(domain=["on", "off"], range=["#D55E00", "#0072B2"])
-MODEL_COLOR = "black"
 # measure label (with its unit) -> (column when on, column when off, model column when on,
 # model column when off)
 MEASURES = {

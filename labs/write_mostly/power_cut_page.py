@@ -13,6 +13,7 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
+from labs.book.theme import MODEL_COLOR
 from labs.records import RecordedRun
 from labs.write_mostly.cut_blocks import parse_check
 from labs.write_mostly.model import power_cut_lost, slow_leg_latency_ms
@@ -20,7 +21,6 @@ from labs.write_mostly.params import CUT_SETTINGS, Parameters
 from labs.write_mostly.params import POWER_CUT_DRILL as DRILL
 from labs.write_mostly.tables import NOT_MEASURED
 
-MODEL_COLOR = "#000000"
 SHOWN = {"label": "setting", "cut": "cut", "acknowledged": "acknowledged",
          "acks_per_second": "per s", "flushes_per_write": "flushes per write",
          "max_backlog_before_cut": "most behind", "acknowledged_lost": "lost",

@@ -8,10 +8,10 @@ import altair as alt
 import pandas as pd
 
 from labs.book import number_text as nt
-from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
 from labs.book.fault_counts import loss_headline, loss_table
 from labs.book.panel import LabPanel
 from labs.book.provenance import run_summary
+from labs.book.theme import MODEL_COLOR  # (importing the theme also sets it up)
 from labs.power_loss import write_path
 from labs.records import RecordedRun
 from labs.write_path import model
@@ -98,7 +98,7 @@ def loss_chart(run: RecordedRun) -> alt.FacetChart:
         color=alt.Color("fault:N", scale=FAULT_COLOURS, legend=None),
         tooltip=["way of writing", "fault", alt.Tooltip("acked:Q", title="acknowledged"),
                  "lost", alt.Tooltip("model_most_lost:Q", title="model's most"), "cuts"])
-    ticks = alt.Chart().mark_tick(color="black", thickness=3, size=28).encode(
+    ticks = alt.Chart().mark_tick(color=MODEL_COLOR, thickness=3, size=28).encode(
         x=x, y="model_most_pct:Q",
         tooltip=["way of writing", "fault",
                  alt.Tooltip("model_most_pct:Q", title="model's most (%)", format=".0f")])
