@@ -12,13 +12,11 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
-from labs.book.theme import dropdown, slider
+from labs.book.theme import MODEL_COLOR, dropdown, slider
 from labs.write_mostly import tables
 from labs.write_mostly.model import MD_SPEED_LIMIT_MAX_KIB_S
 from labs.write_mostly.params import WORKLOADS, WRITE_BEHIND
 from labs.write_mostly.reference import figure, stream_rate
-
-MODEL_COLOR = "#000000"
 
 
 def nothing_to_draw(message: str) -> alt.Chart:
@@ -56,15 +54,17 @@ def slow_leg_chart(results: pd.DataFrame, meta: dict[str, Any]) -> alt.TopLevelM
     ).properties(title="The slow leg, part by part (black: model; grey: parts added)")
 
 
-def latency_chart(results: pd.DataFrame, meta: dict[str, Any] | None = None
-                  ) -> alt.TopLevelMixin:
-    """Completion latency per configuration; dropdowns pick the workload and the percentile;
-    black ticks mark what the model predicts for the median, where it speaks."""
+def latency_chart(results: pd.DataFrame, meta: dict[str, Any] | None = None,
+                  workload_shown: str | None = None) -> alt.TopLevelMixin:
+    """Completion latency per configuration; dropdowns pick the workload (`workload_shown`
+    first, else the first measured) and the percentile; black ticks mark what the model
+    predicts for the median, where it speaks."""
     table = tables.latency_table(results)
     if table.empty:
         return nothing_to_draw("This run measured no latencies.")
     workloads = [w for w in WORKLOADS if w in set(table["workload"])]
-    workload = dropdown("WORKLOAD", workloads[0], workloads, label="workload")
+    workload = dropdown("WORKLOAD", workload_shown if workload_shown in workloads
+                        else workloads[0], workloads, label="workload")
     percentile = dropdown("PCT", "p50", ["p50", "p99", "p99.9"], label="percentile")
     order = [tables.CONFIG_LABELS[c] for c in tables.CONFIG_ORDER if c in set(table["config"])]
     y = alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=360))
