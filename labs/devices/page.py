@@ -10,6 +10,7 @@ import pandas as pd
 
 from labs.book import number_text as nt
 from labs.book import theme  # noqa: F401  (the book's chart theme and offline renderer)
+from labs.book.guide import quick_run_times
 from labs.book.panel import LabPanel
 from labs.book.provenance import run_summary
 from labs.book.tables import wrapping_table
@@ -73,7 +74,16 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f.update(_article_figures())
     f.update(mariadb_figures(run))
     f.update(_exercise_figures(run, fio, shallow))
+    f.update(_quick_figures())
     return f
+
+
+def _quick_figures() -> dict[str, str]:
+    """The quick profile's measured time on this machine's own disk, in whole minutes
+    (data/timings/quick-runs.csv; the lab VM's time is in the page's Run it box)."""
+    quick = quick_run_times()
+    seconds = quick[(quick["lab"] == "devices") & (quick["host"] == "local")]["seconds"]
+    return {"quick_local_min": nt.count(max(1.0, seconds.max() / 60))}
 
 
 def _volume_figures(run: RecordedRun, fio: pd.DataFrame, volume: str, deep: int,
