@@ -211,10 +211,18 @@ def test_the_verdicts(run):
     figures = page.figures(run)
     # Block level, "confirmed": the model is within 1 % of every read but the memory map's.
     assert abs(percent(figures["block_other_error"])) < 1, "caches/lab.md, section 1: verdict"
-    # Engines, "confirmed for RocksDB, partly for Cassandra": RocksDB within 5 % at every
-    # row size; over all cold passes a median error above that, the largest Cassandra's.
+    # Engines, "confirmed for RocksDB, not for Cassandra": RocksDB within 5 % at every row
+    # size; Cassandra off by at least 10 % everywhere, by up to the worst error.
     assert abs(percent(figures["rocks_error"])) < 5, "caches/lab.md, section 2: verdict"
-    assert abs(percent(figures["engine_median_error"])) > 5
-    assert abs(percent(figures["engine_worst_error"])) > 25
-    # The slow device, "partly confirmed": the model's cold reads faster than measured.
-    assert percent(figures["slow_error_median"]) > 5, "caches/lab.md, section 5: verdict"
+    cold = tables.engine_table(run).query("phase == 'cold' and engine == 'cassandra'")
+    at_default = cold[cold.readahead_kib == cold.readahead_kib.max()]
+    errors = (at_default.model / at_default.measured - 1).abs()
+    assert errors.min() > 0.10 and percent(figures["engine_worst_error"]) == \
+        pytest.approx(100 * errors.max(), abs=0.5), "caches/lab.md, section 2: verdict"
+    # The slow device, "partly confirmed": the model's cold reads faster than measured, and
+    # "the kernel granted X to Y [of the limit's reads a second]: that is most of the gap".
+    gap = percent(figures["slow_error_median"])
+    assert gap > 5, "caches/lab.md, section 5: verdict"
+    granted = (float(figures["granted_iops_low"]) + float(figures["granted_iops_high"])) / 2
+    short = 100 * (1 - granted / float(figures["throttle_iops"]))
+    assert short > gap / 2, "caches/lab.md, section 5: 'that is most of the gap'"
