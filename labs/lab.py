@@ -102,6 +102,12 @@ class LabParameters:
         return params
 
     @classmethod
+    def of(cls, run: Any) -> Self:
+        """The parameters a recorded run (labs.records.RecordedRun) was made with, typed: the
+        page side reads these, never run.meta["parameters"] by name."""
+        return cls.from_record(run.meta["parameters"])
+
+    @classmethod
     def default_profile(cls) -> str:
         return "full" if "full" in cls.PROFILES else next(iter(cls.PROFILES))
 

@@ -80,3 +80,25 @@ def test_every_percentage_in_labs_goes_through_the_one_number_format():
              for path in sorted((PROJECT_ROOT / "labs").rglob("*.py"))
              for spec in percent_formats(path.read_text())]
     assert found == [], "use labs.book.number_text.percent:\n" + "\n".join(found)
+
+
+PARAMETER_BY_NAME = re.compile(r"""meta\[["']parameters["']\]\[""")
+
+
+def parameters_by_name(source: str) -> list[str]:
+    """Lines that index a recorded run's parameters by a field's name (run.meta["parameters"]
+    ["rows"]): page code reads them typed, `Parameters.of(run).rows`."""
+    return [line.strip() for line in source.splitlines() if PARAMETER_BY_NAME.search(line)]
+
+
+def test_the_parameter_check_finds_a_field_read_by_name():
+    assert parameters_by_name('rows = int(run.meta["parameters"]["rows"])') != []
+    assert parameters_by_name("x = run.meta['parameters']['seed']") != []
+    assert parameters_by_name("rows = Parameters.of(run).rows") == []
+
+
+def test_no_lab_reads_a_recorded_runs_parameters_by_name():
+    found = [f"{path.relative_to(PROJECT_ROOT)}: {line}"
+             for path in sorted((PROJECT_ROOT / "labs").rglob("*.py"))
+             for line in parameters_by_name(path.read_text())]
+    assert found == [], "read them typed, Parameters.of(run):\n" + "\n".join(found)

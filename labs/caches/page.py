@@ -72,7 +72,7 @@ def memory_summary(run: RecordedRun) -> pd.DataFrame:
     """After the passes over the smallest rows: page cache and cache usage per setting."""
     memory = tables.memory_table(run)
     ra = tables.readahead_bytes(run) // 1024
-    small = min(run.meta["parameters"]["row_sizes"])
+    small = min(Parameters.of(run).row_sizes)
     part = memory[(memory.row_bytes == small) & (memory.readahead_kib == ra)]
     rows = []
     for row in part.itertuples():
@@ -94,7 +94,7 @@ def _ms_of(value: float, unit: str) -> float:
 
 def figures(run: RecordedRun) -> dict[str, str]:
     """Every number the lab page quotes, computed from the run."""
-    params = run.meta["parameters"]
+    params = Parameters.of(run)
     results = run.results
     block = tables.block_table(run)
     engine = tables.engine_table(run)
@@ -143,12 +143,12 @@ def _run_figures(run: RecordedRun, ra: int) -> dict[str, str]:
 def _block_figures(params: dict, block: pd.DataFrame, ra: int) -> dict[str, str]:
     """Section 1, the block level."""
     f: dict[str, str] = {}
-    sizes = params["block_record_sizes"]
+    sizes = params.block_record_sizes
     small = min(sizes)
-    f["block_file_mib"] = str(params["block_file_mib"])
+    f["block_file_mib"] = str(params.block_file_mib)
     f["block_sizes"] = ", ".join(f"{s:,}" for s in sizes[:-1]) + f" and {sizes[-1]:,}"
-    f["block_reads"] = f"{params['block_reads']:,}"
-    f["mmap_reads"] = str(params["mmap_reads"])
+    f["block_reads"] = f"{params.block_reads:,}"
+    f["mmap_reads"] = str(params.mmap_reads)
     f["block_small"] = f"{small} bytes"
     for method in ("buffered", "direct", "mmap"):
         for readahead, suffix in ((ra, "ra"), (0, "ra0")):
@@ -180,10 +180,10 @@ def _engine_figures(params: dict, engine: pd.DataFrame, ra: int,
                     cass_setting: str | None) -> dict[str, str]:
     """Section 2, the engines' cold and warm passes."""
     f: dict[str, str] = {}
-    rows = params["row_sizes"]
+    rows = params.row_sizes
     f["row_sizes"] = ", ".join(f"{s:,}" for s in rows[:-1]) + f" and {rows[-1]:,}"
-    f["cold_reads"] = f"{params['cold_reads']:,}"
-    f["rocks_cache_mib"] = str(params["rocks_cold_cache_mib"])
+    f["cold_reads"] = f"{params.cold_reads:,}"
+    f["rocks_cache_mib"] = str(params.rocks_cold_cache_mib)
     cold = engine[engine.phase == "cold"]
     at_ra = cold[cold.readahead_kib == ra]
     smallest, largest = min(rows), max(rows)
@@ -213,7 +213,7 @@ def _memory_figures(params: dict, results: pd.DataFrame, memory: pd.DataFrame, r
                     cass_setting: str | None) -> dict[str, str]:
     """Section 3, memory: what the page cache and the engines' caches held."""
     f: dict[str, str] = {}
-    smallest = min(params["row_sizes"])
+    smallest = min(params.row_sizes)
     mem = memory[(memory.row_bytes == smallest) & (memory.readahead_kib == ra)]
     rocks = mem[mem.engine == "rocksdb"].set_index("setting")
     before = results[(results.leg == "engine") & (results.phase == "before")
@@ -232,8 +232,8 @@ def _memory_figures(params: dict, results: pd.DataFrame, memory: pd.DataFrame, r
 def _cassandra_memory_figures(params: dict, results: pd.DataFrame, memory: pd.DataFrame,
                               mem: pd.DataFrame, ra: int, cass_setting: str) -> dict[str, str]:
     f: dict[str, str] = {}
-    largest = max(params["row_sizes"])
-    reads = params["cold_reads"]
+    largest = max(params.row_sizes)
+    reads = params.cold_reads
     standard = mem[(mem.engine == "cassandra") & (mem.setting == "standard")]
     for row in standard.itertuples():
         held = row.data_resident_bytes + row.index_resident_bytes
@@ -254,8 +254,8 @@ def _cassandra_memory_figures(params: dict, results: pd.DataFrame, memory: pd.Da
 def _sweep_figures(params: dict, results: pd.DataFrame, sweep: pd.DataFrame) -> dict[str, str]:
     """Section 4, hit ratio against working set."""
     f: dict[str, str] = {}
-    f["rocks_sweep_cache_mib"] = str(params["rocks_sweep_cache_mib"])
-    f["zipf_exponent"] = f"{params['zipf_exponent']:g}"
+    f["rocks_sweep_cache_mib"] = str(params.rocks_sweep_cache_mib)
+    f["zipf_exponent"] = f"{params.zipf_exponent:g}"
     # The row cache reads the block cache's hot rows: against its capacity in rows, its
     # working sets are small.
     rows_cache = sweep[sweep.cache == "row"]
@@ -266,7 +266,7 @@ def _sweep_figures(params: dict, results: pd.DataFrame, sweep: pd.DataFrame) -> 
     page_rows = setup[setup.cache == "page"]
     if not page_rows.empty:
         f.update(_cassandra_sweep_setup_figures(params, page_rows))
-    f["cass_sweep_row_kib"] = str(params["sweep_row_kib"])
+    f["cass_sweep_row_kib"] = str(params.sweep_row_kib)
     f["sweep_worst_error"] = f"{sweep.error.abs().max():.2f}"
     top = sweep[sweep.fraction == sweep.fraction.max()]
     best = top[top.pattern == "zipf"].sort_values("measured").iloc[0]
@@ -292,7 +292,7 @@ def _cassandra_sweep_setup_figures(params: dict, page_rows: pd.DataFrame) -> dic
     f["cass_sweep_cache"] = nt.size(page_rows[page_rows.metric == "cache_bytes"].value.iloc[0])
     per_miss = page_rows[page_rows.metric == "bytes_per_miss"].value.iloc[0]
     f["cass_bytes_per_miss"] = nt.size(per_miss)
-    f["miss_vs_row"] = f"{per_miss / (params['sweep_row_kib'] * 1024):.1f}"
+    f["miss_vs_row"] = f"{per_miss / (params.sweep_row_kib * 1024):.1f}"
     return f
 
 
@@ -328,8 +328,8 @@ def _throttled_figures(params: dict, results: pd.DataFrame, engine: pd.DataFrame
                        slow: pd.DataFrame, cass_slow: pd.DataFrame, ra: int) -> dict[str, str]:
     """Section 5, the throttled device."""
     f: dict[str, str] = {}
-    f["throttle_iops"] = f"{params['throttle_read_iops']:,}"
-    f["throttle_kibps"] = f"{params['throttle_read_kibps']:,}"
+    f["throttle_iops"] = f"{params.throttle_read_iops:,}"
+    f["throttle_kibps"] = f"{params.throttle_read_kibps:,}"
     direct = _one(slow, engine="rocksdb", setting="direct", phase="cold")
     f["slow_rocks_direct"] = nt.duration_ms(direct.measured)
     f["fast_rocks_direct"] = nt.duration_ms(direct.unthrottled_ms)
@@ -339,7 +339,7 @@ def _throttled_figures(params: dict, results: pd.DataFrame, engine: pd.DataFrame
     f["fast_rocks_warm"] = nt.duration_ms(warm_direct.unthrottled_ms)
     if not cass_slow.empty:
         f.update(_cassandra_throttled_figures(params, results, engine, cass_slow, ra))
-    f["throttled_reads"] = f"{params['throttled_reads']:,}"
+    f["throttled_reads"] = f"{params.throttled_reads:,}"
     f["rocks_direct_slow_bytes"] = nt.size(direct.device_bytes_per_read)
     cold_slow = slow[slow.phase == "cold"]
     f["slow_error"] = nt.percent(cold_slow.error.abs().max())
@@ -364,7 +364,7 @@ def _cassandra_throttled_figures(params: dict, results: pd.DataFrame, engine: pd
     same = engine[(engine.engine == cass_slow.engine.iloc[0])
                   & (engine.setting == cass_slow.setting.iloc[0])
                   & (engine.compression == "lz4") & (engine.phase == "cold")
-                  & (engine.row_bytes == min(params["row_sizes"]))
+                  & (engine.row_bytes == min(params.row_sizes))
                   & (engine.readahead_kib == ra)]
     f["cass_lz4_engine_bytes"] = (nt.size(same.measured.iloc[0]) if len(same)
                                   else "not measured")
@@ -418,7 +418,7 @@ def headline(run: RecordedRun) -> pd.DataFrame:
     rows = []
     engine = tables.engine_table(run)
     ra = tables.readahead_bytes(run) // 1024
-    small = min(run.meta["parameters"]["row_sizes"])
+    small = min(Parameters.of(run).row_sizes)
     cold = engine[(engine.phase == "cold") & (engine.readahead_kib == ra)
                   & (engine.row_bytes == small)]
     for row in cold.sort_values("label").itertuples():

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from labs.caches import model
-from labs.caches.params import sweep_warmup_reads
+from labs.caches.params import Parameters, sweep_warmup_reads
 from labs.errors import LabError
 from labs.records import RecordedRun
 
@@ -165,7 +165,7 @@ def memory_table(run: RecordedRun) -> pd.DataFrame:
 
 def sweep_table(run: RecordedRun) -> pd.DataFrame:
     results = run.results
-    params = run.meta["parameters"]
+    params = Parameters.of(run)
     part = results[results.leg == "sweep"]
     misses = part[part.metric == "bytes_per_miss"]
     rows = []
@@ -176,10 +176,10 @@ def sweep_table(run: RecordedRun) -> pd.DataFrame:
         facts = setup.set_index("metric")["value"].to_dict()
         hot, rows_total = int(facts["hot_rows"]), int(facts["rows"])
         row_bytes = float(group.row_bytes.iloc[0])
-        seed = int(params["seed"]) + int(fraction * 1000)
+        seed = int(params.seed) + int(fraction * 1000)
         _, hot_keys = model.hot_key_choice(rows_total, hot, seed)
         weights = (np.full(len(hot_keys), 1 / len(hot_keys)) if pattern == "uniform"
-                   else model.zipf_weights(len(hot_keys), float(params["zipf_exponent"])))
+                   else model.zipf_weights(len(hot_keys), float(params.zipf_exponent)))
         if engine == "rocksdb" and cache == "block":
             block = rocksdb_block_bytes(row_bytes, rows_total, facts["data_file_bytes"])
             units = hot_keys // rocksdb_rows_per_block(row_bytes)
@@ -195,8 +195,7 @@ def sweep_table(run: RecordedRun) -> pd.DataFrame:
         popularity = model.unit_popularity(weights, units)
         # The steady state (Che), less what no cache can hit: first reads of units the
         # warm-up did not draw.
-        measured_reads = int(params["sweep_reads" if engine == "rocksdb"
-                                    else "cql_sweep_reads"])
+        measured_reads = params.sweep_reads if engine == "rocksdb" else params.cql_sweep_reads
         warm_reads = sweep_warmup_reads(engine, hot, measured_reads)
         first_reads = model.first_read_miss_ratio(popularity, warm_reads, measured_reads)
         predicted = min(model.che_hit_ratio(popularity, capacity), 1 - first_reads)
@@ -225,7 +224,7 @@ def sweep_table(run: RecordedRun) -> pd.DataFrame:
 
 def throttled_table(run: RecordedRun) -> pd.DataFrame:
     """Mean read latency on the throttled device against the same passes just before it."""
-    params = run.meta["parameters"]
+    params = Parameters.of(run)
     slow = engine_table(run, "throttled")
     fast = engine_table(run, "unthrottled").set_index(["engine", "setting", "compression",
                                                        "row_bytes", "phase"])
@@ -235,8 +234,8 @@ def throttled_table(run: RecordedRun) -> pd.DataFrame:
         to_ms = 1 / 1000 if row.latency_unit == "us" else 1.0
         unthrottled_ms = base.latency_mean * to_ms
         predicted = model.throttled_miss_ms(
-            row.device_reads_per_read, row.measured, params["throttle_read_iops"],
-            params["throttle_read_kibps"] * 1024, unthrottled_ms)
+            row.device_reads_per_read, row.measured, params.throttle_read_iops,
+            params.throttle_read_kibps * 1024, unthrottled_ms)
         rows.append({"label": row.label, "engine": row.engine, "setting": row.setting,
                      "compression": row.compression, "phase": row.phase,
                      "unthrottled_ms": unthrottled_ms, "measured": row.latency_mean * to_ms,

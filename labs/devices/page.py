@@ -53,12 +53,12 @@ def _fio(table: pd.DataFrame, volume: str, workload: str, **where) -> pd.Series:
 
 def figures(run: RecordedRun) -> dict[str, str]:
     """Every number the lab page quotes, computed from the run."""
-    params = run.meta["parameters"]
-    deep, shallow = max(params["depths"]), min(params["depths"])
+    params = Parameters.of(run)
+    deep, shallow = max(params.depths), min(params.depths)
     fio = fio_results(run)
     modelled = fio[fio["model_iops"].notna()]
     f: dict[str, str] = {"deep": str(deep), "shallow": str(shallow),
-                         "fio_s": str(params["fio_s"]), "size_gib": str(params["size_gib"])}
+                         "fio_s": str(params.fio_s), "size_gib": str(params.size_gib)}
     for volume in ("gp3", "sc1"):
         f.update(_volume_figures(run, fio, volume, deep, shallow))
     f.update(_unthrottled_figures(fio, shallow))
@@ -143,9 +143,9 @@ def _burst_figures(run: RecordedRun) -> dict[str, str]:
 
 
 def _sysbench_figures(run: RecordedRun) -> dict[str, str]:
-    params = run.meta["parameters"]
+    params = Parameters.of(run)
     sysb = sysbench_results(run).set_index("volume")
-    f = {"sysbench_s": str(params["sysbench_s"]), "sysbench_mib": str(params["sysbench_mib"])}
+    f = {"sysbench_s": str(params.sysbench_s), "sysbench_mib": str(params.sysbench_mib)}
     for volume in VOLUMES:
         f[f"sb_{volume}_ops"] = f"{sysb.loc[volume, 'ops_per_s']:,.1f}"
     for volume in ("gp3", "sc1"):
@@ -191,28 +191,28 @@ def _exercise_figures(run: RecordedRun, fio: pd.DataFrame, shallow: int) -> dict
 
 def mariadb_figures(run: RecordedRun) -> dict[str, str]:
     """The numbers the page quotes about the MariaDB inserts."""
-    params = run.meta["parameters"]
+    params = Parameters.of(run)
     table = mariadb_results(run).set_index(["volume", "sessions"])
-    most, fewest = max(params["sessions"]), min(params["sessions"])
+    most, fewest = max(params.sessions), min(params.sessions)
     ratios = [table.loc[("sc1", n), "wall_s"] / table.loc[("gp3", n), "wall_s"]
-              for n in params["sessions"]]
+              for n in params.sessions]
     model_ratios = [table.loc[("sc1", n), "model_s"] / table.loc[("gp3", n), "model_s"]
-                    for n in params["sessions"]]
+                    for n in params.sessions]
     modelled = table[table["model_s"].notna()]
     sc1_most = table.loc[("sc1", most)]
     sc1_others = table.loc["sc1"].drop(most)
     cpu_one = table.loc[("unthrottled", fewest)]
     cpu_most = table.loc[("unthrottled", most)]
     short = table[table["wall_s"] < LINUX_DIRTY_EXPIRE_S]
-    alone_rows_per_s = params["rows"] * fewest / cpu_one["wall_s"]
-    f = {"mdb_rows": f"{params['rows']:,}", "mdb_most": str(most),
-         "mdb_sessions": ", ".join(map(str, params["sessions"])),
+    alone_rows_per_s = params.rows * fewest / cpu_one["wall_s"]
+    f = {"mdb_rows": f"{params.rows:,}", "mdb_most": str(most),
+         "mdb_sessions": ", ".join(map(str, params.sessions)),
          "mdb_ratio_min": f"{min(ratios):.2f}", "mdb_ratio_max": f"{max(ratios):.2f}",
-         "mdb_ratio_most": f"{ratios[params['sessions'].index(most)]:.2f}",
+         "mdb_ratio_most": f"{ratios[params.sessions.index(most)]:.2f}",
          "mdb_model_ratio_max": f"{max(model_ratios):.2f}",
          "mdb_error_max": f"{modelled['error_pct'].abs().max():.1f}",
          "mdb_rows_per_s_one": f"{alone_rows_per_s:,.0f}",
-         "mdb_rows_per_s_most": f"{params['rows'] * most / cpu_most['wall_s']:,.0f}",
+         "mdb_rows_per_s_most": f"{params.rows * most / cpu_most['wall_s']:,.0f}",
          "mdb_tables_most_mib": f"{sc1_most['tables_max_mib']:.1f}",
          "mdb_written_most_mib": f"{sc1_most['written_mib']:.2f}",
          "mdb_written_most_requests": f"{sc1_most['write_requests']:.0f}",
@@ -221,15 +221,15 @@ def mariadb_figures(run: RecordedRun) -> dict[str, str]:
          "mdb_sc1_most_error": nt.number(sc1_most["error_pct"], 1, signed=True),
          "mdb_sc1_error_max_other": f"{sc1_others['error_pct'].abs().max():.1f}",
          "mdb_short_written_mib": f"{short['written_mib'].max():.2f}",
-         "mdb_scale": f"{ARTICLE_ROWS / params['rows']:,.0f}",
+         "mdb_scale": f"{ARTICLE_ROWS / params.rows:,.0f}",
          "mdb_article_hours": f"{ARTICLE_ROWS / alone_rows_per_s / 3600:.1f}",
          "mdb_busy_max_pct": f"{100 * (modelled['busy_s'] / modelled['wall_s']).max():.1f}",
          "mdb_sc1_busy_most_s": f"{sc1_most['busy_s']:.1f}",
          "mdb_sc1_wall_most_s": f"{sc1_most['wall_s']:.1f}",
-         "mdb_counts": str(len(params["sessions"])),
+         "mdb_counts": str(len(params.sessions)),
          "mdb_gp3_faster": str(sum(table.loc[("gp3", n), "wall_s"]
                                    < table.loc[("unthrottled", n), "wall_s"]
-                                   for n in params["sessions"])),
+                                   for n in params.sessions)),
          "article_mdb_ratio": ARTICLE_INSERT_RATIO}
     return f
 
@@ -322,7 +322,7 @@ def mariadb_chart(run: RecordedRun) -> alt.LayerChart:
         color=colour, shape=alt.Shape("volume:N", legend=None), tooltip=tooltip)
     model = alt.Chart(table[table["model_s"].notna()]).mark_line(strokeDash=[5, 3]).encode(
         x=x, y="model_s:Q", color=colour, detail="volume:N", tooltip=tooltip)
-    rows = int(run.meta["parameters"]["rows"])
+    rows = Parameters.of(run).rows
     by = table.set_index(["volume", "sessions"])["model_s"]
     same = all(by[("gp3", n)] == by[("sc1", n)] for n in table["sessions"].unique())
     subtitle = (["points: measured; dashed: the model, one line for gp3 and sc1",
@@ -364,9 +364,9 @@ def headline(run: RecordedRun) -> pd.DataFrame:
     """The run's headline measures for labs.book.compare, each beside the model."""
     from labs.book.compare import headline_table
 
-    params = run.meta["parameters"]
+    params = Parameters.of(run)
     # Depth 16 is in the quick and the full profile: their runs compare on it.
-    deep = HEADLINE_DEPTH if HEADLINE_DEPTH in params["depths"] else max(params["depths"])
+    deep = HEADLINE_DEPTH if HEADLINE_DEPTH in params.depths else max(params.depths)
     fio = fio_results(run)
     rows = []
     for volume in [v for v in (*VOLUMES, LOCAL) if v in set(fio["volume"])]:
@@ -382,10 +382,10 @@ def headline(run: RecordedRun) -> pd.DataFrame:
         rows.append({"measure": "sysbench fileio rndrw, reads + writes per second",
                      "config": row.volume, "value": row.ops_per_s, "unit": "iops",
                      "better": "higher", "model": row.model_ops_per_s})
-    most = max(params["sessions"])
+    most = max(params.sessions)
     ran_inserts = (run.results["workload"] == "mariadb-inserts").any()  # not on --host local
     inserts = mariadb_results(run) if ran_inserts else pd.DataFrame(columns=["sessions"])
-    made = params["rows"] * most  # rows a second compare across profiles' row counts
+    made = params.rows * most  # rows a second compare across profiles' row counts
     for row in inserts[inserts["sessions"] == most].itertuples():
         rows.append({"measure": f"MariaDB inserts, {most} sessions, rows a second",
                      "config": row.volume, "value": made / row.wall_s, "unit": "rows/s",

@@ -14,6 +14,7 @@ import pandas as pd
 
 from labs.book import number_text as nt
 from labs.doublewrite.model import MIB
+from labs.doublewrite.params import Parameters
 from labs.doublewrite.tables import leg_table, pair_table, tps_series
 from labs.records import RecordedRun
 from labs.tools import mariadb
@@ -126,9 +127,9 @@ def torn_off_figures(run: RecordedRun) -> dict[str, str]:
 
 
 def figures(run: RecordedRun) -> dict[str, str]:
-    params = run.meta["parameters"]
-    small, large = min(params["buffer_pools_mib"]), max(params["buffer_pools_mib"])
-    limit = params["write_mibps"]
+    params = Parameters.of(run)
+    small, large = min(params.buffer_pools_mib), max(params.buffer_pools_mib)
+    limit = params.write_mibps
     f = limited_figures(run, small, limit)
     f.update(latency_figures(run, small, limit))
     f.update(large_pool_figures(run, large, limit))

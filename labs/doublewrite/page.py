@@ -47,7 +47,7 @@ def article_ratio() -> float:
 
 
 def _threads(run: RecordedRun) -> int:
-    return int(run.meta["parameters"]["threads"])
+    return Parameters.of(run).threads
 
 
 # --- charts --------------------------------------------------------------------------------
@@ -178,16 +178,16 @@ QUOTED_SERVER_VARIABLES = ("innodb_checksum_algorithm", "innodb_flush_method",
 
 def figures(run: RecordedRun) -> dict[str, str]:
     """Every number the page quotes, computed from the run (and the article's two times)."""
-    params = run.meta["parameters"]
+    params = Parameters.of(run)
     settings = setting_table(run.results)
     pairs = pair_table(run.results)
-    small, large = min(params["buffer_pools_mib"]), max(params["buffer_pools_mib"])
-    limit = params["write_mibps"]
+    small, large = min(params.buffer_pools_mib), max(params.buffer_pools_mib)
+    limit = params.write_mibps
     f: dict[str, str] = {
-        "rows": nt.number(params["rows"], 0), "initial_rows": nt.number(params["initial_rows"], 0),
-        "threads": str(params["threads"]), "limit": str(limit), "small_pool": str(small),
-        "large_pool": str(large), "repetitions": str(params["repetitions"]),
-        "log_file_mib": str(params["log_file_mib"]),
+        "rows": nt.number(params.rows, 0), "initial_rows": nt.number(params.initial_rows, 0),
+        "threads": str(params.threads), "limit": str(limit), "small_pool": str(small),
+        "large_pool": str(large), "repetitions": str(params.repetitions),
+        "log_file_mib": str(params.log_file_mib),
         "article_ratio": f"{article_ratio():.2f}",
     }
     template = template_figures(run.results)
@@ -325,10 +325,10 @@ def server_variable(run: RecordedRun, name: str) -> str:
 
 
 def _first_limited_pair(run: RecordedRun) -> pd.Series:
-    params = run.meta["parameters"]
+    params = Parameters.of(run)
     pairs = pair_table(run.results)
-    return pairs[(pairs["buffer_pool_mib"] == min(params["buffer_pools_mib"]))
-                 & (pairs["write_limit_mibps"] == params["write_mibps"])].iloc[0]
+    return pairs[(pairs["buffer_pool_mib"] == min(params.buffer_pools_mib))
+                 & (pairs["write_limit_mibps"] == params.write_mibps)].iloc[0]
 
 
 def exercise_predict(run: RecordedRun) -> str:
@@ -346,10 +346,10 @@ def exercise_predict(run: RecordedRun) -> str:
 
 def exercise_operations(run: RecordedRun) -> str:
     """Exercise: write operations and bytes on the device, ON against OFF."""
-    params = run.meta["parameters"]
+    params = Parameters.of(run)
     legs = leg_table(run.results)
-    chosen = legs[(legs["buffer_pool_mib"] == min(params["buffer_pools_mib"]))
-                  & (legs["write_limit_mibps"] == params["write_mibps"])
+    chosen = legs[(legs["buffer_pool_mib"] == min(params.buffer_pools_mib))
+                  & (legs["write_limit_mibps"] == params.write_mibps)
                   & (legs["repetition"] == 1)].set_index("doublewrite")
     lines = ["repetition 1 (the text above gives the mean of both repetitions)"]
     for side in ("ON", "OFF"):
@@ -397,7 +397,7 @@ def provenance(run: RecordedRun) -> pd.DataFrame:
     table = run_summary(run)
     host = run.meta["host"]
     before, after = host.get("load_average_before"), host.get("load_average_after")
-    if before and after and run.meta["parameters"].get("host") != "local":
+    if before and after and Parameters.of(run).host != "local":
         table.loc[len(table)] = ["lab host's load (1-minute average, start / end)",
                                  f"{before[0]:.2f} / {after[0]:.2f}"]
     return table

@@ -95,7 +95,7 @@ def article_table(run: RecordedRun):
     """Every throughput job: the local disk, DRBD disconnected, each protocol and round
     trip, measured beside the model."""
     table = article_results(run)
-    host = run.meta["parameters"]["host"]
+    host = Parameters.of(run).host
     order = {f"local-{host}": 0, "drbd-disconnected": 1}
     table = table[table["config"].isin(order) | table["protocol"].isin(model.PROTOCOLS)].copy()
     table["order"] = table["config"].map(order).fillna(2)
@@ -255,7 +255,7 @@ def headline(run: RecordedRun) -> pd.DataFrame:
 
     fio = fio_results(run)
     rows = []
-    first = min(run.meta["parameters"]["added_rtt_ms"])
+    first = min(Parameters.of(run).added_rtt_ms)
     direct = fio[(fio["variant"] == "direct") & (fio["added_rtt_ms"] == first)
                  & fio["protocol"].isin(model.PROTOCOLS)]
     for row in direct.itertuples():

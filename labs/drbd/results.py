@@ -30,6 +30,7 @@ from __future__ import annotations
 import pandas as pd
 
 from labs.drbd import model
+from labs.drbd.params import Parameters
 from labs.records import RecordedRun
 
 CLIENTS = 10  # pgbench -c 10 (labs/drbd/params.py)
@@ -89,7 +90,7 @@ def fio_results(run: RecordedRun) -> pd.DataFrame:
     """One row per fio measurement; DRBD rows carry the model and its error."""
     table = _wide(run, ["fio-4k-direct", "fio-4k-fdatasync"],
                   ["variant", "protocol", "added_rtt_ms", "rtt_ms"])
-    peer_host = run.meta["parameters"]["peer"]
+    peer_host = Parameters.of(run).peer
     # Handing a request to the network costs the same whether it carries a write or a flush.
     send = send_ms(table, "direct")
     peer_flush = local_row(table, f"local-{peer_host}", "fdatasync")["sync_p50_ms"]
@@ -145,7 +146,7 @@ def article_results(run: RecordedRun) -> pd.DataFrame:
     table = _wide(run, workloads, ["job", "rw", "block_kib", "protocol", "added_rtt_ms",
                                    "rtt_ms"])
     table["label"] = table["job"].map(ARTICLE_JOB_LABELS)
-    peer_host = run.meta["parameters"]["peer"]
+    peer_host = Parameters.of(run).peer
     cycles = table.set_index(["config", "job"])["cycle_ms"]
     links = sweep_bandwidths(run)
     # A stream's cost is the mean time per write (1000 / IOPS), not the median; but the
@@ -202,7 +203,8 @@ def _per_client_model_tps(run: RecordedRun, table: pd.DataFrame, base: str,
     from the run on `base`, plus the commit's wait in each configuration (DRBD disconnected:
     fio's commit on DRBD alone; A, B, C: predicted from fio's write and fdatasync)."""
     fio = fio_results(run)
-    host, peer_host = run.meta["parameters"]["host"], run.meta["parameters"]["peer"]
+    params = Parameters.of(run)
+    host, peer_host = params.host, params.peer
     disconnected = local_row(fio, "drbd-disconnected", "fdatasync")
     local_commit_ms = (local_row(fio, f"local-{host}", "fdatasync") if base == "local"
                        else disconnected)["measured_ms"]

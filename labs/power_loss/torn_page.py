@@ -9,6 +9,7 @@ from labs.book.theme import MODEL_COLOR  # (importing the theme also sets it up)
 from labs.power_loss import findings as found
 from labs.power_loss import model
 from labs.power_loss.findings import acks_in_window, leg_file
+from labs.power_loss.params import Parameters
 from labs.records import RecordedRun
 
 SETTING_LABELS = {"full_page_writes=on": "full_page_writes = on",
@@ -120,7 +121,7 @@ def updates_in_hold(run: RecordedRun, unsafe: pd.DataFrame) -> pd.Series:
     torn_outcomes) had acknowledged within the hold before the cut, counted from the
     acknowledgements' own times (the pages the model expects torn, at the rate of that last
     stretch instead of the last ten seconds)."""
-    hold_s = run.meta["parameters"]["tear_delay_ms"] / 1000
+    hold_s = Parameters.of(run).tear_delay_ms / 1000
     counts = {}
     for row in unsafe.itertuples():
         acks = leg_file(run, "postgres-fpw-off", row.cut, "-acks.txt")
@@ -140,7 +141,7 @@ def hold_counts(run: RecordedRun) -> pd.DataFrame:
 def hold_table(run: RecordedRun):
     """hold_counts as the page shows it."""
     counts = hold_counts(run).reset_index()
-    hold_ms = run.meta["parameters"]["tear_delay_ms"]
+    hold_ms = Parameters.of(run).tear_delay_ms
     return wrapping_header(pd.DataFrame({
         "power cut": counts["cut"],
         f"updates acknowledged in the last {hold_ms:,} ms": counts["updates_in_hold"],

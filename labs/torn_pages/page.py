@@ -132,7 +132,7 @@ def slow_figures(run: RecordedRun, table: pd.DataFrame) -> dict[str, str]:
     """The write-limited disk: its limit, TPS off over on per setting (measured, modelled and
     with recycled WAL segments), and how the model's TPS compares leg by leg."""
     slow = _steady(table[table["disk"] != tables.NO_LIMIT])
-    out = {"clients": str(run.meta["parameters"]["clients"])}
+    out = {"clients": str(Parameters.of(run).clients)}
     if slow.empty:
         return {**out, **dict.fromkeys(
             ("slow_limit_mibps", "slow_recycled_ratio", "slow_tps_ratio_short",

@@ -84,7 +84,7 @@ def run_figures(run: RecordedRun) -> dict[str, str]:
     f["load_before"] = f"{load[0]:.0f}" if load else NOT_MEASURED
     f.update(model_error("wm_write_error", 1000 * slow_leg_latency_ms(cap, delay) if cap else None,
                          tables.measured(results, "raid1-wm", "randwrite-qd1", "clat_p50_us")))
-    runtime = meta["parameters"].get("profile_settings", {}).get("runtime_s")
+    runtime = tables.recorded_scale(meta).get("runtime_s")
     f["runtime_s"] = f"{runtime:g}" if runtime else NOT_MEASURED
     return f
 

@@ -57,7 +57,7 @@ def figures(run: RecordedRun) -> dict[str, str]:
     """Every number the lab page quotes: this run's, and the companion runs' (Debian 13's
     kernel, prefixed new_ beside this run's old_; loop legs, prefixed loop_; the power-cut
     drill, prefixed cut_)."""
-    if run.meta["parameters"].get("part") == "power-cut":  # the power-cut drill alone
+    if Parameters.of(run).part == "power-cut":  # the power-cut drill alone
         return power_cut_figures(run)
     return {**run_figures(run),
             **release_figures({"old": run, "new": companion_run("trixie")}),
@@ -175,7 +175,7 @@ def headline(run: RecordedRun) -> pd.DataFrame:
     from labs.book.compare import headline_table
     from labs.write_mostly.params import CONFIGURATIONS
 
-    if run.meta["parameters"].get("part") == "power-cut":  # the power-cut drill alone
+    if Parameters.of(run).part == "power-cut":  # the power-cut drill alone
         return power_cut_headline(run)
     results = run.results
     rows = results[(results["metric"] == "clat_p50_us") & (results["leg"] == "array")

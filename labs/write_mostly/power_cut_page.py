@@ -19,7 +19,7 @@ from labs.write_mostly.cut_blocks import parse_check
 from labs.write_mostly.model import power_cut_lost, slow_leg_latency_ms
 from labs.write_mostly.params import CUT_SETTINGS, Parameters
 from labs.write_mostly.params import POWER_CUT_DRILL as DRILL
-from labs.write_mostly.tables import NOT_MEASURED
+from labs.write_mostly.tables import NOT_MEASURED, recorded_scale
 
 SHOWN = {"label": "setting", "cut": "cut", "acknowledged": "acknowledged",
          "acks_per_second": "per s", "flushes_per_write": "flushes per write",
@@ -40,7 +40,7 @@ def slow_cap_iops(run: RecordedRun) -> float | None:
 def slow_latency_ms(run: RecordedRun) -> float:
     """The slow leg's latency at queue depth 1 in the chapter's model: its cap's spacing
     plus the dm-delay the run asked for."""
-    return slow_leg_latency_ms(slow_cap_iops(run), run.meta["parameters"]["slow_delay_ms"])
+    return slow_leg_latency_ms(slow_cap_iops(run), Parameters.of(run).slow_delay_ms)
 
 
 def power_cut_table(run: RecordedRun | None) -> pd.DataFrame:
@@ -140,7 +140,7 @@ def power_cut_figures(run: RecordedRun | None,
          "latency": f"{slow_latency_ms(run):.0f} ms",
          "writing_min": f"{table['writing_s'].min():.1f} s",
          "writing_max": f"{table['writing_s'].max():.1f} s",
-         "write_s": f"{run.meta['parameters']['profile_settings']['power_cut_write_s']:g} s",
+         "write_s": f"{recorded_scale(run.meta)['power_cut_write_s']:g} s",
          "cap": f"{slow_cap_iops(run):,.0f}" if slow_cap_iops(run) else NOT_MEASURED}
     for name in CUT_SETTINGS:
         rows = _setting(table, name)

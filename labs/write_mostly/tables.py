@@ -35,6 +35,12 @@ def measured(results: pd.DataFrame, config: str, workload: str, metric: str) -> 
     return float(rows["value"].iloc[0]) if len(rows) else None
 
 
+def recorded_scale(meta: dict[str, Any]) -> dict[str, Any]:
+    """The run's scale as the lab resolved it from its profile (run.json's
+    "profile_settings"), empty for a run recorded before it was written down."""
+    return meta.get("parameters", {}).get("profile_settings", {})
+
+
 def run_settings(meta: dict[str, Any]) -> dict[str, Any]:
     """What a run asked for: its legs, the slow leg's cap and delay (None if unknown)."""
     parameters = meta.get("parameters", {})
