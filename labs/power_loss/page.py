@@ -107,30 +107,30 @@ def torn_figures(torn: found.TornLegs) -> dict[str, str]:
     }
 
 
-def span(low: float, high: float) -> str:
-    """"12" for one value or equal values, "12 to 30" otherwise."""
-    return nt.count(low) if round(low) == round(high) else f"{nt.count(low)} to {nt.count(high)}"
-
-
 def doublewrite_figures(dw: found.DoublewriteLegs) -> dict[str, str]:
     """Every number the doublewrite section quotes."""
     safe, unsafe = dw.of("safe"), dw.of("unsafe")
 
-    def spread(cuts: list[found.DoublewriteCut], name: str) -> str:
-        values = [getattr(c, name) for c in cuts]
-        return span(min(values), max(values))
+    def fewest(cuts: list[found.DoublewriteCut], name: str) -> str:
+        return nt.count(min(getattr(c, name) for c in cuts))
+
+    def most(cuts: list[found.DoublewriteCut], name: str) -> str:
+        return nt.count(max(getattr(c, name) for c in cuts))
 
     return {
         "dw_cuts": nt.count(len(unsafe)),
-        "dw_safe_torn": spread(safe, "torn_pages"),
+        "dw_safe_torn_min": fewest(safe, "torn_pages"),
+        "dw_safe_torn_max": most(safe, "torn_pages"),
         "dw_safe_torn_total": nt.count(sum(c.torn_pages for c in safe)),
         "dw_safe_damaged": nt.count(sum(c.damaged_pages for c in safe)),
         "dw_safe_lost": nt.count(sum(c.lost for c in safe)),
-        "dw_unsafe_torn": spread(unsafe, "torn_pages"),
+        "dw_unsafe_torn_min": fewest(unsafe, "torn_pages"),
+        "dw_unsafe_torn_max": most(unsafe, "torn_pages"),
         "dw_unsafe_torn_total": nt.count(sum(c.torn_pages for c in unsafe)),
         # the cut whose log the page quotes: the first where recovery failed
         "dw_unsafe_quote_cut": nt.count(dw.first_failed_cut),
-        "dw_unsafe_unreadable": spread(unsafe, "rows_unreadable"),
+        "dw_unsafe_unreadable_min": fewest(unsafe, "rows_unreadable"),
+        "dw_unsafe_unreadable_max": most(unsafe, "rows_unreadable"),
         "dw_unsafe_run_length": nt.count(dw.unreadable_run_length),
         "dw_unsafe_rows_per_page": nt.number(dw.rows_per_damaged_page, 1),
         "dw_unsafe_lost": nt.count(sum(c.lost for c in unsafe)),

@@ -79,10 +79,11 @@ def settings_figures(run: RecordedRun) -> dict[str, str]:
     out.update(_device_figures(table))
     errors = fast["wal_ratio_error"].abs()
     out["wal_ratio_error_max"] = nt.percent(errors.max(), size_only=True) if len(errors) else nt.NA
-    out["wal_ratio_range"] = (f"{fast['wal_on_over_off'].min():.1f} to "
-                              f"{fast['wal_on_over_off'].max():.1f}")
+    out["wal_ratio_min"] = f"{fast['wal_on_over_off'].min():.1f}"
+    out["wal_ratio_max"] = f"{fast['wal_on_over_off'].max():.1f}"
     tps = fast["tps_off_over_on"]
-    out["nolimit_tps_range"] = f"{tps.min():.2f} to {tps.max():.2f}"
+    out["nolimit_tps_min"] = f"{tps.min():.2f}"
+    out["nolimit_tps_max"] = f"{tps.max():.2f}"
     out.update(slow_figures(run, table))
     return out
 
@@ -135,7 +136,8 @@ def slow_figures(run: RecordedRun, table: pd.DataFrame) -> dict[str, str]:
     out = {"clients": str(Parameters.of(run).clients)}
     if slow.empty:
         return {**out, **dict.fromkeys(
-            ("slow_limit_mibps", "slow_recycled_ratio", "slow_tps_ratio_short",
+            ("slow_limit_mibps", "slow_recycled_ratio_min", "slow_recycled_ratio_max",
+             "slow_tps_ratio_short",
              "slow_model_ratio_short", "slow_tps_ratio_long", "slow_model_ratio_long",
              "slow_on_wal_error_max"), nt.NA),
             **_slow_leg_figures(pd.DataFrame())}
@@ -143,8 +145,8 @@ def slow_figures(run: RecordedRun, table: pd.DataFrame) -> dict[str, str]:
     recycled = slow["model_tps_off_over_on_recycled"]
     out.update({
         "slow_limit_mibps": f"{float(slow['write_limit_mibps'].iloc[0]):g}",
-        "slow_recycled_ratio": (f"{recycled.min():.2f}" if len(slow) == 1 else
-                                f"{recycled.min():.2f} to {recycled.max():.2f}"),
+        "slow_recycled_ratio_min": f"{recycled.min():.2f}",
+        "slow_recycled_ratio_max": f"{recycled.max():.2f}",
         "slow_tps_ratio_short": f"{short['tps_off_over_on']:.2f}",
         "slow_model_ratio_short": f"{short['model_tps_off_over_on']:.2f}",
         "slow_tps_ratio_long": f"{long['tps_off_over_on']:.2f}",
@@ -208,7 +210,8 @@ def figures(run: RecordedRun) -> dict[str, str]:
     ref = reference_rds().set_index("doublewrite")["duration_s"]
     out["article_ratio"] = f"{ref['on'] / ref['off']:.2f}"
     lab = ratios[ratios["setting"] != tables.FORCED]["tps_off_over_on"]
-    out["lab_tps_ratio_range"] = f"{lab.min():.2f} to {lab.max():.2f}"
+    out["lab_tps_ratio_min"] = f"{lab.min():.2f}"
+    out["lab_tps_ratio_max"] = f"{lab.max():.2f}"
     torn = tables.torn_page_outcomes(results)
     out["silent_rows_visible"] = f"{int(torn.loc['fpw-off-nochecksums', 'rows_visible'])}"
     out["rows_expected"] = f"{int(torn.loc['fpw-on', 'rows_expected'])}"
