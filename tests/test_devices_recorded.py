@@ -92,8 +92,8 @@ def test_sysbench_one_thread_never_reaches_gp3s_limit_and_sc1_is_held_below_its_
     assert table.loc["sc1", "ops_per_s"] < table.loc["sc1", "model_ops_per_s"]
     assert float(F["sb_fsyncs_per_op"]) > 1  # 128 fsyncs per 100 requests
     assert int(F["sb_ratio"]) > page.ARTICLE_RATIO  # "the article's ratio is smaller"
-    # Verdict: "the article's ratio not reproduced; the model's partly": the model misses by
-    # more than the contracts' 5 %, by less than a quarter.
+    # Verdict: "not reproduced ... The model ... says X times: close, but not within the 5 %
+    # the contracts met": the model misses by more than 5 %, by less than a quarter.
     miss = int(F["sb_ratio"]) / int(F["sb_model_ratio"]) - 1
     assert 0.05 < abs(miss) < 0.25, "devices/lab.md, the article's benchmark: verdict"
     assert int(F["sb_ratio"]) > 1.5 * page.ARTICLE_RATIO, "verdict: 'not reproduced'"
