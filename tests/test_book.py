@@ -25,6 +25,39 @@ def test_every_toc_page_was_built(built_site):
         assert (built_site / f"{name}.html").is_file(), name
 
 
+# Lists of a lab's own settings, glued as one value: the sizes a run tried ("100, 1,024 and
+# 4,096"). Every other glued value is one number (with its unit) or a name.
+GLUED_LISTS = {"block_sizes", "row_sizes"}
+TWO_NUMBERS = re.compile(r"\d\S*(?: [^\s\d]+)? (?:to|and) \S*\d")  # "2.3 to 8", "0.5 ms and 0.8"
+
+
+def glued_texts(built_site) -> dict[str, str]:
+    """page/key -> the text glued under it (charts and tables left out), from the build."""
+    texts = {}
+    for path in sorted((built_site.parent / "jupyter_execute").rglob("*.glue.json")):
+        page = path.relative_to(built_site.parent / "jupyter_execute").as_posix()
+        for key, output in json.loads(path.read_text()).items():
+            data = output.get("data", {})
+            if set(data) == {"text/plain"}:
+                texts[f"{page.removesuffix('.glue.json')}/{key}"] = data["text/plain"].strip("'")
+    return texts
+
+
+def test_the_two_numbers_check_finds_a_range_glued_as_one_value():
+    assert TWO_NUMBERS.search("2.3 to 8.0") and TWO_NUMBERS.search("1.39 and 1.34")
+    assert TWO_NUMBERS.search("0.5 ms and 0.8")
+    assert not TWO_NUMBERS.search("12.5 %") and not TWO_NUMBERS.search("6.1.0-50-amd64")
+
+
+def test_every_glued_value_is_one_number(built_site):
+    texts = glued_texts(built_site)
+    assert len(texts) > 500  # the build's glue was found
+    phrases = [f"{key}: {text}" for key, text in texts.items()
+               if TWO_NUMBERS.search(text) and key.rsplit("/", 1)[1] not in GLUED_LISTS]
+    assert phrases == [], "glue each number apart, the words between them in the page:\n" \
+        + "\n".join(phrases)
+
+
 def test_pages_stay_under_budget(built_site):
     sizes = {p.relative_to(built_site).as_posix(): p.stat().st_size
              for p in built_site.rglob("*.html")}
