@@ -11,11 +11,11 @@ for both is none: the words are the pages' own, the glue carries numbers, charts
 
 from __future__ import annotations
 
-import ast
-import json
 import re
 import sys
 from pathlib import Path
+
+from labs.book import glue as book_glue
 
 ROOT = Path(__file__).resolve().parents[1]
 EXECUTED = ROOT / "_build" / "jupyter_execute"
@@ -25,22 +25,7 @@ LONG_WORDS = 5
 
 def glued_values() -> dict[str, dict[str, str]]:
     """page -> key -> the value as text (charts and tables are left out)."""
-    pages = {}
-    for path in sorted(EXECUTED.rglob("*.glue.json")):
-        page = path.relative_to(EXECUTED).as_posix().removesuffix(".glue.json")
-        values = {}
-        for key, output in json.loads(path.read_text()).items():
-            data = output.get("data", {})
-            if set(data) - {"text/plain"}:
-                continue  # a chart, a table or a widget
-            text = data.get("text/plain", "")
-            try:
-                text = str(ast.literal_eval(text))
-            except (ValueError, SyntaxError):
-                pass
-            values[key] = text
-        pages[page] = values
-    return pages
+    return book_glue.glued_values(EXECUTED)
 
 
 def glue_uses() -> dict[str, list[str]]:

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import toc_files
 
+from labs.book.glue import glued_values
+
 PAGE_BUDGET_BYTES = 1_500_000
 CHART_PAGES = ["book/quorum/explain.html", "book/quorum/lab.html", "book/write-mostly/lab.html",
                "book/torn-pages/lab.html"]
@@ -33,14 +35,9 @@ TWO_NUMBERS = re.compile(r"\d\S*(?: [^\s\d]+)? (?:to|and) \S*\d")  # "2.3 to 8",
 
 def glued_texts(built_site) -> dict[str, str]:
     """page/key -> the text glued under it (charts and tables left out), from the build."""
-    texts = {}
-    for path in sorted((built_site.parent / "jupyter_execute").rglob("*.glue.json")):
-        page = path.relative_to(built_site.parent / "jupyter_execute").as_posix()
-        for key, output in json.loads(path.read_text()).items():
-            data = output.get("data", {})
-            if set(data) == {"text/plain"}:
-                texts[f"{page.removesuffix('.glue.json')}/{key}"] = data["text/plain"].strip("'")
-    return texts
+    return {f"{page}/{key}": text
+            for page, values in glued_values(built_site.parent / "jupyter_execute").items()
+            for key, text in values.items()}
 
 
 def test_the_two_numbers_check_finds_a_range_glued_as_one_value():
