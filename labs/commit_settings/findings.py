@@ -178,7 +178,7 @@ def findings(run: RecordedRun) -> Findings:
     same = all(cut["power cut"]["rows"] == cut["kernel crash"]["rows"] for cut in cuts)
     newest_only = all(cut[fault]["rows"] == list(range(1, len(cut[fault]["rows"]) + 1))
                       for cut in cuts for fault in model.FAULTS)
-    return Findings(params=Parameters.from_record(run.meta["parameters"]),
+    return Findings(params=Parameters.of(run),
                     tallies=tuple(Tally(**row) for row in table.to_dict("records")),
                     commits_per_s=_commit_rates(cuts), innodb_log_buffered=_log_buffered(cuts),
                     writing_s=tuple(cut["trial"]["writing_s"] for cut in cuts),

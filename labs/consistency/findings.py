@@ -144,7 +144,7 @@ def findings(run: RecordedRun) -> Findings:
     possible = possible_by_holder(table)
     at_one = {name: part[part["read_level"] == "ONE"] for name, part in possible.items()}
     return Findings(
-        params=Parameters.from_record(run.meta["parameters"]),
+        params=Parameters.of(run),
         start_s=float(seconds[("cluster", "start", "seconds")]),
         restart_s=float(seconds[("cluster", "restart", "seconds")]),
         wall_time_s=float(seconds[("lab", "all", "wall_time")]),

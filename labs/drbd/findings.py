@@ -138,7 +138,7 @@ class Findings:
 
 
 def findings(run: RecordedRun) -> Findings:
-    params = Parameters.from_record(run.meta["parameters"])
+    params = Parameters.of(run)
     fio = fio_results(run)
     host, peer = params.host, params.peer
     tps = pgbench_results(run)

@@ -456,7 +456,7 @@ def doublewrite_legs(run: RecordedRun, params: Parameters) -> DoublewriteLegs | 
 
 
 def findings(run: RecordedRun) -> Findings:
-    params = Parameters.from_record(run.meta["parameters"])
+    params = Parameters.of(run)
     cuts = tuple(_cut(row) for row in outcomes(run).itertuples())
     unsafe = [c for c in cuts if c.safety == "unsafe"]
     furthest = max(unsafe, key=lambda c: (c.over_estimate, c.cut))

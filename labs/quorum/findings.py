@@ -56,6 +56,6 @@ def findings(run: RecordedRun) -> Findings:
                         float(row["ci95_high"]), float(row["exact"]))
 
     throughput = run.results.query("metric == 'throughput'")["value"].iloc[0]
-    return Findings(params=Parameters.from_record(run.meta["parameters"]),
+    return Findings(params=Parameters.of(run),
                     write=estimate("write"), read=estimate("read"),
                     trials_per_s=float(throughput))

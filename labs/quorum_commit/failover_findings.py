@@ -102,7 +102,7 @@ def findings(run: RecordedRun) -> FailoverFindings | None:
     after = results[(results["workload"] == "after")
                     & (results["metric"] == "commits_acknowledged")]
     return FailoverFindings(
-        params=Parameters.from_record(run.meta["parameters"]),
+        params=Parameters.of(run),
         acknowledged=int(found["acknowledged"].iloc[0]),
         survivors=survivors,
         promoted=lost[lost["metric"] == "promoted"]["standby"].iloc[0],

@@ -292,8 +292,9 @@ class Findings:
 def findings(run: RecordedRun) -> Findings:
     results = run.results
     value = results.set_index(["config", "workload", "metric"])["value"]
+    times, marks = acks(run)["seconds"], events(run)  # the drill client's, read once
     return Findings(
-        params=Parameters.from_record(run.meta["parameters"]),
+        params=Parameters.of(run),
         wall_time_s=float(value[("lab", "all", "wall_time")]),
         flush_p50_ms=float(value[("flush", "fio 8k write+fdatasync", "p50_ms")]),
         flush_p99_ms=float(value[("flush", "fio 8k write+fdatasync", "p99_ms")]),
@@ -308,8 +309,8 @@ def findings(run: RecordedRun) -> Findings:
                            r["seconds"], r["commits acknowledged"], r["commits per second"])
                      for r in drill(run).to_dict("records")),
         **_waiting(run),
-        **_way_back(run, value),
-        **_end(run))
+        **_way_back(value, times, marks),
+        **_end(results, times, marks))
 
 
 def _points(run: RecordedRun) -> tuple[SweepPoint, ...]:
@@ -340,11 +341,9 @@ def _waiting(run: RecordedRun) -> dict:
                 for r in held.to_dict("records"))}
 
 
-def _way_back(run: RecordedRun, value: pd.Series) -> dict:
+def _way_back(value: pd.Series, times: pd.Series, marks: dict[str, float]) -> dict:
     """The lost copies started again: the lab's marks, and the acknowledgements themselves
     (the lab only looks once all are started)."""
-    times = acks(run)["seconds"]
-    marks = events(run)
     back = marks["back starts"]
     return {"restarted_after_s": float(value[("drill", "back", "restarted_after_s")]),
             "resumed_after_s": float(times[times > back].min() - back),
@@ -353,13 +352,10 @@ def _way_back(run: RecordedRun, value: pd.Series) -> dict:
             "drill_s": float(marks["end"])}
 
 
-def _end(run: RecordedRun) -> dict:
+def _end(results: pd.DataFrame, times: pd.Series, marks: dict[str, float]) -> dict:
     """What every copy held at the drill's end, and the acknowledgements outside the phases
     (the phases count from the first phase's start mark to the drill's end mark)."""
-    results = run.results
     end = results[(results["config"] == "drill") & (results["workload"] == "end")]
-    times = acks(run)["seconds"]
-    marks = events(run)
     first = min(t for name, t in marks.items() if name.endswith("starts"))
     return {"end_acknowledged": int(end["acknowledged"].iloc[0]),
             "end_copies": len(end),

@@ -170,7 +170,7 @@ def chart(run: RecordedRun) -> alt.LayerChart:
 
 def power_cuts_alone(run: RecordedRun) -> bool:
     """A run of the power cuts alone (`--part power-cut`): no sweep, no drill."""
-    return Parameters.from_record(run.meta["parameters"]).part == "power-cut"
+    return Parameters.of(run).part == "power-cut"
 
 
 def figures(run: RecordedRun) -> dict[str, str]:

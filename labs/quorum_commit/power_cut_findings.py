@@ -145,7 +145,7 @@ def _standbys(run: RecordedRun) -> tuple[StandbyAfterCut, ...]:
 
 
 def findings(run: RecordedRun) -> PowerCutFindings:
-    params = Parameters.from_record(run.meta["parameters"])
+    params = Parameters.of(run)
     cuts = tuple(_cut(row) for row in cuts_table(run).to_dict("records"))
     results = run.results
     ping = results[(results["workload"] == "ping") & (results["metric"] == "rtt_p50_ms")]

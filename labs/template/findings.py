@@ -32,6 +32,6 @@ def sizes(run: RecordedRun) -> pd.DataFrame:
 def findings(run: RecordedRun) -> Findings:
     table = sizes(run)
     error = (table["file_bytes"] - table["model_bytes"]).abs()
-    return Findings(params=Parameters.from_record(run.meta["parameters"]),
+    return Findings(params=Parameters.of(run),
                     files=len(table), largest_error_bytes=float(error.max()),
                     every_size_as_modelled=bool((error == 0).all()))

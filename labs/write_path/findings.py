@@ -154,7 +154,7 @@ def _boundary_errors(mixed: pd.DataFrame, write_s: float) -> tuple[float, ...]:
 def findings(run: RecordedRun) -> Findings:
     table = tally_table(run)
     tallies = tuple(Tally(**row) for row in table.to_dict("records"))
-    params = Parameters.from_record(run.meta["parameters"])
+    params = Parameters.of(run)
     edges = cut_edges(record_ages(run, "direct"))
     mixed = edges[(edges["kept"] > 0) & (edges["lost"] > 0)]
     # The oldest acknowledgement's age at the cut is the writing time less the writer's start.
