@@ -27,8 +27,8 @@ def _pct(values) -> str:
 def _first_and_second(values, form) -> tuple[str, str]:
     """The first and second repetitions' values as `form` writes them ("n/a" for a run with
     one repetition): the page quotes both, one number each."""
-    texts = [form(v) for v in list(values)[:2]]
-    return (texts + [nt.NA, nt.NA])[0], (texts + [nt.NA, nt.NA])[1]
+    first, second = ([form(v) for v in list(values)[:2]] + [nt.NA, nt.NA])[:2]
+    return first, second
 
 
 def limit_use(legs: pd.DataFrame, limit_mibps: float) -> pd.Series:
