@@ -62,6 +62,11 @@ def failover(copies: Copies, rec: RunRecorder, p: Parameters, progress: Progress
                 + SERVERS["postgres"].create_table_sql())
     clock = Clock()
     before = start_writer(copies, clock, first=1)
+    # The window starts at the first commit, as in the drill: on a busy emulated machine the
+    # client's SSH session and psql can take longer to start than the whole window.
+    why = before.wait_for_first(timeout_s=120)
+    if why:
+        raise LabError(f"failover: the client committed nothing ({why})")
     clock.mark("commits")
     time.sleep(p.phase_s)
     lost = ", ".join(["the primary", *(f"s{n}" for n in zone_one)])
