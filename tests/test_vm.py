@@ -78,6 +78,17 @@ def test_status_run_and_exit_code_pass_through(lab_env):
     assert lab_env.cli("hosts").stdout.split()[-2:] == ["vm1", "vm2"]
 
 
+def test_an_emulated_vm_places_every_process_at_the_same_addresses(lab_env):
+    # Under TCG: two runs of one program map its libraries at one address (QEMU can reuse
+    # what it translated); under KVM the guest keeps its randomization.
+    accel = machine.read_state("vm1").accel
+    maps = "grep -m1 libc /proc/self/maps | cut -d- -f1"
+    ran = lab_env.cli("vm", "run", "vm1", "--", f"{maps}; {maps}")
+    assert ran.returncode == 0, ran.stderr
+    first, second = ran.stdout.split()
+    assert (first == second) == (accel == "tcg"), (accel, first, second)
+
+
 def test_counting_leftovers_in_a_vm_does_not_start_its_container_engine(lab_env):
     # Asking a stopped engine would start it (docker.socket), 12 s or so under emulation,
     # and leave it running beside the labs; the count reads its state folder instead.
@@ -482,6 +493,22 @@ def test_qemu_command_line_throttles_forwards_on_loopback_and_links_the_pair(tmp
     assert "socket,id=net1,udp=127.0.0.1:4002,localaddr=127.0.0.1:4001" in text
     assert "mac=52:54:00:77:00:02" in text and "systemd.hostname=vm2" in text
     assert command[command.index("-m") + 1] == "512" and "-daemonize" in command
+
+
+def test_only_an_emulated_vm_runs_without_address_space_randomization(tmp_path):
+    # Under TCG it costs every new process a fresh translation of its code; under KVM it
+    # costs nothing, and the guest keeps it.
+    fake = vm_image.Image(tmp_path, tmp_path / "disk.raw", tmp_path / "vmlinuz",
+                          tmp_path / "initrd.img", "0" * 16, {})
+
+    def kernel_line(accel: str) -> list[str]:
+        command = machine.qemu_command("vm1", 1, tmp_path, fake, accel=accel, memory_mib=512,
+                                       cpus=1, ssh_port=2222, slow_iops=0, slow_bps=0,
+                                       pair_ports=None, machine_id="0" * 32)
+        return command[command.index("-append") + 1].split()
+
+    assert "norandmaps" in kernel_line("tcg")
+    assert "norandmaps" not in kernel_line("kvm")
 
 
 def test_the_release_is_part_of_the_recipe_and_of_the_vm_state(tmp_path):

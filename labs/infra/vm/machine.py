@@ -226,15 +226,20 @@ def qemu_command(name: str, index: int, directory: Path, image: Image, *, accel:
     """The QEMU command line for one lab VM (pure: tested without booting). `machine_id`
     (32 hex digits) is the guest's /etc/machine-id: under emulation two VMs booting the same
     image can draw the same "random" one, so each boot gets its own from here."""
+    append = (f"root=/dev/vda rw console=ttyS0 systemd.hostname={name} net.ifnames=0 "
+              f"systemd.machine_id={machine_id} "
+              "loglevel=4 systemd.show_status=false apparmor=0")
     if accel == "kvm":
         machine = ["-accel", "kvm", "-cpu", "host"]
     else:
         # qemu64, not max: emulating max's extra CPU features made TCG boots no faster and
         # often slower here (24-37 s against 37-86 s to SSH), and the labs need none of them.
         machine = ["-accel", "tcg,thread=multi", "-cpu", "qemu64"]
-    append = (f"root=/dev/vda rw console=ttyS0 systemd.hostname={name} net.ifnames=0 "
-              f"systemd.machine_id={machine_id} "
-              "loglevel=4 systemd.show_status=false apparmor=0")
+        # No address-space randomization under emulation: QEMU reuses the code it translated
+        # only where a program's code sits at the same address again, so with it every new
+        # process (sshd's session, sudo, psql) is translated anew. Measured idle: one command
+        # over SSH 0.23 -> 0.10 s, `sudo true` 0.23 -> 0.07 s. The VMs hold only the labs.
+        append += " norandmaps"
     command = [QEMU, "-name", f"{name},process=storage-labs-{name}", "-machine", "pc",
                *machine, "-m", str(memory_mib), "-smp", str(cpus),
                "-nodefaults", "-display", "none", "-vga", "none",
