@@ -5,7 +5,7 @@ lab VM: tests/test_power_loss_lab.py.)"""
 import shlex
 import subprocess
 
-from labs.infra.vm.servers import SERVERS
+from labs.infra.vm.servers import PSQL, SERVERS
 from labs.power_loss import model, torn, torn_page
 from labs.tools import innochecksum, mariadb
 
@@ -21,7 +21,7 @@ def loop_lines(command: str, client: str, count: int) -> list[str]:
 
 
 def test_the_update_loop_sends_one_update_and_one_ack_per_row_in_a_scattered_order():
-    lines = loop_lines(POSTGRES.update_loop("/data/x", rows=10), "psql", 6)
+    lines = loop_lines(POSTGRES.update_loop("/data/x", rows=10), PSQL, 6)
     assert lines == ["UPDATE pages SET v = 1 WHERE id = 9;", "\\echo ack 1",
                      "UPDATE pages SET v = 2 WHERE id = 8;", "\\echo ack 2",
                      "UPDATE pages SET v = 3 WHERE id = 7;", "\\echo ack 3"]

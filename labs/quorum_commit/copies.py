@@ -28,7 +28,7 @@ from labs.errors import LabError
 from labs.infra import netns
 from labs.infra.acks import AckStream
 from labs.infra.processes import find_server
-from labs.infra.vm.servers import PG_BIN, SERVERS
+from labs.infra.vm.servers import PG_BIN, PSQL, SERVERS
 from labs.infra.workspace import LabWorkspace
 from labs.quorum_commit.params import COPIES, Parameters
 
@@ -89,7 +89,7 @@ class Copies:
         return SERVERS["postgres"].stop_command(copy.data)
 
     def psql(self, copy: Copy, statement: str, timeout_s: float = 120) -> str:
-        command = (f"cd / && runuser -u postgres -- psql -h {shlex.quote(copy.socket)} -XAtq "
+        command = (f"cd / && runuser -u postgres -- {PSQL} -h {shlex.quote(copy.socket)} -XAtq "
                    f"-v ON_ERROR_STOP=1 -c {shlex.quote(statement)}")
         return self.ws.host.sudo(command, timeout_s=timeout_s).stdout.strip()
 
@@ -184,7 +184,7 @@ class Copies:
             k = int(names.split()[1])
             wanted = ["sync"] * k + ["potential"] * (len(standbys) - k)
         quoted = names.replace("'", "''")
-        psql = (f"runuser -u postgres -- psql -h {shlex.quote(self.primary.socket)} -XAtq "
+        psql = (f"runuser -u postgres -- {PSQL} -h {shlex.quote(self.primary.socket)} -XAtq "
                 "-v ON_ERROR_STOP=1")
         states = ("SELECT string_agg(sync_state, ',' ORDER BY application_name) "
                   "FROM pg_stat_replication")
@@ -240,7 +240,7 @@ class Copies:
         """Standbys started without their primary: wait until each has replayed all the WAL
         on its own disk (its replay position still for 2 s); returns each one's position."""
         query = " && ".join(
-            f"runuser -u postgres -- psql -h {shlex.quote(c.socket)} -XAtq "
+            f"runuser -u postgres -- {PSQL} -h {shlex.quote(c.socket)} -XAtq "
             "-c 'SELECT pg_last_wal_replay_lsn()'" for c in copies)
         deadline = time.monotonic() + timeout_s
         seen: list[str] = []
@@ -294,7 +294,7 @@ class Copies:
         quoted = names.replace("'", "''")
         statements = [f"ALTER SYSTEM SET synchronous_standby_names = '{quoted}'",
                       f"SELECT pg_promote(true, {timeout_s})", "SELECT pg_reload_conf()"]
-        command = (f"cd / && runuser -u postgres -- psql -h {shlex.quote(copy.socket)} -XAtq "
+        command = (f"cd / && runuser -u postgres -- {PSQL} -h {shlex.quote(copy.socket)} -XAtq "
                    "-v ON_ERROR_STOP=1 " + " ".join(f"-c {shlex.quote(s)}" for s in statements))
         answers = self.ws.host.sudo(command, timeout_s=timeout_s + 60).stdout.split()
         if answers[:1] != ["t"]:
@@ -310,7 +310,7 @@ class Copies:
             conninfo = (f"host={self.primary.socket} user=postgres "
                         f"application_name={standby.name}")
             alter = f"ALTER SYSTEM SET primary_conninfo = '{conninfo}'"
-            commands.append(f"runuser -u postgres -- psql -h {shlex.quote(standby.socket)} "
+            commands.append(f"runuser -u postgres -- {PSQL} -h {shlex.quote(standby.socket)} "
                             f"-XAtq -v ON_ERROR_STOP=1 -c {shlex.quote(alter)} "
                             "-c 'SELECT pg_reload_conf()' >/dev/null")
         self.ws.host.sudo("cd / && " + " && ".join(commands), timeout_s=120)

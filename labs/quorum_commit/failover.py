@@ -26,7 +26,7 @@ import time
 
 from labs.errors import LabError
 from labs.infra.acks import AckStream
-from labs.infra.vm.servers import SERVERS
+from labs.infra.vm.servers import PSQL, SERVERS
 from labs.progress import Progress
 from labs.quorum_commit.copies import Copies, lsn
 from labs.quorum_commit.params import Parameters
@@ -123,7 +123,7 @@ def count_survivors(copies: Copies, rec: RunRecorder, p: Parameters,
              "FROM acks")
     # Each survivor: ask again (for up to 30 s) until its replay has reached what it received.
     script = "; ".join(
-        f"for i in $(seq 300); do out=$(runuser -u postgres -- psql -h {shlex.quote(c.socket)} "
+        f"for i in $(seq 300); do out=$(runuser -u postgres -- {PSQL} -h {shlex.quote(c.socket)} "
         f"-XAtq -c {shlex.quote(query)}); case $out in t*) echo {c.name}\|$out; break;; esac; "
         "sleep 0.1; done" for c in copies.standbys)
     lines = copies.ws.host.sudo(f"cd / && {script}", timeout_s=120).stdout.split()

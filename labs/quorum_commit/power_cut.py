@@ -22,7 +22,7 @@ from collections.abc import Callable
 from labs.errors import LabError
 from labs.infra.acks import AckStream, lost_window_ms
 from labs.infra.vm import power
-from labs.infra.vm.servers import SERVERS
+from labs.infra.vm.servers import PSQL, SERVERS
 from labs.progress import Progress
 from labs.quorum_commit import power_cut_model as model
 from labs.quorum_commit.copies import Copies, lsn
@@ -112,7 +112,7 @@ def _fresh_table_and_client(copies: Copies, label: str, setting: str) -> AckStre
     copies.psql(primary, "DROP TABLE IF EXISTS acks; " + SERVERS["postgres"].create_table_sql())
     copies.wait_replayed()
     session = f"PGOPTIONS='-c synchronous_commit={setting}' "
-    shown = host.sudo(f"cd / && {session}runuser -u postgres -- psql -h {primary.socket} "
+    shown = host.sudo(f"cd / && {session}runuser -u postgres -- {PSQL} -h {primary.socket} "
                       "-XAtq -c 'SHOW synchronous_commit'", timeout_s=60).stdout.strip()
     if shown != setting:
         raise LabError(f"{label}: the client's session has synchronous_commit={shown!r}")

@@ -35,7 +35,7 @@ from labs.infra.facts import available_memory_mib
 from labs.infra.hosts import Host
 from labs.infra.lab_run import LabRun
 from labs.infra.vm import machine
-from labs.infra.vm.servers import PG_BIN, SERVERS
+from labs.infra.vm.servers import PG_BIN, PGBENCH, SERVERS
 from labs.infra.workspace import LabWorkspace
 from labs.models import quorum as model
 from labs.progress import Progress
@@ -229,7 +229,7 @@ def commit_point(copies: Copies, rec: RunRecorder, p: Parameters, logs: str, lay
     command = pgbench.run_command(point.clients, point.clients, p.point_s,
                                   log_prefix=f"{logs}/{name}",
                                   extra=["-h", copies.primary.socket, "-f",
-                                         f"{logs}/commit.sql"])
+                                         f"{logs}/commit.sql"], program=PGBENCH)
     options = f"-c synchronous_commit={point.synchronous_commit}"
     # One command: pgbench, then each of its -l files (one per thread), then none left.
     out = host.sudo(f"cd {logs} && PGOPTIONS={options!r} runuser -u postgres -- "

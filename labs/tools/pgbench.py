@@ -48,13 +48,14 @@ def init_command(scale: int, clients: int, database: str = "postgres",
 
 def run_command(clients: int, threads: int, duration_s: int, progress_s: int = 1,
                 log_prefix: str | None = None, database: str = "postgres",
-                extra: list[str] | None = None) -> list[str]:
-    """A timed pgbench run with progress lines and, if log_prefix is given, -l logs."""
+                extra: list[str] | None = None, program: str = "pgbench") -> list[str]:
+    """A timed pgbench run with progress lines and, if log_prefix is given, -l logs.
+    `program`: how to call pgbench (a path, where the one on PATH is a wrapper)."""
     if clients < 1 or threads < 1 or duration_s < 1:
         raise UsageError("pgbench needs at least 1 client, 1 thread and 1 second")
     if threads > clients:
         raise UsageError(f"pgbench threads ({threads}) cannot exceed clients ({clients})")
-    command = ["pgbench", "-c", str(clients), "-j", str(threads), "-T", str(duration_s),
+    command = [program, "-c", str(clients), "-j", str(threads), "-T", str(duration_s),
                "-P", str(progress_s), "--no-vacuum"]
     if log_prefix:
         command += ["-l", f"--log-prefix={log_prefix}"]
