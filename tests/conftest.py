@@ -199,17 +199,18 @@ class VmCiRun:
 
 
 def run_vm_ci(lab_vms, lab: str, *args: str, timeout_s: float = 2400,
-              env: dict | None = None) -> VmCiRun:
+              env: dict | None = None, on_progress=None) -> VmCiRun:
     """`python -m labs run LAB ARGS --profile ci` in the session's lab VMs (with `env` on top
     of theirs); asserts it succeeded and recorded exactly one run, and returns that run, its
-    wall time and what the command printed."""
+    wall time and what the command printed. `on_progress(line)`: called with each line of
+    the lab's progress (standard error) as it comes."""
     from labs.records import list_runs, load_run
 
     before = set(list_runs(lab, lab_vms.base / "runs"))
     trace = lab_vms.base / f"{lab}-commands-ran.jsonl"
     started = time.monotonic()
     ran = lab_vms.cli("run", lab, *args, "--profile", "ci", timeout_s=timeout_s,
-                      env={**(env or {}), **command_trace(trace)})
+                      env={**(env or {}), **command_trace(trace)}, on_progress=on_progress)
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
     new = [p for p in list_runs(lab, lab_vms.base / "runs") if p not in before]
     assert len(new) == 1
@@ -339,10 +340,45 @@ class LabEnv:
     base: Path
     env: dict[str, str]
 
-    def cli(self, *args: str, timeout_s: float = 900, env: dict | None = None):
-        return subprocess.run([sys.executable, "-m", "labs", *args], cwd=PROJECT_ROOT,
-                              env={**os.environ, **self.env, **(env or {})},
-                              capture_output=True, text=True, timeout=timeout_s)
+    def cli(self, *args: str, timeout_s: float = 900, env: dict | None = None,
+            on_progress=None) -> subprocess.CompletedProcess:
+        argv, full_env = [sys.executable, "-m", "labs", *args], {**os.environ, **self.env,
+                                                                  **(env or {})}
+        if on_progress is None:
+            return subprocess.run(argv, cwd=PROJECT_ROOT, env=full_env, capture_output=True,
+                                  text=True, timeout=timeout_s)
+        return run_reading_progress(argv, full_env, timeout_s, on_progress)
+
+
+def run_reading_progress(argv: list[str], env: dict, timeout_s: float,
+                         on_progress) -> subprocess.CompletedProcess:
+    """subprocess.run(argv, capture_output=True), calling on_progress(line) with each line
+    the command writes to standard error as it comes (a lab's progress); killed after
+    timeout_s, as subprocess.run would (then subprocess.TimeoutExpired)."""
+    import tempfile
+
+    with tempfile.TemporaryFile("w+") as out:
+        # Standard output to a file: a pipe nobody reads while stderr is read would fill.
+        process = subprocess.Popen(argv, cwd=PROJECT_ROOT, env=env, stdout=out,
+                                   stderr=subprocess.PIPE, text=True)
+        watchdog = threading.Timer(timeout_s, process.kill)
+        watchdog.start()
+        lines = []
+        try:
+            for line in process.stderr:
+                lines.append(line)
+                on_progress(line)
+            process.wait()
+        finally:
+            timed_out = not watchdog.is_alive()
+            watchdog.cancel()
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        if timed_out:
+            raise subprocess.TimeoutExpired(argv, timeout_s, "".join(lines))
+        out.seek(0)
+        return subprocess.CompletedProcess(argv, process.returncode, out.read(), "".join(lines))
 
 
 def qemu_processes_under(directory: Path) -> list[int]:

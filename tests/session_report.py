@@ -10,7 +10,7 @@ container labs. Within a group nothing changes, so tests that share a machine ne
 The workers find the groups (they know each test's fixtures) and write them to a file the
 controller's scheduler reads. The host group's worker runs at the lowest CPU priority: the
 VM group is the longer one, and its emulated machines need the CPU most; while a VM test
-holds the machine (`machine_to_itself`, around the DRBD lab's ci run),
+holds the machine (`machine_to_itself`, around the DRBD lab's ci run until its drill),
 the host group's worker starts no new test.
 
 The figures a worker reports go to a file the controller reads after every test (a worker's
@@ -122,15 +122,16 @@ MACHINE_WAIT_LIMIT_S = 900
 
 @contextmanager
 def machine_to_itself():
-    """In the VM group: the host group starts no new test while this block runs."""
+    """In the VM group: the host group starts no new test while this block runs, or until
+    the block calls what it yields (`let_go()`: the rest of the block needs no quiet)."""
     wanted = os.environ.get(MACHINE_WANTED_ENV)
     if not wanted:  # outside a session that shares files with its workers
-        yield
+        yield lambda: None
         return
     path = Path(wanted)
     path.touch()
     try:
-        yield
+        yield lambda: path.unlink(missing_ok=True)
     finally:
         path.unlink(missing_ok=True)
 

@@ -3,12 +3,15 @@ machine, the host group's worker starts no new test, and only until the VM test 
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
 from types import SimpleNamespace
 
 import pytest
 import session_report
+from conftest import run_reading_progress
 from session_report import (
     HOST_GROUP,
     MACHINE_WANTED_ENV,
@@ -44,6 +47,35 @@ def test_a_host_test_waits_until_the_vm_test_lets_go(wanted):
     wait_while_the_machine_is_wanted(SimpleNamespace(nodeid="host::test"))
     waited_s = time.monotonic() - started
     assert not wanted.exists() and waited_s >= 1.0
+
+
+def test_a_vm_test_may_let_go_before_its_block_ends(wanted):
+    with machine_to_itself() as let_go:
+        assert wanted.exists()
+        let_go()
+        assert not wanted.exists()
+        started = time.monotonic()
+        wait_while_the_machine_is_wanted(SimpleNamespace(nodeid="host::test"))
+        assert time.monotonic() - started < 1.0
+    assert not wanted.exists()
+
+
+def test_a_lab_run_can_let_go_at_a_line_of_its_progress(wanted):
+    # As the DRBD lab's ci run does at its drill: the lines come while the command runs.
+    script = ("import sys, time\nfor step in ('sweep', 'drill'):\n"
+              "    print(f'step: {step}', file=sys.stderr, flush=True)\n    time.sleep(0.5)\n"
+              "print('recorded')")
+    held = []
+    with machine_to_itself() as let_go:
+        def on_progress(line):
+            held.append(wanted.exists())
+            if "drill" in line:
+                let_go()
+        ran = run_reading_progress([sys.executable, "-c", script], dict(os.environ), 30,
+                                   on_progress)
+        assert not wanted.exists()
+    assert held == [True, True] and ran.returncode == 0
+    assert ran.stdout == "recorded\n" and ran.stderr == "step: sweep\nstep: drill\n"
 
 
 def test_a_vm_test_never_waits_and_nobody_waits_for_a_free_machine(wanted):
