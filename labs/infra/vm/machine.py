@@ -237,8 +237,9 @@ def qemu_command(name: str, index: int, directory: Path, image: Image, *, accel:
         machine = ["-accel", "tcg,thread=multi", "-cpu", "qemu64"]
         # No address-space randomization under emulation: QEMU reuses the code it translated
         # only where a program's code sits at the same address again, so with it every new
-        # process (sshd's session, sudo, psql) is translated anew. Measured idle: one command
-        # over SSH 0.23 -> 0.10 s, `sudo true` 0.23 -> 0.07 s. The VMs hold only the labs.
+        # process (sshd's session, sudo, psql) is translated anew. One command over SSH on
+        # an idle VM: 0.21 -> 0.11 s (benchmarks/vm_command_cost.py). The VMs hold only the
+        # labs.
         append += " norandmaps"
     command = [QEMU, "-name", f"{name},process=storage-labs-{name}", "-machine", "pc",
                *machine, "-m", str(memory_mib), "-smp", str(cpus),
