@@ -21,6 +21,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -355,8 +356,6 @@ def run_reading_progress(argv: list[str], env: dict, timeout_s: float,
     """subprocess.run(argv, capture_output=True), calling on_progress(line) with each line
     the command writes to standard error as it comes (a lab's progress); killed after
     timeout_s, as subprocess.run would (then subprocess.TimeoutExpired)."""
-    import tempfile
-
     with tempfile.TemporaryFile("w+") as out:
         # Standard output to a file: a pipe nobody reads while stderr is read would fill.
         process = subprocess.Popen(argv, cwd=PROJECT_ROOT, env=env, stdout=out,

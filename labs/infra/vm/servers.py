@@ -54,17 +54,13 @@ class Server:
 
         PostgreSQL's folder is durable when the command returns, through one `sync` rather
         than initdb's fsync of each of its thousand files (seconds in an emulated VM)."""
-        if self.name == "postgres":
-            if wal_dir is None:
-                return (f"install -d -m 0700 -o postgres -g postgres {shlex.quote(data)} && "
-                        f"runuser -u postgres -- {PG_BIN}/initdb -D {shlex.quote(data)} "
-                        "--no-sync -A trust -U postgres --no-instructions >/dev/null && sync")
-            return (f"install -d -m 0700 -o postgres -g postgres {shlex.quote(data)} "
-                    f"{shlex.quote(wal_dir)} && "
-                    f"runuser -u postgres -- {PG_BIN}/initdb -D {shlex.quote(data)} "
-                    f"--waldir={shlex.quote(wal_dir + '/pg_wal')} --data-checksums --no-sync "
-                    "-A trust -U postgres --no-instructions >/dev/null && sync")
         folders = shlex.quote(data) + (f" {shlex.quote(wal_dir)}" if wal_dir else "")
+        if self.name == "postgres":
+            wal = (f"--waldir={shlex.quote(wal_dir + '/pg_wal')} --data-checksums "
+                   if wal_dir else "")
+            return (f"install -d -m 0700 -o postgres -g postgres {folders} && "
+                    f"runuser -u postgres -- {PG_BIN}/initdb -D {shlex.quote(data)} {wal}"
+                    "--no-sync -A trust -U postgres --no-instructions >/dev/null && sync")
         install = "".join(f" {flag(option)}" for option in self.log_options(wal_dir))
         return (f"install -d -m 0700 -o mysql -g mysql {folders} && "
                 f"mariadb-install-db --user=mysql --datadir={shlex.quote(data)}{install} "
