@@ -124,7 +124,7 @@ def count_survivors(copies: Copies, rec: RunRecorder, p: Parameters,
     # Each survivor: ask again (for up to 30 s) until its replay has reached what it received.
     script = "; ".join(
         f"for i in $(seq 300); do out=$(runuser -u postgres -- {PSQL} -h {shlex.quote(c.socket)} "
-        f"-XAtq -c {shlex.quote(query)}); case $out in t*) echo {c.name}\|$out; break;; esac; "
+        f"-XAtq -c {shlex.quote(query)}); case $out in t*) echo {c.name}\\|$out; break;; esac; "
         "sleep 0.1; done" for c in copies.standbys)
     lines = copies.ws.host.sudo(f"cd / && {script}", timeout_s=120).stdout.split()
     if len(lines) != len(copies.standbys):
