@@ -46,3 +46,29 @@ def test_the_order_check_sees_a_misplaced_term():
     terms = glossary_terms(text)
     assert terms == ["qcow2", "readahead", "queue depth"]
     assert terms != sorted(terms, key=str.lower)
+
+
+GLUE_ROLE = re.compile(r"\{glue(?::text)?\}`([A-Za-z0-9_\-]+)`")
+
+
+def keys_not_written_out(page_text: str, code: str) -> set[str]:
+    """The glue keys a page quotes that appear nowhere as a quoted string: not in `code`
+    (the labs package's source) nor in the page's own code cells. Such a key is assembled
+    (an f-string, a prefix added in a loop), and a search for it finds only one end."""
+    quoted = set(GLUE_ROLE.findall(page_text))
+    return {key for key in quoted
+            if f'"{key}"' not in code and f"'{key}'" not in code
+            and f'"{key}"' not in page_text and f"'{key}'" not in page_text}
+
+
+def test_every_glue_key_is_written_out_where_it_is_made():
+    code = "\n".join(path.read_text() for path in (PROJECT_ROOT / "labs").rglob("*.py"))
+    assembled = {str(page.relative_to(PROJECT_ROOT)): sorted(keys_not_written_out(
+        page.read_text(), code)) for page in PAGES}
+    assert {page: keys for page, keys in assembled.items() if keys} == {}
+
+
+def test_the_written_out_check_finds_an_assembled_key():
+    page = "Lost {glue:text}`cut_wb_lost_1` of {glue:text}`acked`.\n"
+    code = 'out = {"acked": n}\nfor cut in cuts:\n    out[f"cut_wb_lost_{cut}"] = n\n'
+    assert keys_not_written_out(page, code) == {"cut_wb_lost_1"}

@@ -113,23 +113,26 @@ def test_hinted_handoff_was_off_and_the_provenance_says_so(run):
     assert "hinted_handoff_enabled: false" in " ".join(shown.iloc[:, 1])
 
 
-def test_row_a_reached_both_live_replicas(figures):
+def test_row_a_reached_both_live_replicas(run):
     # "This run confirms that both applied it": no read at ONE of row A through node 1 or 2 was
     # stale (each of them reads its own copy at ONE, or the other's).
-    assert figures["a_one_n1_stale"] == figures["a_one_n2_stale"] == "0"
+    cells = findings.stale(run).set_index(["case", "read_level", "coordinator"])
+    assert cells.loc[("A", "ONE", 1), "stale_reads"] == 0
+    assert cells.loc[("A", "ONE", 2), "stale_reads"] == 0
 
 
-def test_row_c_quorum_model_is_right_on_average_and_wrong_for_each_node(run, figures, found):
+def test_row_c_quorum_model_is_right_on_average_and_wrong_for_each_node(run, found):
     # "For row C at QUORUM the model is right on average and wrong for each client"
-    model_pct = int(figures["c_quorum_model_pct"])
-    shares = [100 * int(figures[f"c_quorum_n{c}_stale"]) / int(figures[f"c_quorum_n{c}_reads"])
-              for c in (1, 2, 3)]
+    cells = findings.stale(run).set_index(["case", "read_level", "coordinator"])
+    row_c = [cells.loc[("C", "QUORUM", c)] for c in (1, 2, 3)]
+    model_pct = row_c[0]["model_uniform_pct"]
+    shares = [cell["stale_pct"] for cell in row_c]
     verdict = "backs the verdict of 'Which replicas answer, and who reads the old value'"
     assert abs(sum(shares) / 3 - model_pct) <= 10, verdict
     assert all(abs(share - model_pct) >= 20 for share in shares), verdict
     # Every stale QUORUM read of row C asked nodes 2 and 3, the two that missed it.
     for coordinator, (asked, stale_reads) in found.row_c_quorum_asked_23.items():
-        assert stale_reads == asked == int(figures[f"c_quorum_n{coordinator}_stale"])
+        assert stale_reads == asked == cells.loc[("C", "QUORUM", coordinator), "stale_reads"]
 
 
 def test_every_glued_figure_is_computed_and_a_number_or_a_word(figures):

@@ -263,7 +263,7 @@ def test_the_run_feeds_every_figure_and_chart_of_the_page(legs, request):
     figures = lab.figures(recorded)
     assert figures and all(isinstance(v, str) for v in figures.values())
     assert figures["backlog_slot0_create"] != "not measured in this run"
-    lab.release_figures({"old": recorded, "new": recorded})
+    lab.release_figures(recorded, recorded)
     lab.loop_figures(recorded)
     for chart in (charts.slow_leg_chart(results, meta), charts.latency_chart(results, meta),
                   charts.write_behind_chart(results, meta),

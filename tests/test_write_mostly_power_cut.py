@@ -157,7 +157,7 @@ def test_what_section_8_says_is_what_the_run_measured(cut_run):
     # "Write-mostly alone. ... The cuts took none of 1,270 acknowledged writes, as the model
     # says."
     assert by.loc["wm-dsync"]["acknowledged_lost"].sum() == 0
-    assert figures["wm_dsync_acked"] == f"{by.loc['wm-dsync']['acknowledged'].sum():,.0f}"
+    assert figures["cut_wm_dsync_acked"] == f"{by.loc['wm-dsync']['acknowledged'].sum():,.0f}"
     # "Write-behind, O_DSYNC. ... For each acknowledged write the slow disk completed 1.3 cache
     # flushes ... That pace is below the slow disk's cap of 200 ... the cuts took none"
     synced = by.loc["wb-dsync"]
@@ -176,7 +176,7 @@ def test_what_section_8_says_is_what_the_run_measured(cut_run):
     expected = table[table["setting"] == "wb-nosync"]["model_expected"]
     assert list(expected) == [WRITE_BEHIND / 2] * 2  # half the limit: the writer was held
     assert (WRITE_BEHIND / 2 > 2 * unsynced["acknowledged_lost"]).all()
-    assert figures["wb_nosync_lost_1"] == f"{unsynced.loc[1, 'acknowledged_lost']:,.0f}"
+    assert figures["cut_wb_nosync_lost_1"] == f"{unsynced.loc[1, 'acknowledged_lost']:,.0f}"
     # "A cross-check: the writes acknowledged by each cut, less those the slow disk had
     # completed ..., were 28 and 41, against 28 and 42 lost": within a few writes, cut by cut.
     outstanding = unsynced["acknowledged"] - unsynced["slow_writes_before_cut"]
@@ -200,6 +200,11 @@ def test_what_section_8_says_is_what_the_run_measured(cut_run):
         "max_backlog_before_cut"].max()
     assert all("not measured" not in value and "nan" not in value.split()
                for key, value in figures.items() if "expected_ratio" not in key)
+
+
+def test_the_page_keeps_a_place_for_every_figure_of_the_shipped_drill(cut_run):
+    # CUT_KEYS (the placeholders without a drill) and what a full drill gives stay one list.
+    assert set(power_cut_page.power_cut_figures(cut_run)) == set(power_cut_page.CUT_KEYS)
 
 
 def test_section_8_without_its_run_leaves_every_figure_unmeasured_and_the_chart_says_so():

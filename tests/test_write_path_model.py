@@ -100,6 +100,8 @@ def test_every_chapter_has_a_reading_time_and_every_lab_a_measured_quick_time():
     for lab in registry.labs():
         if lab.book_page and lab.name != "template":
             assert lab.name in timed, f"data/timings/quick-runs.csv has no row for {lab.name}"
+            # The instructor's guide quotes every lab's quick time by its written-out key.
+            assert guide.quick_figures()[guide.QUICK_KEYS[lab.name]].isdigit(), lab.name
 
 
 @pytest.mark.parametrize(("text", "message"), [

@@ -150,16 +150,20 @@ def _block_figures(params: dict, block: pd.DataFrame, ra: int) -> dict[str, str]
     f["block_reads"] = f"{params.block_reads:,}"
     f["mmap_reads"] = str(params.mmap_reads)
     f["block_small"] = f"{small} bytes"
-    for method in ("buffered", "direct", "mmap"):
-        for readahead, suffix in ((ra, "ra"), (0, "ra0")):
-            row = _one(block, method=method, readahead_kib=readahead, record_bytes=small,
-                       phase="cold")
-            f[f"block_{method}_{suffix}"] = nt.size(row.measured)
-            f[f"block_{method}_{suffix}_model"] = nt.size(row.model)
-    buffered = _one(block, method="buffered", readahead_kib=ra, record_bytes=small,
+
+    def cold(method: str, readahead_kib: int) -> pd.Series:
+        return _one(block, method=method, readahead_kib=readahead_kib, record_bytes=small,
                     phase="cold")
+
+    buffered, direct, mmap = cold("buffered", ra), cold("direct", ra), cold("mmap", ra)
+    f["block_buffered_ra"] = nt.size(buffered.measured)
+    f["block_buffered_ra_model"] = nt.size(buffered.model)
+    f["block_direct_ra"] = nt.size(direct.measured)
+    f["block_mmap_ra"] = nt.size(mmap.measured)
+    f["block_mmap_ra_model"] = nt.size(mmap.model)
+    f["block_buffered_ra0"] = nt.size(cold("buffered", 0).measured)
+    f["block_mmap_ra0"] = nt.size(cold("mmap", 0).measured)
     f["block_buffered_amplification"] = f"{buffered.measured / small:.0f}"
-    mmap = _one(block, method="mmap", readahead_kib=ra, record_bytes=small, phase="cold")
     f["mmap_share"] = nt.percent(mmap.measured / mmap.model)
     mmap_rows = (block.method == "mmap") & (block.readahead_kib == ra) & (block.phase == "cold")
     f["mmap_error"] = nt.percent(block[mmap_rows].error.abs().max(), signed=True)
@@ -200,11 +204,15 @@ def _engine_figures(params: dict, engine: pd.DataFrame, ra: int,
 def _cassandra_cold_figures(cold: pd.DataFrame, cass_setting: str, smallest: int,
                             largest: int, ra: int) -> dict[str, str]:
     f: dict[str, str] = {}
-    for compression in ("lz4", "none"):
-        for row_bytes, name in ((smallest, "100"), (largest, "4096")):
-            row = _cold_row(cold, cass_setting, compression, row_bytes, ra)
-            f[f"cass_{compression}_{name}"] = nt.size(row.measured)
-            f[f"cass_{compression}_{name}_model"] = nt.size(row.model)
+    lz4_small = _cold_row(cold, cass_setting, "lz4", smallest, ra)
+    none_small = _cold_row(cold, cass_setting, "none", smallest, ra)
+    none_large = _cold_row(cold, cass_setting, "none", largest, ra)
+    f["cass_lz4_100"] = nt.size(lz4_small.measured)
+    f["cass_lz4_100_model"] = nt.size(lz4_small.model)
+    f["cass_none_100"] = nt.size(none_small.measured)
+    f["cass_none_100_model"] = nt.size(none_small.model)
+    f["cass_none_4096"] = nt.size(none_large.measured)
+    f["cass_none_4096_model"] = nt.size(none_large.model)
     f["cass_none_4096_ra0"] = nt.size(_cold_row(cold, cass_setting, "none", largest, 0).measured)
     return f
 
@@ -219,11 +227,15 @@ def _memory_figures(params: dict, results: pd.DataFrame, memory: pd.DataFrame, r
     before = results[(results.leg == "engine") & (results.phase == "before")
                      & (results.metric == "container_page_cache_bytes")
                      & (results.row_bytes == smallest) & (results.readahead_kib == ra)]
-    for setting in ("buffered", "direct"):
-        f[f"rocks_{setting}_resident"] = nt.size(rocks.loc[setting, "resident_bytes"])
+
+    def growth(setting: str) -> str:
         start = before[(before.engine == "rocksdb") & (before.setting == setting)].value.iloc[0]
-        growth = rocks.loc[setting, "container_page_cache_bytes"] - start
-        f[f"rocks_{setting}_cache_growth"] = nt.size(max(0.0, growth))
+        return nt.size(max(0.0, rocks.loc[setting, "container_page_cache_bytes"] - start))
+
+    f["rocks_buffered_resident"] = nt.size(rocks.loc["buffered", "resident_bytes"])
+    f["rocks_buffered_cache_growth"] = growth("buffered")
+    f["rocks_direct_resident"] = nt.size(rocks.loc["direct", "resident_bytes"])
+    f["rocks_direct_cache_growth"] = growth("direct")
     if cass_setting:
         f.update(_cassandra_memory_figures(params, results, memory, mem, ra, cass_setting))
     return f
@@ -235,10 +247,11 @@ def _cassandra_memory_figures(params: dict, results: pd.DataFrame, memory: pd.Da
     largest = max(params.row_sizes)
     reads = params.cold_reads
     standard = mem[(mem.engine == "cassandra") & (mem.setting == "standard")]
-    for row in standard.itertuples():
-        held = row.data_resident_bytes + row.index_resident_bytes
-        f[f"cass_{row.compression}_resident"] = nt.size(held)
-        f[f"cass_{row.compression}_resident_per_read"] = nt.size(held / reads)
+    held = (standard["data_resident_bytes"] + standard["index_resident_bytes"]).groupby(
+        standard["compression"]).sum()
+    f["cass_lz4_resident"] = nt.size(held["lz4"])
+    f["cass_lz4_resident_per_read"] = nt.size(held["lz4"] / reads)
+    f["cass_none_resident"] = nt.size(held["none"])
     big_row = memory[(memory.engine == "cassandra") & (memory.setting == cass_setting)
                      & (memory.compression == "none") & (memory.row_bytes == largest)
                      & (memory.readahead_kib == ra)].iloc[0]

@@ -224,24 +224,33 @@ def _possible_stale_figures(found: Findings) -> dict[str, str]:
 
 
 def _row_c_quorum_figures(found: Findings) -> dict[str, str]:
-    figures = {}
-    for coordinator, (asked, stale_reads) in found.row_c_quorum_asked_23.items():
-        figures[f"c_quorum_n{coordinator}_asked_23"] = nt.count(asked)
-        figures[f"c_quorum_n{coordinator}_asked_23_stale"] = nt.count(stale_reads)
-    return figures
+    # Row C at QUORUM through nodes 2 and 3: reads that asked exactly the two nodes that
+    # missed its write, and the stale ones among them.
+    through_2, through_3 = found.row_c_quorum_asked_23[2], found.row_c_quorum_asked_23[3]
+    return {"c_quorum_n2_asked_23": nt.count(through_2[0]),
+            "c_quorum_n2_asked_23_stale": nt.count(through_2[1]),
+            "c_quorum_n3_asked_23": nt.count(through_3[0]),
+            "c_quorum_n3_asked_23_stale": nt.count(through_3[1])}
 
 
 def _per_read_figures(table: pd.DataFrame) -> dict[str, str]:
-    """Stale reads per row, read level and coordinator, and the model per row and level."""
-    figures = {}
-    for item in table.to_dict("records"):
-        key = f"{item['case'].lower()}_{item['read_level'].lower()}_n{item['coordinator']}"
-        figures[f"{key}_stale"] = str(item["stale_reads"])
-        figures[f"{key}_reads"] = str(item["reads"])
-    for item in table.drop_duplicates(["case", "read_level"]).to_dict("records"):
-        key = f"{item['case'].lower()}_{item['read_level'].lower()}"
-        figures[f"{key}_model_pct"] = f"{item['model_uniform_pct']:.0f}"
-    return figures
+    """Stale reads of the cells the text quotes (row, read level, coordinator), and the
+    model for row C at QUORUM."""
+    cells = table.set_index(["case", "read_level", "coordinator"])
+
+    def cell(case: str, level: str, coordinator: int, column: str) -> str:
+        return nt.count(cells.loc[(case, level, coordinator), column])
+
+    return {
+        "a_one_n1_reads": cell("A", "ONE", 1, "reads"),
+        "a_one_n1_stale": cell("A", "ONE", 1, "stale_reads"),
+        "a_one_n2_stale": cell("A", "ONE", 2, "stale_reads"),
+        "c_quorum_n1_stale": cell("C", "QUORUM", 1, "stale_reads"),
+        "c_quorum_n2_reads": cell("C", "QUORUM", 2, "reads"),
+        "c_quorum_n2_stale": cell("C", "QUORUM", 2, "stale_reads"),
+        "c_quorum_n3_stale": cell("C", "QUORUM", 3, "stale_reads"),
+        "c_quorum_model_pct": nt.number(cells.loc[("C", "QUORUM", 1), "model_uniform_pct"], 0),
+    }
 
 
 # --- provenance, panel, headline -------------------------------------------------------------

@@ -7,6 +7,8 @@ a host.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 
@@ -154,32 +156,53 @@ def _sweep_iops(table: pd.DataFrame, drive: str, depth: int, policy: str) -> flo
     return float(row["iops"].iloc[0])
 
 
+class DriveFigures(NamedTuple):
+    """One drive's model figures as the explanation page prints them."""
+
+    rnd_ms: str  # a random 4 KiB read
+    rnd_mb_s: str
+    seq_mb_s: str  # reading 100 MB in one sweep
+    ratio: str  # sequential over random throughput
+    rot_ms: str  # half a rotation, on average
+    half_rate_mb: str  # the transfer size at which a read reaches half the peak rate
+    sptf64_gain: str  # SPTF over FIFO at 64 requests queued
+    sptf4_gain: str  # ... and at 4
+
+
+def _drive_figures(name: str, sweep: pd.DataFrame) -> DriveFigures:
+    rvs = disk.random_vs_sequential(name, 4096, 100 * disk.MB)
+    drive = disk.get_drive(name)
+    # Half the peak rate: the transfer takes as long as the seek and rotation before it.
+    positioning_s = (drive.avg_seek_ms + drive.avg_rotation_ms) / 1000
+    half_bytes = positioning_s * drive.transfer_mb_s * disk.MB
+    fifo = _sweep_iops(sweep, drive.name, 64, "FIFO")
+    return DriveFigures(
+        rnd_ms=f"{rvs['random']['latency_ms']:.2f}",
+        rnd_mb_s=f"{rvs['random']['throughput_mb_s']:.2f}",
+        seq_mb_s=f"{rvs['sequential']['throughput_mb_s']:.0f}",
+        ratio=f"{rvs['ratio']:.0f}", rot_ms=f"{drive.avg_rotation_ms:.2f}",
+        half_rate_mb=f"{half_bytes / disk.MB:.2f}",
+        sptf64_gain=f"{_sweep_iops(sweep, drive.name, 64, 'SPTF') / fifo:.1f}",
+        sptf4_gain=f"{_sweep_iops(sweep, drive.name, 4, 'SPTF') / fifo:.1f}")
+
+
 def explain_figures() -> dict[str, str]:
     """Every number the explanation page quotes, computed from the models."""
-    f: dict[str, str] = {}
-    for name in DRIVES:
-        rvs = disk.random_vs_sequential(name, 4096, 100 * disk.MB)
-        key = name
-        f[f"{key}_rnd_ms"] = f"{rvs['random']['latency_ms']:.2f}"
-        f[f"{key}_rnd_mb_s"] = f"{rvs['random']['throughput_mb_s']:.2f}"
-        f[f"{key}_seq_mb_s"] = f"{rvs['sequential']['throughput_mb_s']:.0f}"
-        f[f"{key}_ratio"] = f"{rvs['ratio']:.0f}"
-        f[f"{key}_rot_ms"] = f"{disk.get_drive(name).avg_rotation_ms:.2f}"
-        drive = disk.get_drive(name)
-        # Half the peak rate: the transfer takes as long as the seek and rotation before it.
-        positioning_s = (drive.avg_seek_ms + drive.avg_rotation_ms) / 1000
-        half_bytes = positioning_s * drive.transfer_mb_s * disk.MB
-        f[f"{key}_half_rate_mb"] = f"{half_bytes / disk.MB:.2f}"
     sweep = scheduler_sweep()
-    for name in DRIVES:
-        drive = disk.get_drive(name).name
-        fifo = _sweep_iops(sweep, drive, 64, "FIFO")
-        f[f"{name}_sptf64_gain"] = f"{_sweep_iops(sweep, drive, 64, 'SPTF') / fifo:.1f}"
-        f[f"{name}_sptf4_gain"] = f"{_sweep_iops(sweep, drive, 4, 'SPTF') / fifo:.1f}"
-    cheetah = disk.get_drive("cheetah").name  # the text quotes the Cheetah's IOPS
-    f["cheetah_fifo_iops"] = f"{_sweep_iops(sweep, cheetah, 64, 'FIFO'):.0f}"
-    f["cheetah_sstf64_iops"] = f"{_sweep_iops(sweep, cheetah, 64, 'SSTF'):.0f}"
-    f["cheetah_sptf64_iops"] = f"{_sweep_iops(sweep, cheetah, 64, 'SPTF'):.0f}"
+    cheetah, barracuda = _drive_figures("cheetah", sweep), _drive_figures("barracuda", sweep)
+    f = {"cheetah_rnd_ms": cheetah.rnd_ms, "cheetah_rnd_mb_s": cheetah.rnd_mb_s,
+         "cheetah_seq_mb_s": cheetah.seq_mb_s, "cheetah_ratio": cheetah.ratio,
+         "cheetah_rot_ms": cheetah.rot_ms, "cheetah_half_rate_mb": cheetah.half_rate_mb,
+         "cheetah_sptf64_gain": cheetah.sptf64_gain, "cheetah_sptf4_gain": cheetah.sptf4_gain,
+         "barracuda_rnd_ms": barracuda.rnd_ms, "barracuda_rnd_mb_s": barracuda.rnd_mb_s,
+         "barracuda_seq_mb_s": barracuda.seq_mb_s, "barracuda_ratio": barracuda.ratio,
+         "barracuda_rot_ms": barracuda.rot_ms, "barracuda_half_rate_mb": barracuda.half_rate_mb,
+         "barracuda_sptf64_gain": barracuda.sptf64_gain,
+         "barracuda_sptf4_gain": barracuda.sptf4_gain}
+    cheetah_name = disk.get_drive("cheetah").name  # the text quotes the Cheetah's IOPS
+    f["cheetah_fifo_iops"] = f"{_sweep_iops(sweep, cheetah_name, 64, 'FIFO'):.0f}"
+    f["cheetah_sstf64_iops"] = f"{_sweep_iops(sweep, cheetah_name, 64, 'SSTF'):.0f}"
+    f["cheetah_sptf64_iops"] = f"{_sweep_iops(sweep, cheetah_name, 64, 'SPTF'):.0f}"
     f["schedule_requests"] = f"{SCHEDULE_REQUESTS}"
     nvme = ssd.Ssd(100, SSD_WRITE_LATENCY_US, 8, SSD_BANDWIDTH_MB_S)
     f["ssd_qd1_iops"] = f"{ssd.ssd_iops(nvme, 1).iops:,.0f}"

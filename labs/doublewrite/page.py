@@ -194,11 +194,12 @@ def figures(run: RecordedRun) -> dict[str, str]:
     f["table_mib"] = nt.number(template["table_bytes"] / 2**20, 0)
     f["pool_over_table"] = nt.number(template["table_bytes"] / 2**20 / small, 1)
     by = settings.set_index(["buffer_pool_mib", "write_limit_mibps"])
-    for pool, tag in ((small, "small"), (large, "large")):
-        for disk, limit_mibps in (("nolimit", 0), ("limited", limit)):
-            if (pool, limit_mibps) not in by.index:
-                continue
-            f.update(_setting_figures(by.loc[(pool, limit_mibps)], f"{tag}_{disk}", limit_mibps))
+    if (small, limit) in by.index:
+        f.update(_small_limited_figures(by.loc[(small, limit)]))
+    if (small, 0) in by.index:
+        f.update(_small_nolimit_figures(by.loc[(small, 0)]))
+    if (large, 0) in by.index:
+        f.update(_large_nolimit_figures(by.loc[(large, 0)]))
     f.update(_large_bytes_figures(settings, large))
     f.update(_torn_figures(run))
     f.update(_comparison_figures(run, small, limit))
@@ -211,32 +212,43 @@ def figures(run: RecordedRun) -> dict[str, str]:
     return f
 
 
-def _setting_figures(row: pd.Series, key: str, limit_mibps: int) -> dict[str, str]:
-    """One setting (buffer pool and disk limit), doublewrite ON beside OFF, under `key`."""
-    f: dict[str, str] = {}
-    f[f"{key}_tps_on"] = nt.number(row["tps_on"], 0)
-    f[f"{key}_tps_off"] = nt.number(row["tps_off"], 0)
-    f[f"{key}_time_ratio"] = nt.number(row["elapsed_on_over_off"], 2)
-    f[f"{key}_bytes_on"] = nt.number(row["bytes_per_row_on"], 0)
-    f[f"{key}_bytes_off"] = nt.number(row["bytes_per_row_off"], 0)
-    f[f"{key}_bytes_ratio"] = nt.number(row["bytes_on_over_off"], 2)
-    f[f"{key}_model_ratio"] = nt.number(row["model_ratio"], 2)
-    f[f"{key}_pages_on"] = nt.number(row["pages_per_row_on"], 2)
-    f[f"{key}_pages_off"] = nt.number(row["pages_per_row_off"], 2)
-    f[f"{key}_share"] = nt.percent(row['dblwr_share_on'])
-    f[f"{key}_redo"] = nt.number(row["redo_bytes_per_row"], 0)
-    f[f"{key}_p99_on"] = nt.number(row["latency_p99_on"], 1)
-    f[f"{key}_p99_off"] = nt.number(row["latency_p99_off"], 1)
-    f[f"{key}_p50_on"] = nt.number(row["latency_p50_on"], 2)
-    f[f"{key}_p50_off"] = nt.number(row["latency_p50_off"], 2)
-    f[f"{key}_writes_on"] = nt.number(row["writes_on"], 0)
-    f[f"{key}_writes_off"] = nt.number(row["writes_off"], 0)
-    f[f"{key}_batch_pages"] = (nt.number(row["dblwr_pages_on"] / row["dblwr_batches_on"], 0)
-                               if row["dblwr_batches_on"] else "no")
-    if limit_mibps and pd.notna(row.get("model_tps_on")):
-        f[f"{key}_model_tps_on"] = nt.number(row["model_tps_on"], 0)
-        f[f"{key}_model_tps_off"] = nt.number(row["model_tps_off"], 0)
+def _small_limited_figures(row: pd.Series) -> dict[str, str]:
+    """The small buffer pool on the write-limited disk, doublewrite ON beside OFF."""
+    batches = row["dblwr_batches_on"]
+    f = {"small_limited_tps_on": nt.number(row["tps_on"], 0),
+         "small_limited_tps_off": nt.number(row["tps_off"], 0),
+         "small_limited_time_ratio": nt.number(row["elapsed_on_over_off"], 2),
+         "small_limited_bytes_on": nt.number(row["bytes_per_row_on"], 0),
+         "small_limited_bytes_off": nt.number(row["bytes_per_row_off"], 0),
+         "small_limited_bytes_ratio": nt.number(row["bytes_on_over_off"], 2),
+         "small_limited_model_ratio": nt.number(row["model_ratio"], 2),
+         "small_limited_pages_on": nt.number(row["pages_per_row_on"], 2),
+         "small_limited_pages_off": nt.number(row["pages_per_row_off"], 2),
+         "small_limited_share": nt.percent(row["dblwr_share_on"]),
+         "small_limited_writes_on": nt.number(row["writes_on"], 0),
+         "small_limited_writes_off": nt.number(row["writes_off"], 0)}
+    if batches:  # pages per doublewrite batch (none: nothing went through the buffer)
+        f["small_limited_batch_pages"] = nt.number(row["dblwr_pages_on"] / batches, 0)
+    if pd.notna(row.get("model_tps_on")):
+        f["small_limited_model_tps_on"] = nt.number(row["model_tps_on"], 0)
+        f["small_limited_model_tps_off"] = nt.number(row["model_tps_off"], 0)
     return f
+
+
+def _small_nolimit_figures(row: pd.Series) -> dict[str, str]:
+    """The small buffer pool on the unlimited disk, doublewrite ON beside OFF."""
+    return {"small_nolimit_time_ratio": nt.number(row["elapsed_on_over_off"], 2),
+            "small_nolimit_bytes_ratio": nt.number(row["bytes_on_over_off"], 2),
+            "small_nolimit_model_ratio": nt.number(row["model_ratio"], 2),
+            "small_nolimit_pages_on": nt.number(row["pages_per_row_on"], 2),
+            "small_nolimit_pages_off": nt.number(row["pages_per_row_off"], 2)}
+
+
+def _large_nolimit_figures(row: pd.Series) -> dict[str, str]:
+    """The large buffer pool on the unlimited disk: bytes and redo per row."""
+    return {"large_nolimit_bytes_on": nt.number(row["bytes_per_row_on"], 0),
+            "large_nolimit_bytes_off": nt.number(row["bytes_per_row_off"], 0),
+            "large_nolimit_redo": nt.number(row["redo_bytes_per_row"], 0)}
 
 
 def _server_and_host_figures(run: RecordedRun) -> dict[str, str]:

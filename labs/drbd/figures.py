@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import math
 from statistics import median
+from typing import NamedTuple
 
 from labs.book import number_text as nt
 from labs.book.guide import quick_figures
 from labs.drbd import article, model
-from labs.drbd.findings import Drill, Findings, findings
+from labs.drbd.findings import Drill, Findings, Zone, findings
 from labs.drbd.results import resync_results, sweep_bandwidths
 from labs.records import RecordedRun
 
@@ -74,14 +75,19 @@ def _wait_figures(found: Findings) -> dict[str, str]:
          "disc_direct_iops": nt.count(found.disconnected_iops),
          "disc_direct_iops_below_local": nt.percent(1 - found.disconnected_iops
                                                     / found.local_iops)}
-    for protocol in ("B", "C"):
-        if found.waits_of(protocol):  # a run may leave a protocol out
-            worst = max(found.waits_of(protocol), key=lambda p: abs(p.error_pct))
-            f[f"waits_{protocol.lower()}_worst_error_pct"] = nt.number(worst.error_pct, 0,
-                                                                       signed=True)
-    for protocol, point in at_top.items():
-        f[f"top_{protocol}_p50_ms"] = nt.number(point.measured)
+    # A run may leave a protocol out.
+    if found.waits_of("B"):
+        f["waits_b_worst_error_pct"] = _worst_wait_error(found, "B")
+    if found.waits_of("C"):
+        f["waits_c_worst_error_pct"] = _worst_wait_error(found, "C")
+        f["top_C_p50_ms"] = nt.number(at_top["C"].measured)
     return f
+
+
+def _worst_wait_error(found: Findings, protocol: str) -> str:
+    """The model's largest miss of a write's wait under one protocol, signed."""
+    worst = max(found.waits_of(protocol), key=lambda p: abs(p.error_pct))
+    return nt.number(worst.error_pct, 0, signed=True)
 
 
 def _zone_figures(found: Findings) -> dict[str, str]:
@@ -95,22 +101,55 @@ def _zone_figures(found: Findings) -> dict[str, str]:
          "anchor_sent_kib_per_tx": f"{found.anchor_sent_kib_per_tx:.0f}",
          "zones_rtt_miss_ms": nt.number(max(abs(z.rtt_ms - z.target_rtt_ms)
                                             for z in found.zones))}
-    for zone in found.zones:
-        key = zone.name.replace(" ", "_")
-        added_ms = model.added_commit_ms_for_ratio(
-            zone.article_ratio, local_ms_per_transaction=article.sample_ms_per_transaction())
-        f[f"article_{key}_added_ms"] = nt.number(added_ms)
-        f[f"{key}_target_added_ms"] = nt.number(found.time_scale * added_ms)
-        f[f"{key}_target_rtt_ms"] = nt.number(zone.target_rtt_ms)
-        f[f"{key}_rtt_ms"] = nt.number(zone.rtt_ms)
-        f[f"{key}_article_rtt_ms"] = nt.number(zone.rtt_ms / found.time_scale)
-        f[f"{key}_pct"] = nt.number(100 * zone.ratio, 0)
-        f[f"{key}_model_pct"] = nt.number(100 * zone.model_ratio, 0)
-        f[f"{key}_model_error_pct"] = nt.number(zone.model_error_pct, 0, signed=True)
-        f[f"{key}_article_error_pct"] = nt.number(zone.article_error_pct, 0, signed=True)
-    for protocol, ratio in found.others_across.items():
-        f[f"two_zones_{protocol}_pct"] = nt.number(100 * ratio, 0)
+    zones = {zone.name: _zone(found, zone) for zone in found.zones}
+    if "one zone" in zones:
+        one = zones["one zone"]
+        f.update({"article_one_zone_added_ms": one.article_added_ms,
+                  "one_zone_target_added_ms": one.target_added_ms,
+                  "one_zone_target_rtt_ms": one.target_rtt_ms, "one_zone_rtt_ms": one.rtt_ms,
+                  "one_zone_article_rtt_ms": one.article_rtt_ms, "one_zone_pct": one.pct,
+                  "one_zone_model_error_pct": one.model_error_pct,
+                  "one_zone_article_error_pct": one.article_error_pct})
+    if "two zones" in zones:
+        two = zones["two zones"]
+        f.update({"article_two_zones_added_ms": two.article_added_ms,
+                  "two_zones_target_added_ms": two.target_added_ms,
+                  "two_zones_target_rtt_ms": two.target_rtt_ms, "two_zones_rtt_ms": two.rtt_ms,
+                  "two_zones_article_rtt_ms": two.article_rtt_ms, "two_zones_pct": two.pct,
+                  "two_zones_model_error_pct": two.model_error_pct,
+                  "two_zones_article_error_pct": two.article_error_pct})
+    # Protocols A and B across two zones, as a share of the local disk's TPS.
+    if "A" in found.others_across:
+        f["two_zones_A_pct"] = nt.number(100 * found.others_across["A"], 0)
+    if "B" in found.others_across:
+        f["two_zones_B_pct"] = nt.number(100 * found.others_across["B"], 0)
     return f
+
+
+class ZoneFigures(NamedTuple):
+    """One of the article's zones on the run's time scale, as the page prints it."""
+
+    article_added_ms: str  # what the article's TPS implies the mirror added to a commit
+    target_added_ms: str  # ... on the run's time scale
+    target_rtt_ms: str  # the round trip the lab set for it
+    rtt_ms: str  # the round trip it measured
+    article_rtt_ms: str  # the measured one, back on the article's scale
+    pct: str  # TPS as a share of the local disk's
+    model_error_pct: str
+    article_error_pct: str
+
+
+def _zone(found: Findings, zone: Zone) -> ZoneFigures:
+    added_ms = model.added_commit_ms_for_ratio(
+        zone.article_ratio, local_ms_per_transaction=article.sample_ms_per_transaction())
+    return ZoneFigures(
+        article_added_ms=nt.number(added_ms),
+        target_added_ms=nt.number(found.time_scale * added_ms),
+        target_rtt_ms=nt.number(zone.target_rtt_ms), rtt_ms=nt.number(zone.rtt_ms),
+        article_rtt_ms=nt.number(zone.rtt_ms / found.time_scale),
+        pct=nt.number(100 * zone.ratio, 0),
+        model_error_pct=nt.number(zone.model_error_pct, 0, signed=True),
+        article_error_pct=nt.number(zone.article_error_pct, 0, signed=True))
 
 
 def _sweep_figures(found: Findings) -> dict[str, str]:
@@ -122,8 +161,11 @@ def _sweep_figures(found: Findings) -> dict[str, str]:
          "sweep_top_model_pct": nt.number(100 * found.sweep[-1].model, 0)}
     if tested:
         f["sweep_max_abs_error_pct"] = f"{max(abs(p.error_pct) for p in tested):.0f}"
-    for protocol, ratio in found.others_at_top.items():
-        f[f"tps_{protocol}_pct"] = nt.number(100 * ratio, 0)
+    # Protocols A and B at the largest round trip, as a share of the local disk's TPS.
+    if "A" in found.others_at_top:
+        f["tps_A_pct"] = nt.number(100 * found.others_at_top["A"], 0)
+    if "B" in found.others_at_top:
+        f["tps_B_pct"] = nt.number(100 * found.others_at_top["B"], 0)
     return f
 
 
@@ -148,10 +190,9 @@ def _job_errors(found: Findings) -> dict[str, str]:
     errors = [abs(p.error_pct) for p in found.jobs]
     f = {"art_points": str(len(found.jobs)), "art_max_abs_error_pct": f"{max(errors):.0f}",
          "art_median_abs_error_pct": f"{median(errors):.0f}"}
-    for protocol in model.PROTOCOLS:
-        mine = [abs(p.error_pct) for p in found.jobs if p.protocol == protocol]
-        if mine:
-            f[f"art_{protocol}_max_abs_error_pct"] = f"{max(mine):.0f}"
+    under_c = [abs(p.error_pct) for p in found.jobs if p.protocol == "C"]
+    if under_c:
+        f["art_C_max_abs_error_pct"] = f"{max(under_c):.0f}"
     f["art_slowest_write_s"] = f"{found.slowest_job[3] / 1000:.0f}"
     if found.a_cycles_ms:
         f["A_cycle_min_ms"] = nt.number(min(found.a_cycles_ms))
@@ -167,8 +208,10 @@ def _job_errors(found: Findings) -> dict[str, str]:
 def _drill_figures(run: RecordedRun, found: Findings) -> dict[str, str]:
     f = {"drill_differing_mib": str(sum(d.differing_mib for d in found.drills.values()))}
     f.update(_beyond_a(found))
-    for drill in found.drills.values():
-        f.update(_one_drill(drill))
+    if "A" in found.drills:
+        f.update(_drill_a(found.drills["A"]))
+    if "C" in found.drills:
+        f.update(_drill_c(found.drills["C"]))
     resync = resync_results(run).set_index("config")
     f["resync_pgbench_mib"] = f"{resync.loc['resync-after-pgbench', 'resync_bytes'] / 2**20:,.1f}"
     return f
@@ -185,21 +228,28 @@ def _beyond_a(found: Findings) -> dict[str, str]:
             "drill_C_beyond_a_trips": f"{beyond_ms / c.rtt_ms:.1f}"}
 
 
-def _one_drill(drill: Drill) -> dict[str, str]:
-    key = f"drill_{drill.protocol}"
-    f = {f"{key}_acked": f"{drill.acknowledged:,}", f"{key}_lost": f"{drill.lost:,}",
-         f"{key}_noticed_s": f"{drill.noticed_s:.0f}",
-         f"{key}_resync_mib": f"{drill.resync_mib:,.0f}",
-         f"{key}_resync_s": f"{drill.resync_s:.0f}",
-         f"{key}_rate": f"{drill.commits_per_s:.0f}",
-         f"{key}_rtt_ms": nt.number(drill.rtt_ms),
-         f"{key}_half_rtt_ms": nt.number(drill.rtt_ms / 2),
-         f"{key}_commit_ms": nt.number(1000 / drill.commits_per_s),
-         f"{key}_expected_lost": f"{drill.expected_lost:.1f}",
-         # Commits at random moments: a cut takes none with probability e^-mean (Poisson).
-         f"{key}_p_none_pct": f"{100 * math.exp(-drill.expected_lost):.0f}",
-         f"{key}_lost_window_ms": f"{1000 * drill.lost / drill.commits_per_s:.0f}"}
-    return f
+def _drill_a(drill: Drill) -> dict[str, str]:
+    """The drill under protocol A: what it acknowledged and lost, against the model."""
+    return {"drill_A_acked": f"{drill.acknowledged:,}", "drill_A_lost": f"{drill.lost:,}",
+            "drill_A_noticed_s": f"{drill.noticed_s:.0f}",
+            "drill_A_resync_mib": f"{drill.resync_mib:,.0f}",
+            "drill_A_rate": f"{drill.commits_per_s:.0f}",
+            "drill_A_rtt_ms": nt.number(drill.rtt_ms),
+            "drill_A_half_rtt_ms": nt.number(drill.rtt_ms / 2),
+            "drill_A_commit_ms": nt.number(1000 / drill.commits_per_s),
+            "drill_A_expected_lost": f"{drill.expected_lost:.1f}",
+            # Commits at random moments: a cut takes none with probability e^-mean (Poisson).
+            "drill_A_p_none_pct": f"{100 * math.exp(-drill.expected_lost):.0f}"}
+
+
+def _drill_c(drill: Drill) -> dict[str, str]:
+    """The drill under protocol C: what it acknowledged and lost, and its resync."""
+    return {"drill_C_acked": f"{drill.acknowledged:,}", "drill_C_lost": f"{drill.lost:,}",
+            "drill_C_noticed_s": f"{drill.noticed_s:.0f}",
+            "drill_C_resync_mib": f"{drill.resync_mib:,.0f}",
+            "drill_C_resync_s": f"{drill.resync_s:.0f}",
+            "drill_C_rtt_ms": nt.number(drill.rtt_ms),
+            "drill_C_commit_ms": nt.number(1000 / drill.commits_per_s)}
 
 
 def _exercise_figures(found: Findings) -> dict[str, str]:

@@ -99,38 +99,56 @@ def count_text(commits: float) -> str:
 
 
 def figures(run: RecordedRun) -> dict[str, str]:
-    """Every number the power-cut section quotes, keyed pc_<setting>_<what>."""
+    """Every number the power-cut section quotes, keyed pc_<setting>_<what>; a run that cut
+    under fewer settings (a quick one) has the keys of those it cut."""
     f = found.findings(run)
+    cut = {c.setting: c for c in f.cuts}
     out = {"pc_k": nt.count(f.cuts[0].k), "pc_cuts": nt.count(len(f.cuts)),
            "pc_near_rtt_ms": nt.number(f.near_rtt_ms, 1),
            "pc_to_standby_ms": nt.number(f.to_standby_ms, 2),
            "pc_kth_rtt_ms": nt.number(f.kth_rtt_ms, 1),
-           "pc_flush_p50_ms": nt.number(f.flush_p50_ms, 1),
-           **exercise_figures(f)}
-    for cut in f.cuts:
-        out.update(cut_figures(cut))
-        fewest = f.fewest(cut.setting)
-        if fewest is not None:
-            out.update({f"pc_{cut.setting}_fewest_standby": fewest.standby,
-                        f"pc_{cut.setting}_fewest_held": nt.count(fewest.held),
-                        f"pc_{cut.setting}_fewest_zone": nt.count(fewest.zone)})
+           "pc_flush_p50_ms": nt.number(f.flush_p50_ms, 1), **exercise_figures(f)}
+    if "off" in cut:
+        out.update(_off_figures(cut["off"]))
+    if "local" in cut:
+        out.update(_local_figures(f))
+    if "remote_write" in cut:
+        out.update({"pc_remote_write_acked": nt.count(cut["remote_write"].acknowledged),
+                    "pc_remote_write_rate": nt.count(cut["remote_write"].acks_per_s)})
+    if "on" in cut:
+        out.update({"pc_on_acked": nt.count(cut["on"].acknowledged),
+                    "pc_on_rate": nt.count(cut["on"].acks_per_s)})
     return out
 
 
-def cut_figures(cut: found.PowerCut) -> dict[str, str]:
-    """One cut's figures, keyed pc_<setting>_<what>."""
-    key = f"pc_{cut.setting}"
-    out = {f"{key}_acked": nt.count(cut.acknowledged), f"{key}_lost": nt.count(cut.lost),
-           f"{key}_primary_lost": nt.count(cut.primary_lost),
-           f"{key}_rate": nt.count(cut.acks_per_s),
-           f"{key}_model_max": count_text(cut.model_most_lost),
-           f"{key}_model_window_ms": nt.number(cut.model_window_ms, 1),
-           f"{key}_lost_window_ms": nt.count(cut.lost_window_ms),
-           f"{key}_boot_s": nt.count(cut.boot_s), f"{key}_recovery_s": nt.count(cut.recovery_s)}
+def _off_figures(cut: found.PowerCut) -> dict[str, str]:
+    """The cut with synchronous_commit off: what it took, against the model's count."""
+    out = {"pc_off_acked": nt.count(cut.acknowledged), "pc_off_lost": nt.count(cut.lost),
+           "pc_off_primary_lost": nt.count(cut.primary_lost),
+           "pc_off_rate": nt.count(cut.acks_per_s),
+           "pc_off_model_max": count_text(cut.model_most_lost),
+           "pc_off_model_window_ms": nt.number(cut.model_window_ms, 1),
+           "pc_off_lost_window_ms": nt.count(cut.lost_window_ms)}
     if cut.share_of_model is not None:  # what the cut took, as a share of the model's most
-        out[f"{key}_share_pct"] = nt.count(100 * cut.share_of_model)
+        out["pc_off_share_pct"] = nt.count(100 * cut.share_of_model)
     if cut.lost > 0:  # how long the lost commits took to make, at the rate
-        out[f"{key}_lost_span_ms"] = nt.count(cut.lost_span_ms)
+        out["pc_off_lost_span_ms"] = nt.count(cut.lost_span_ms)
+    return out
+
+
+def _local_figures(f: found.PowerCutFindings) -> dict[str, str]:
+    """The cut with synchronous_commit local, and the standby that held the fewest rows after
+    it (when the standbys disagreed)."""
+    cut = f.cut("local")
+    out = {"pc_local_acked": nt.count(cut.acknowledged),
+           "pc_local_rate": nt.count(cut.acks_per_s),
+           "pc_local_model_max": count_text(cut.model_most_lost),
+           "pc_local_model_window_ms": nt.number(cut.model_window_ms, 1)}
+    fewest = f.fewest("local")
+    if fewest is not None:
+        out.update({"pc_local_fewest_standby": fewest.standby,
+                    "pc_local_fewest_held": nt.count(fewest.held),
+                    "pc_local_fewest_zone": nt.count(fewest.zone)})
     return out
 
 

@@ -76,19 +76,28 @@ def burst_figures(run: RecordedRun) -> dict[str, str]:
     return out
 
 
-def _burst_windows(fresh: pd.DataFrame, windows: dict[str, tuple[float, float]]
+def _window(fresh: pd.DataFrame, window: tuple[float, float, str]) -> tuple[str, str, str]:
+    """Images per transaction in one window, measured and modelled, and how far the model is
+    from the measurement (the page says in which direction)."""
+    measured = tables.window_mean(fresh, "fpi_per_tx", *window)
+    modelled = tables.window_mean(fresh, "model_fpi_per_tx", *window)
+    error = modelled / measured - 1 if measured else math.nan
+    return nt.number(measured, 2), nt.number(modelled, 2), nt.percent(error, size_only=True)
+
+
+def _burst_windows(fresh: pd.DataFrame, windows: dict[str, tuple[float, float, str]]
                    ) -> dict[str, str]:
-    """Images per transaction in each window, measured and modelled, and how far the model
-    is from the measurement (the page says in which direction)."""
-    out = {}
-    for name, (start, stop, widen) in windows.items():
-        measured = tables.window_mean(fresh, "fpi_per_tx", start, stop, widen)
-        modelled = tables.window_mean(fresh, "model_fpi_per_tx", start, stop, widen)
-        out[f"burst_{name}_fpi"] = nt.number(measured, 2)
-        out[f"burst_{name}_model"] = nt.number(modelled, 2)
-        error = modelled / measured - 1 if measured else math.nan
-        out[f"burst_{name}_error"] = nt.percent(error, size_only=True)
-    return out
+    """The four windows of the leg (its start, before and after the forced CHECKPOINT, its
+    end): measured, modelled and the model's error in each."""
+    start, before = _window(fresh, windows["start"]), _window(fresh, windows["before"])
+    after, end = _window(fresh, windows["after"]), _window(fresh, windows["end"])
+    return {"burst_start_fpi": start[0], "burst_start_model": start[1],
+            "burst_start_error": start[2],
+            "burst_before_fpi": before[0], "burst_before_model": before[1],
+            "burst_before_error": before[2],
+            "burst_after_fpi": after[0], "burst_after_model": after[1],
+            "burst_after_error": after[2],
+            "burst_end_fpi": end[0], "burst_end_model": end[1], "burst_end_error": end[2]}
 
 
 def _burst_totals(fresh: pd.DataFrame) -> dict[str, str]:

@@ -14,8 +14,8 @@ from labs.write_mostly.figures import NOT_MEASURED, model_error, run_figures, us
 from labs.write_mostly.model import backlog_sustained_iops, slow_leg_latency_ms
 from labs.write_mostly.params import WRITE_BEHIND, Parameters
 
-RELEASE_KEYS = ("kernel", "runtime_s", "backlog_slot1_create", "write_p50_slot1_create",
-                "wb_rate_min", "wb_rate_max", "wb_rate_model", "wb_rate_error_max")
+NEW_RELEASE_KEYS = ("new_kernel", "new_runtime_s", "new_wb_rate_min", "new_wb_rate_max",
+                    "new_wb_rate_model", "new_wb_rate_error_max")
 LOOP_KEYS = ("loop_fast_write", "loop_slow_write", "loop_model_slow", "loop_slow_error",
              "loop_slow_error_signed", "loop_cap", "loop_cap_iops", "loop_cap_iops_error",
              "loop_cap_iops_error_signed", "loop_cap_p50",
@@ -50,27 +50,20 @@ def sustained_rates(run: RecordedRun) -> tuple[list[float], float | None]:
     return [float(v) for v in behind["write_iops"]], model
 
 
-def release_figures(runs: dict[str, RecordedRun | None]) -> dict[str, str]:
-    """Per release (the key: "old", "new"): its kernel, its workloads' runtime, the usual
-    command's cell, and the flat-out writer's rates where writes went behind against the
-    model's."""
-    f: dict[str, str] = {}
-    for key, run in runs.items():
-        if run is None:
-            f.update({f"{key}_{name}": NOT_MEASURED for name in RELEASE_KEYS})
-            continue
-        of_run = run_figures(run)
-        rates, model = sustained_rates(run)
-        errors = [abs(model - rate) / rate for rate in rates] if model else []
-        f.update({f"{key}_kernel": kernel(run), f"{key}_runtime_s": of_run["runtime_s"],
-                  f"{key}_backlog_slot1_create": of_run["backlog_slot1_create"],
-                  f"{key}_write_p50_slot1_create": of_run["write_p50_slot1_create"],
-                  f"{key}_wb_rate_min": f"{min(rates):,.0f}" if rates else NOT_MEASURED,
-                  f"{key}_wb_rate_max": f"{max(rates):,.0f}" if rates else NOT_MEASURED,
-                  f"{key}_wb_rate_model": f"{model:,.0f}" if model else NOT_MEASURED,
-                  f"{key}_wb_rate_error_max": nt.percent(max(errors)) if errors
-                  else NOT_MEASURED})
-    return f
+def release_figures(shipped: RecordedRun, newer: RecordedRun | None) -> dict[str, str]:
+    """The shipped run's kernel (old_kernel), and the same lab on Debian 13's (new_): its
+    kernel, its workloads' runtime, and the flat-out writer's rates where writes went behind,
+    against the model's. NOT_MEASURED for each new_ figure without that run."""
+    if newer is None:
+        return {"old_kernel": kernel(shipped), **dict.fromkeys(NEW_RELEASE_KEYS, NOT_MEASURED)}
+    rates, model = sustained_rates(newer)
+    errors = [abs(model - rate) / rate for rate in rates] if model else []
+    return {"old_kernel": kernel(shipped), "new_kernel": kernel(newer),
+            "new_runtime_s": run_figures(newer)["runtime_s"],
+            "new_wb_rate_min": f"{min(rates):,.0f}" if rates else NOT_MEASURED,
+            "new_wb_rate_max": f"{max(rates):,.0f}" if rates else NOT_MEASURED,
+            "new_wb_rate_model": f"{model:,.0f}" if model else NOT_MEASURED,
+            "new_wb_rate_error_max": nt.percent(max(errors)) if errors else NOT_MEASURED}
 
 
 def loop_figures(run: RecordedRun | None) -> dict[str, str]:

@@ -103,22 +103,31 @@ def _slow_leg(results: pd.DataFrame, meta: dict[str, Any], cap: float | None,
     model_both = slow_leg_latency_ms(cap, delay) if cap else None
     f["model_spacing_ms"] = f"{1000 / cap:g} ms" if cap else NOT_MEASURED
     f["model_slow_ms"] = f"{model_both:g} ms" if model_both else NOT_MEASURED
-    for op in ("read", "write"):
-        both = part("slow-only", op, "measured_ms")
-        cap_alone = part("slow-cap-only", op, "measured_ms")
-        delay_alone = part("slow-delay-only", op, "measured_ms")
-        f[f"part_cap_{op}"] = ms(cap_alone)
-        f[f"part_delay_{op}"] = ms(delay_alone)
-        f[f"part_both_{op}"] = ms(both)
-        f.update(model_error(f"part_cap_{op}_error", 1000 / cap if cap else None, cap_alone))
-        f.update(model_error(f"part_delay_{op}_error", delay or None, delay_alone))
-        f.update(model_error(f"part_both_{op}_error", model_both, both))
-        summed = (cap_alone + delay_alone) if cap_alone and delay_alone else None
-        f[f"parts_sum_{op}"] = ms(summed)
-    delay_alone = part("slow-delay-only", "write", "measured_ms")
-    f["delay_ratio"] = (f"{delay_alone / delay:.1f}" if delay_alone is not None and delay
+    spacing = 1000 / cap if cap else None
+    read_both = part("slow-only", "read", "measured_ms")
+    read_cap = part("slow-cap-only", "read", "measured_ms")
+    read_delay = part("slow-delay-only", "read", "measured_ms")
+    write_both = part("slow-only", "write", "measured_ms")
+    write_cap = part("slow-cap-only", "write", "measured_ms")
+    write_delay = part("slow-delay-only", "write", "measured_ms")
+    f.update({"part_both_read": ms(read_both), "part_cap_read": ms(read_cap),
+              "part_delay_read": ms(read_delay),
+              "parts_sum_read": ms(_summed(read_cap, read_delay)),
+              "part_both_write": ms(write_both), "part_cap_write": ms(write_cap),
+              "part_delay_write": ms(write_delay),
+              "parts_sum_write": ms(_summed(write_cap, write_delay))})
+    f.update(model_error("part_both_read_error", model_both, read_both))
+    f.update(model_error("part_both_write_error", model_both, write_both))
+    f.update(model_error("part_cap_write_error", spacing, write_cap))
+    f.update(model_error("part_delay_write_error", delay or None, write_delay))
+    f["delay_ratio"] = (f"{write_delay / delay:.1f}" if write_delay is not None and delay
                         else NOT_MEASURED)
     return f
+
+
+def _summed(cap_alone: float | None, delay_alone: float | None) -> float | None:
+    """The slow leg's two parts measured apart, added (None: one was not measured)."""
+    return cap_alone + delay_alone if cap_alone and delay_alone else None
 
 
 def _mirrors(results: pd.DataFrame, p: Any) -> dict[str, str]:
@@ -169,17 +178,16 @@ def _write_behind(results: pd.DataFrame, meta: dict[str, Any]) -> dict[str, str]
 
 
 def _backlog_by_cell(table: pd.DataFrame) -> dict[str, str]:
-    """Per write-behind cell (slot and how it was set): the most held behind, and the
-    flat-out and paced writers' medians."""
-    f = {}
+    """Per write-behind cell (slot and how it was set): the most held behind."""
     cells = table.set_index("config") if len(table) else pd.DataFrame()
-    for name in ("wb-slot0-create", "wb-slot0-sysfs", "wb-slot1-create", "wb-slot1-sysfs"):
-        key = name.removeprefix("wb-").replace("-", "_")
-        row = cells.loc[name] if name in cells.index else None
-        f[f"backlog_{key}"] = f"{row['max_backlog']:.0f}" if row is not None else NOT_MEASURED
-        f[f"write_p50_{key}"] = us(row["write_p50_us"] if row is not None else None)
-        f[f"paced_p50_{key}"] = us(row["paced_p50_us"] if row is not None else None)
-    return f
+
+    def backlog(cell: str) -> str:
+        return f"{cells.loc[cell, 'max_backlog']:.0f}" if cell in cells.index else NOT_MEASURED
+
+    return {"backlog_slot0_create": backlog("wb-slot0-create"),
+            "backlog_slot0_sysfs": backlog("wb-slot0-sysfs"),
+            "backlog_slot1_create": backlog("wb-slot1-create"),
+            "backlog_slot1_sysfs": backlog("wb-slot1-sysfs")}
 
 
 def _first_cell_latency(results: pd.DataFrame, first: pd.Series | None) -> dict[str, str]:

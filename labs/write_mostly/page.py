@@ -60,7 +60,7 @@ def figures(run: RecordedRun) -> dict[str, str]:
     if Parameters.of(run).part == "power-cut":  # the power-cut drill alone
         return power_cut_figures(run)
     return {**run_figures(run),
-            **release_figures({"old": run, "new": companion_run("trixie")}),
+            **release_figures(run, companion_run("trixie")),
             **loop_figures(companion_run("loop")),
             **page_cut_figures(companion_run("power-cut")),
             "loop_cap_default": loop_cap_default()}

@@ -8,7 +8,7 @@ NOT_MEASURED and the chart says so.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import altair as alt
 import pandas as pd
@@ -122,66 +122,134 @@ def _numbers(values: Any, form: str = ",.0f") -> str:
     return " / ".join(f"{v:{form}}".removesuffix(".0") for v in values)
 
 
-RUN_KEYS = ("run_id", "cuts", "latency", "writing_min", "writing_max", "write_s", "cap")
-SETTING_KEYS = ("acked", "lost_total", "rate", "backlog", "flushes", "writes_per_ack",
-                "expected", "most")
-PER_CUT_KEYS = ("lost", "outstanding", "window", "expected_ratio")
+# Every figure of a power-cut run the lab page may quote, NOT_MEASURED without that run.
+CUT_KEYS = (
+    "cut_run_id", "cut_cuts", "cut_latency", "cut_writing_min", "cut_writing_max",
+    "cut_write_s", "cut_cap",
+    "cut_wm_dsync_acked", "cut_wm_dsync_rate",
+    "cut_wb_dsync_rate", "cut_wb_dsync_backlog", "cut_wb_dsync_flushes",
+    "cut_wb_dsync_writes_per_ack", "cut_wb_dsync_expected",
+    "cut_wb_nosync_rate", "cut_wb_nosync_backlog", "cut_wb_nosync_expected",
+    "cut_wb_nosync_most", "cut_wb_nosync_lost_1", "cut_wb_nosync_lost_2",
+    "cut_wb_nosync_outstanding_1", "cut_wb_nosync_outstanding_2",
+    "cut_wb_nosync_window_1", "cut_wb_nosync_window_2",
+    "cut_wb_nosync_expected_ratio_1", "cut_wb_nosync_expected_ratio_2",
+    "cut_wb_nosync_in_order_rate", "cut_wb_nosync_in_order_backlog",
+    "cut_wb_nosync_in_order_expected", "cut_wb_nosync_in_order_lost_1",
+    "cut_wb_nosync_in_order_lost_2",
+)
+
+
+class OverCuts(NamedTuple):
+    """One setting's figures over all its cuts, as the page prints them."""
+
+    acked: str
+    rate: str  # acknowledged writes a second, the median cut's
+    backlog: str  # md's write-behind counter at its highest before a cut
+    flushes: str  # cache flushes per write, the median cut's
+    writes_per_ack: str  # writes the slow disk completed per acknowledged write
+    expected: str  # the model's expected loss, the mean over cuts
+    most: str  # the most the model allows
+
+
+class OneCut(NamedTuple):
+    """One cut of one setting, as the page prints it."""
+
+    lost: str
+    outstanding: str  # acknowledged, less what the slow disk had completed: still on its way
+    window: str  # how far back the oldest missing write was, in acknowledged writes
+    expected_ratio: str  # the model's expected loss over this cut's
+
+
+def _over_cuts(rows: pd.DataFrame) -> OverCuts:
+    per_ack = rows["slow_writes_before_cut"].sum() / rows["acknowledged"].sum()
+    return OverCuts(acked=f"{rows['acknowledged'].sum():,.0f}",
+                    rate=f"{rows['acks_per_second'].median():,.0f}",
+                    backlog=f"{rows['max_backlog_before_cut'].max():,.0f}",
+                    flushes=f"{rows['flushes_per_write'].median():.1f}",
+                    writes_per_ack=f"{per_ack:.1f}",
+                    expected=f"{rows['model_expected'].mean():.1f}",
+                    most=f"{rows['model_most'].max():,.0f}")
+
+
+def _one_cut(rows: pd.DataFrame, cut: int) -> OneCut:
+    """Cut `cut` of a setting (all NOT_MEASURED when the run cut it fewer times)."""
+    picked = rows[rows["cut"] == cut]
+    if picked.empty:
+        return OneCut(NOT_MEASURED, NOT_MEASURED, NOT_MEASURED, NOT_MEASURED)
+    row = picked.iloc[0]
+    lost = row["acknowledged_lost"]
+    return OneCut(lost=f"{lost:,.0f}",
+                  # The slow disk's counters were read a moment before the cut: roughly.
+                  outstanding=f"{row['acknowledged'] - row['slow_writes_before_cut']:,.0f}",
+                  window=f"{row['acknowledged'] - row['first_lost'] + 1:,.0f}",
+                  expected_ratio=(f"{row['model_expected'] / lost:.1f}" if lost
+                                  else NOT_MEASURED))
 
 
 def power_cut_figures(run: RecordedRun | None,
                       table: pd.DataFrame | None = None) -> dict[str, str]:
-    """The numbers the page quotes, per setting and, where a cut matters, per cut (key ending
-    _1, _2); empty without the drill. `table` is the run's power_cut_table when the caller
-    has it already."""
+    """The numbers the page quotes (CUT_KEYS), per setting and, where a cut matters, per cut
+    (keys ending _1, _2); empty without the drill. `table` is the run's power_cut_table when
+    the caller has it already."""
     table = power_cut_table(run) if table is None else table
     if table.empty:
         return {}
-    f = {"run_id": run.run_id, "cuts": str(table["cut"].max()),
-         "latency": f"{slow_latency_ms(run):.0f} ms",
-         "writing_min": f"{table['writing_s'].min():.1f} s",
-         "writing_max": f"{table['writing_s'].max():.1f} s",
-         "write_s": f"{recorded_scale(run.meta)['power_cut_write_s']:g} s",
-         "cap": f"{slow_cap_iops(run):,.0f}" if slow_cap_iops(run) else NOT_MEASURED}
-    for name in CUT_SETTINGS:
-        rows = _setting(table, name)
-        if not rows.empty:
-            f.update(_setting_figures(name.replace("-", "_"), rows))
+    f = {"cut_run_id": run.run_id, "cut_cuts": str(table["cut"].max()),
+         "cut_latency": f"{slow_latency_ms(run):.0f} ms",
+         "cut_writing_min": f"{table['writing_s'].min():.1f} s",
+         "cut_writing_max": f"{table['writing_s'].max():.1f} s",
+         "cut_write_s": f"{recorded_scale(run.meta)['power_cut_write_s']:g} s",
+         "cut_cap": f"{slow_cap_iops(run):,.0f}" if slow_cap_iops(run) else NOT_MEASURED}
+    settings = set(table["setting"])
+    if "wm-dsync" in settings:
+        alone = _over_cuts(_setting(table, "wm-dsync"))
+        f.update({"cut_wm_dsync_acked": alone.acked, "cut_wm_dsync_rate": alone.rate})
+    if "wb-dsync" in settings:
+        f.update(_wb_dsync_figures(_setting(table, "wb-dsync")))
+    if "wb-nosync" in settings:
+        f.update(_wb_nosync_figures(_setting(table, "wb-nosync")))
+    if "wb-nosync-in-order" in settings:
+        f.update(_in_order_figures(_setting(table, "wb-nosync-in-order")))
     return f
 
 
-def _setting_figures(key: str, rows: pd.DataFrame) -> dict[str, str]:
-    """One setting's figures: over its cuts, and cut by cut."""
-    per_ack = rows["slow_writes_before_cut"].sum() / rows["acknowledged"].sum()
-    f = {f"{key}_acked": f"{rows['acknowledged'].sum():,.0f}",
-         f"{key}_lost_total": f"{rows['acknowledged_lost'].sum():,.0f}",
-         f"{key}_rate": f"{rows['acks_per_second'].median():,.0f}",
-         f"{key}_backlog": f"{rows['max_backlog_before_cut'].max():,.0f}",
-         f"{key}_flushes": f"{rows['flushes_per_write'].median():.1f}",
-         f"{key}_writes_per_ack": f"{per_ack:.1f}",
-         f"{key}_expected": f"{rows['model_expected'].mean():.1f}",
-         f"{key}_most": f"{rows['model_most'].max():,.0f}"}
-    for row in rows.itertuples():
-        f[f"{key}_lost_{row.cut}"] = f"{row.acknowledged_lost:,.0f}"
-        # Acknowledged by the cut, less what the slow disk had completed when the lab read
-        # its counters a moment before: the writes still on their way, roughly.
-        f[f"{key}_outstanding_{row.cut}"] = f"{row.acknowledged - row.slow_writes_before_cut:,.0f}"
-        # How far back the oldest missing write was, counted in acknowledged writes.
-        f[f"{key}_window_{row.cut}"] = f"{row.acknowledged - row.first_lost + 1:,.0f}"
-        f[f"{key}_expected_ratio_{row.cut}"] = (
-            f"{row.model_expected / row.acknowledged_lost:.1f}" if row.acknowledged_lost
-            else NOT_MEASURED)
-    return f
+def _wb_dsync_figures(rows: pd.DataFrame) -> dict[str, str]:
+    """Write-behind with O_DSYNC: the writer's pace, the slow disk's flushes per write."""
+    over = _over_cuts(rows)
+    return {"cut_wb_dsync_rate": over.rate, "cut_wb_dsync_backlog": over.backlog,
+            "cut_wb_dsync_flushes": over.flushes,
+            "cut_wb_dsync_writes_per_ack": over.writes_per_ack,
+            "cut_wb_dsync_expected": over.expected}
+
+
+def _wb_nosync_figures(rows: pd.DataFrame) -> dict[str, str]:
+    """Write-behind, no sync: over the cuts, and cut by cut against the model."""
+    over, first, second = _over_cuts(rows), _one_cut(rows, 1), _one_cut(rows, 2)
+    return {"cut_wb_nosync_rate": over.rate, "cut_wb_nosync_backlog": over.backlog,
+            "cut_wb_nosync_expected": over.expected, "cut_wb_nosync_most": over.most,
+            "cut_wb_nosync_lost_1": first.lost, "cut_wb_nosync_lost_2": second.lost,
+            "cut_wb_nosync_outstanding_1": first.outstanding,
+            "cut_wb_nosync_outstanding_2": second.outstanding,
+            "cut_wb_nosync_window_1": first.window, "cut_wb_nosync_window_2": second.window,
+            "cut_wb_nosync_expected_ratio_1": first.expected_ratio,
+            "cut_wb_nosync_expected_ratio_2": second.expected_ratio}
+
+
+def _in_order_figures(rows: pd.DataFrame) -> dict[str, str]:
+    """Write-behind, no sync, blocks in order: the pace, the backlog, what each cut took."""
+    over = _over_cuts(rows)
+    return {"cut_wb_nosync_in_order_rate": over.rate,
+            "cut_wb_nosync_in_order_backlog": over.backlog,
+            "cut_wb_nosync_in_order_expected": over.expected,
+            "cut_wb_nosync_in_order_lost_1": _one_cut(rows, 1).lost,
+            "cut_wb_nosync_in_order_lost_2": _one_cut(rows, 2).lost}
 
 
 def page_cut_figures(run: RecordedRun | None) -> dict[str, str]:
-    """power_cut_figures for the lab page, prefixed cut_: every name the page may quote,
-    NOT_MEASURED where the run (or a shorter profile's fewer cuts) has none."""
-    cuts = range(1, Parameters.for_profile("full").power_cuts + 1)
-    keys = [setting.replace("-", "_") for setting in CUT_SETTINGS]
-    names = [*RUN_KEYS, *(f"{key}_{name}" for key in keys for name in SETTING_KEYS),
-             *(f"{key}_{name}_{cut}" for key in keys for name in PER_CUT_KEYS for cut in cuts)]
-    measured = {f"cut_{key}": value for key, value in power_cut_figures(run).items()}
-    return {**{f"cut_{name}": NOT_MEASURED for name in names}, **measured}
+    """power_cut_figures for the lab page: every name it may quote (CUT_KEYS), NOT_MEASURED
+    where the run (or a shorter profile's fewer cuts or settings) has none."""
+    return {**dict.fromkeys(CUT_KEYS, NOT_MEASURED), **power_cut_figures(run)}
 
 
 def cuts_with_gaps(table: pd.DataFrame, name: str) -> list[int]:
