@@ -32,6 +32,7 @@ import yaml
 from session_report import (
     TIMES,
     TwoGroupScheduling,
+    host_group_done,
     keep_lab_steps,
     lower_priority_for_the_host_group,
     once_per_session,
@@ -622,6 +623,10 @@ def pytest_runtest_setup(item):
     lower_priority_for_the_host_group(item)
     wait_while_the_machine_is_wanted(item)
     BackgroundCiRuns.wait_unless_beside(item)
+
+
+def pytest_sessionfinish(session):
+    host_group_done(session.config)
 
 
 def pytest_runtest_logreport(report):

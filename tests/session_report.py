@@ -121,10 +121,23 @@ def lower_priority_for_the_host_group(item: pytest.Item) -> None:
 MACHINE_WAIT_LIMIT_S = 900
 
 
+# A hold stops only new tests: a container lab or an image build already running in the host
+# group goes on at normal priority (the engine's processes are not the worker's children), and
+# beside one a cold rehearsal's devices run measured gp3 12 % below its contract. So a hold
+# first waits, at most QUIET_WAIT_LIMIT_S, until the host group's worker is between tests.
+QUIET_WAIT_LIMIT_S = 600
+
+
+def _host_idle_path(wanted: str) -> Path:
+    """Present while the host group's worker waits for a hold, and once its group is done."""
+    return Path(f"{wanted}.host-idle")
+
+
 @contextmanager
 def machine_to_itself():
     """In the VM group: the host group starts no new test while this block runs, or until
-    the block calls what it yields (`let_go()`: the rest of the block needs no quiet)."""
+    the block calls what it yields (`let_go()`: the rest of the block needs no quiet). The
+    block starts once the host group's current test has ended (QUIET_WAIT_LIMIT_S at most)."""
     wanted = os.environ.get(MACHINE_WANTED_ENV)
     if not wanted:  # outside a session that shares files with its workers
         yield lambda: None
@@ -132,9 +145,18 @@ def machine_to_itself():
     path = Path(wanted)
     path.touch()
     try:
+        _wait_for_the_host_group_to_pause(wanted)
         yield lambda: path.unlink(missing_ok=True)
     finally:
         path.unlink(missing_ok=True)
+
+
+def _wait_for_the_host_group_to_pause(wanted: str) -> None:
+    started = time.monotonic()
+    while not _host_idle_path(wanted).exists():
+        if time.monotonic() - started >= QUIET_WAIT_LIMIT_S:
+            return
+        time.sleep(0.5)
 
 
 _gave_up_waiting: list[bool] = []
@@ -142,17 +164,31 @@ _gave_up_waiting: list[bool] = []
 
 def wait_while_the_machine_is_wanted(item: pytest.Item) -> None:
     """In the host group's worker, before each test: wait while a VM test holds the
-    machine. After MACHINE_WAIT_LIMIT_S in one wait it never waits again: a VM worker that
-    died holding the machine delays the host group only that long."""
+    machine, saying so (the holder waits for that). After MACHINE_WAIT_LIMIT_S in one wait
+    it never waits again: a VM worker that died holding the machine delays the host group
+    only that long."""
     wanted = os.environ.get(MACHINE_WANTED_ENV)
     if not wanted or _gave_up_waiting or _GROUP_OF_TEST.get(item.nodeid) != HOST_GROUP:
         return
     started = time.monotonic()
-    while Path(wanted).exists():
-        if time.monotonic() - started >= MACHINE_WAIT_LIMIT_S:
-            _gave_up_waiting.append(True)
-            return
-        time.sleep(1)
+    idle = _host_idle_path(wanted)
+    try:
+        while Path(wanted).exists():
+            idle.touch()
+            if time.monotonic() - started >= MACHINE_WAIT_LIMIT_S:
+                _gave_up_waiting.append(True)
+                return
+            time.sleep(0.5)
+    finally:
+        idle.unlink(missing_ok=True)
+
+
+def host_group_done(config: pytest.Config) -> None:
+    """In the host group's worker, at its session's end: a later hold has nothing to wait
+    for."""
+    wanted = os.environ.get(MACHINE_WANTED_ENV)
+    if wanted and is_worker(config) and _lowered:
+        _host_idle_path(wanted).touch()
 
 
 def write_groups(config: pytest.Config, items: list[pytest.Item]) -> None:

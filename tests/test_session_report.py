@@ -1,5 +1,6 @@
 """The test session's own machinery (tests/session_report.py): while a VM test holds the
-machine, the host group's worker starts no new test, and only until the VM test lets go."""
+machine, the host group's worker starts no new test, and only until the VM test lets go; the
+hold starts once the host group's worker is between tests."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from session_report import (
     HOST_GROUP,
     MACHINE_WANTED_ENV,
     VM_GROUP,
+    host_group_done,
     machine_to_itself,
     wait_while_the_machine_is_wanted,
 )
@@ -28,7 +30,53 @@ def wanted(tmp_path, monkeypatch):
     monkeypatch.setitem(session_report._GROUP_OF_TEST, "host::test", HOST_GROUP)
     monkeypatch.setitem(session_report._GROUP_OF_TEST, "vm::test", VM_GROUP)
     monkeypatch.setattr(session_report, "_gave_up_waiting", [])
+    # Unless a test says otherwise, the host group has finished: a hold need not wait.
+    session_report._host_idle_path(str(path)).touch()
     return path
+
+
+def host_idle(wanted):
+    return session_report._host_idle_path(str(wanted))
+
+
+def test_a_hold_starts_once_the_host_group_is_between_tests(wanted):
+    host_idle(wanted).unlink()  # the host group is in the middle of a test
+    entered = []
+
+    def hold():
+        with machine_to_itself():
+            entered.append(time.monotonic())
+
+    holder = threading.Thread(target=hold)
+    started = time.monotonic()
+    holder.start()
+    time.sleep(1.0)
+    assert not entered and wanted.exists()  # wanted, and waiting for the test to end
+    # The host group's test ends; before its next one it sees the hold and waits.
+    host = threading.Thread(target=wait_while_the_machine_is_wanted,
+                            args=(SimpleNamespace(nodeid="host::test"),))
+    host.start()
+    holder.join(10)
+    host.join(10)
+    assert entered and entered[0] - started >= 1.0
+    assert not wanted.exists() and not host_idle(wanted).exists()
+
+
+def test_a_hold_waits_for_the_host_group_only_so_long(wanted, monkeypatch):
+    host_idle(wanted).unlink()
+    monkeypatch.setattr(session_report, "QUIET_WAIT_LIMIT_S", 1.0)
+    started = time.monotonic()
+    with machine_to_itself():
+        assert 1.0 <= time.monotonic() - started < 5.0
+
+
+def test_once_the_host_group_is_done_a_hold_does_not_wait(wanted, monkeypatch):
+    host_idle(wanted).unlink()
+    monkeypatch.setattr(session_report, "_lowered", [True])  # this worker ran the host group
+    host_group_done(SimpleNamespace(workerinput={}))
+    started = time.monotonic()
+    with machine_to_itself():
+        assert time.monotonic() - started < 1.0
 
 
 def test_the_machine_is_held_only_inside_the_block_even_when_it_fails(wanted):
