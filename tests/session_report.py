@@ -11,7 +11,7 @@ The workers find the groups (they know each test's fixtures) and write them to a
 controller's scheduler reads. The host group's worker runs at the lowest CPU priority: the
 VM group is the longer one, and its emulated machines need the CPU most; while a VM test
 holds the machine (`machine_to_itself`: the DRBD lab's ci run until its drill, the devices lab's),
-the host group's worker starts no new test.
+the host group's worker starts no new test, and the hold begins once its current test is over.
 
 The figures a worker reports go to a file the controller reads after every test (a worker's
 own standard output reaches no terminal). The time report is printed at the end and
