@@ -71,22 +71,22 @@ def provenance(run: RecordedRun) -> pd.DataFrame:
     meta = run.meta
     host = meta["host"]
     vm = host.get("vm", {})
-    parameters = meta["parameters"]
+    params = Parameters.of(run)
     settings = tables.run_settings(meta)
     cap = (f"capped at {settings['cap_iops']:g} I/O per second by {settings['cap_by']}"
            if settings["cap_iops"] else "no cap the lab knows of")
     if settings["legs"] == "loop":
-        legs = (f"loop devices over files in the lab's work dir: fast "
-                f"{parameters.get('fast_device')}; slow {parameters.get('slow_device')}, {cap}, "
-                f"plus dm-delay {parameters.get('slow_delay_ms')} ms")
+        legs = (f"loop devices over files in the lab's work dir: fast {params.fast_device}; "
+                f"slow {params.slow_device}, {cap}, plus dm-delay {params.slow_delay_ms} ms")
     else:
-        legs = (f"fast {parameters.get('fast_device')}; slow {parameters.get('slow_device')} "
-                f"{cap}, plus dm-delay {parameters.get('slow_delay_ms')} ms")
+        legs = (f"fast {params.fast_device}; slow {params.slow_device} {cap}, plus dm-delay "
+                f"{params.slow_delay_ms} ms")
     # The recorder's load of the machine running QEMU (older runs kept it in their host facts).
     load = load_at_start_and_end(meta)
     rows = [
-        ("run", f"{meta['lab']}/{meta['run_id']} ({parameters.get('profile')} profile)"),
-        ("command", parameters.get("command_line", "-")),
+        ("run", f"{meta['lab']}/{meta['run_id']} ({params.profile} profile)"),
+        # Kept in the record beside the parameters, not one of them.
+        ("command", meta["parameters"].get("command_line", "-")),
         ("seed", str(meta["seed"])),
         ("host", f"{host.get('name')}, {release_name(run)}, {host.get('cpu_count')} CPUs"
                  + (f", lab VM under {vm.get('accel', '?').upper()}" if vm else "")),
