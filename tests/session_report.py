@@ -41,6 +41,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 FIGURES_ENV = "LABS_TEST_FIGURES"
 GROUPS_ENV = "LABS_TEST_GROUPS"
 MACHINE_WANTED_ENV = "LABS_TEST_MACHINE_WANTED"
+TWO_GROUPS_ENV = "LABS_TEST_TWO_GROUPS"  # set: a host group's worker runs beside this one
 ONCE_ENV = "LABS_TEST_ONCE"  # a folder: what once_per_session did, and its locks
 LAB_STEPS_ENV = "LABS_TEST_LAB_STEPS"  # a file: one line per lab run the tests checked
 TIMES_FILE = PROJECT_ROOT / "_build" / "test-times.json"
@@ -145,7 +146,8 @@ def machine_to_itself():
     path = Path(wanted)
     path.touch()
     try:
-        _wait_for_the_host_group_to_pause(wanted)
+        if os.environ.get(TWO_GROUPS_ENV):  # else no host group runs beside: nobody to wait for
+            _wait_for_the_host_group_to_pause(wanted)
         yield lambda: path.unlink(missing_ok=True)
     finally:
         path.unlink(missing_ok=True)
@@ -316,6 +318,8 @@ def start_shared_files(config: pytest.Config) -> None:
     os.environ[FIGURES_ENV] = str(folder / "figures.txt")
     os.environ[GROUPS_ENV] = str(folder / "groups.json")
     os.environ[MACHINE_WANTED_ENV] = str(folder / "machine-wanted")
+    if config.getoption("dist", "no") == "loadgroup":
+        os.environ[TWO_GROUPS_ENV] = "1"
     os.environ[ONCE_ENV] = str(folder)
     os.environ[LAB_STEPS_ENV] = str(folder / "lab-steps.jsonl")
 

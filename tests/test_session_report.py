@@ -16,6 +16,7 @@ from conftest import run_reading_progress
 from session_report import (
     HOST_GROUP,
     MACHINE_WANTED_ENV,
+    TWO_GROUPS_ENV,
     VM_GROUP,
     host_group_done,
     machine_to_itself,
@@ -30,9 +31,19 @@ def wanted(tmp_path, monkeypatch):
     monkeypatch.setitem(session_report._GROUP_OF_TEST, "host::test", HOST_GROUP)
     monkeypatch.setitem(session_report._GROUP_OF_TEST, "vm::test", VM_GROUP)
     monkeypatch.setattr(session_report, "_gave_up_waiting", [])
+    monkeypatch.setenv(TWO_GROUPS_ENV, "1")
     # Unless a test says otherwise, the host group has finished: a hold need not wait.
     session_report._host_idle_path(str(path)).touch()
     return path
+
+
+def test_without_a_host_group_beside_a_hold_does_not_wait(wanted, monkeypatch):
+    # One process, or workers not split into the two groups: no host worker would answer.
+    host_idle(wanted).unlink()
+    monkeypatch.delenv(TWO_GROUPS_ENV)
+    started = time.monotonic()
+    with machine_to_itself():
+        assert wanted.exists() and time.monotonic() - started < 1.0
 
 
 def host_idle(wanted):
