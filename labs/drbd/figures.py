@@ -81,6 +81,8 @@ def _wait_figures(found: Findings) -> dict[str, str]:
     if found.waits_of("C"):
         f["waits_c_worst_error_pct"] = _worst_wait_error(found, "C")
         f["top_C_p50_ms"] = nt.number(at_top["C"].measured)
+    if "A" in at_top:  # quoted by the lab's ci test beside C's
+        f["top_A_p50_ms"] = nt.number(at_top["A"].measured)
     return f
 
 
