@@ -150,6 +150,7 @@ def trial(path: str, mode: str, rate: float, seconds: float, nonce: str, dm: str
                               "--mode", mode, "--rate", str(rate), "--nonce", nonce,
                               "--acks", acks])
     try:
+        wait_until_writing(child, acks)
         time.sleep(seconds)
         if child.poll() is not None:
             raise SystemExit(f"probe: the writer ended early (exit {child.returncode})")
@@ -162,6 +163,22 @@ def trial(path: str, mode: str, rate: float, seconds: float, nonce: str, dm: str
     got = read_acks(acks)
     return {"acked": len(got), "ack_age_s": [round(cut_at - at, 6) for _, at in got],
             "seconds": seconds, "rate": rate}
+
+
+WRITER_START_LIMIT_S = 120.0
+
+
+def wait_until_writing(child: subprocess.Popen, acks: str) -> None:
+    """Until the writer has opened its acknowledgements, just before its first record: the
+    trial's seconds count from there, not from the spawn (in an emulated VM on a busy
+    machine, the interpreter's start alone can outlast a short trial)."""
+    deadline = time.monotonic() + WRITER_START_LIMIT_S
+    while not os.path.exists(acks):
+        if child.poll() is not None:
+            raise SystemExit(f"probe: the writer ended before writing (exit {child.returncode})")
+        if time.monotonic() > deadline:
+            raise SystemExit(f"probe: the writer did not start in {WRITER_START_LIMIT_S:g} s")
+        time.sleep(0.01)
 
 
 def mark_cut_and_crash(dm: str) -> None:
