@@ -61,14 +61,15 @@ def fastest(run, layout: str, label: str) -> float:
 
 
 def test_a_slow_zone_slows_only_the_ks_that_reach_into_it(ci_run):
-    # A commit that waits for a standby 200 ms away cannot take less than 200 ms; a busy
+    # A commit that waits for a standby 500 ms away cannot take less than 500 ms; a busy
     # machine can only make commits slower. So: every commit that had to wait for the slow
     # zone took at least its round trip. The other way, a commit that did not wait for it
-    # took less, unless the machine added 150 ms or more to every commit of the point (a
-    # busy CI machine added up to 40 ms; the ci profile's slow zone is that far for this).
+    # took less, unless the machine added 450 ms or more to every commit of the point (a
+    # loaded CI machine once added 190 ms to every commit of the even layout's ANY 5; the
+    # ci profile's slow zone is that far for this).
     params = found.findings(ci_run).params
     slow, cross = params.slow_zone_ms, params.cross_zone_ms
-    assert slow >= cross + 150
+    assert slow >= cross + 450
     assert fastest(ci_run, "slow-zone", "ANY 5") > slow
     assert fastest(ci_run, "slow-zone", "FIRST 3") > slow  # FIRST 3 waits for s2 and s3
     assert fastest(ci_run, "slow-zone", "ANY 3") < slow

@@ -159,15 +159,19 @@ def test_the_cap_caps_and_writes_wait_for_the_slow_leg(legs, request):
         assert tables.measured(results, config, "randwrite-qd1", "clat_p50_us") >= \
             0.7 * capped_us, config
     # Where the kernel wrote behind (max_backlog_used > 0), writes left the slow leg's regime,
-    # as the page says: the paced writer of at least one such cell ran well below the paced
-    # writer of the write-mostly mirror without write-behind. (Not the cap alone's median: a
-    # cgroup io limit on loop legs lets short bursts through, so that median is small.)
+    # as the page says: the paced writer's median in at least one such cell was nearer the
+    # fast leg's own than the write-mostly mirror's without write-behind. (Not the cap alone's
+    # median: a cgroup io limit on loop legs lets short bursts through, so that median is
+    # small. Not a fixed share of the mirror's either: on a loaded machine the fast leg's own
+    # median rises, and one cell's sat on exactly half the mirror's.)
     wm_paced_us = tables.measured(results, "raid1-wm", "randwrite-qd1-paced", "clat_p50_us")
+    fast_paced_us = tables.measured(results, "fast-only", "randwrite-qd1-paced", "clat_p50_us")
+    between_us = (fast_paced_us + wm_paced_us) / 2
     wb = tables.write_behind_table(results, recorded.meta)
     assert set(wb["config"]) == set(WRITE_BEHIND_CELLS)
     behind = wb[wb["max_backlog"] > 0]
-    assert len(behind) and (behind["paced_p50_us"] < 0.5 * wm_paced_us).any(), (wm_paced_us,
-                                                                                   wb)
+    assert len(behind) and (behind["paced_p50_us"] < between_us).any(), (fast_paced_us,
+                                                                           wm_paced_us, wb)
     # How write-mostly was set does not change whether writes go behind; the slot may.
     for slot in (0, 1):
         pair = wb[wb["slot"] == slot].set_index("marked")["max_backlog"] > 0

@@ -26,12 +26,13 @@ class Parameters(LabParameters):
     LAB = "quorum-commit"
     PROFILES = {
         # The smallest run that still takes every step on the real system (the tests). Its
-        # slow zone is far slower than anything a busy emulated machine adds to a commit
-        # (tens of ms), so the fastest commit of each point tells whether it waited for it.
+        # slow zone is far slower than anything a busy emulated machine adds to a commit (a
+        # loaded CI machine once added 190 ms to every commit of a 2 s point), so the fastest
+        # commit of each point tells whether it waited for it.
         # One power cut, under the setting the chapter calls safe: each cut costs a boot and
         # a recovery of six servers, minutes on a busy emulated machine.
         "ci": {"point_s": 2, "phase_s": 3, "pings": 5, "ks": (1, 3, 5),
-               "slow_zone_ms": 200.0, "cut_settings": ("on",)},
+               "slow_zone_ms": 500.0, "cut_settings": ("on",)},
         # The part the chapter leads with; `--quick --part power-cut` for the power cuts.
         "quick": {"point_s": 3, "phase_s": 5, "pings": 10, "part": "sweep"},
         "full": {},
