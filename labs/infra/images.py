@@ -35,7 +35,7 @@ import docker.errors
 from labs.errors import UsageError
 from labs.infra import image_prepare
 from labs.infra.containers import ContainerError, local_engine
-from labs.infra.scratch import scratch_folder
+from labs.infra.scratch import scratch_folder, tree_in_memory
 from labs.progress import Progress
 
 RECIPES_DIR = Path(__file__).resolve().parent / "image_recipes"
@@ -136,6 +136,7 @@ def build_base(client: docker.DockerClient, progress: Progress, force: bool = Fa
     # Journaled (labs.infra.scratch): a killed build's tree and mounts are cleaned later.
     with scratch_folder(Path("/var/tmp/storage-labs-images"), "rootfs-") as tmp:
         root = tmp / "root"
+        tree_in_memory(root)
         progress.step(f"debootstrap {BASE_RECIPE['suite']} ({BASE_RECIPE['variant']}) "
                       f"from {DEBIAN_MIRROR}")
         _run(["debootstrap", f"--variant={BASE_RECIPE['variant']}",

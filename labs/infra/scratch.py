@@ -1,6 +1,7 @@
 """Journaled scratch folders on the machine that runs the labs (image builds use them).
 
     with scratch_folder(cache_dir() / "vm", ".build-") as folder:
+        tree_in_memory(folder / "root")   # a tmpfs there, when memory allows
         ...   # debootstrap into folder/root, etc.
 
 The folder is journaled (kind "scratch-dir") before it exists, so a build killed half way
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -35,6 +37,35 @@ def scratch_folder(parent: Path, prefix: str) -> Iterator[Path]:
     finally:
         _teardown_scratch_dir(LocalHost(), JournalEntry("scratch-dir", str(folder)))
         journal.released("scratch-dir", str(folder))
+
+
+# A debootstrap tree is read once (by mkfs.ext4 -d or tar) and then deleted: it can live in
+# memory, where dpkg's sync of every file it unpacks costs nothing (the lab VM image took
+# 186 s with its tree in memory, 253 to 317 s on the same machine's disk). The VM image's
+# tree is about 1 GiB.
+TREE_TMPFS_SIZE_MIB = 4096
+TREE_IN_MEMORY_MIN_AVAILABLE_MIB = 3072
+
+
+def _available_memory_mib() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) // 1024
+    return 0
+
+
+def tree_in_memory(root: Path) -> bool:
+    """Make `root`, a new folder inside a scratch folder, a tmpfs of its own when this
+    machine has the memory to spare; else it is a plain folder. Returns whether it is."""
+    root.mkdir()
+    if _available_memory_mib() < TREE_IN_MEMORY_MIN_AVAILABLE_MIB:
+        return False
+    # Safe: a new, empty tmpfs on an empty folder of a scratch folder of ours; the scratch
+    # folder's teardown unmounts it (and what debootstrap mounted inside it).
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o",
+                              f"size={TREE_TMPFS_SIZE_MIB}m,mode=0755", "tmpfs", str(root)],
+                             capture_output=True, text=True)
+    return mounted.returncode == 0
 
 
 def processes_inside(folder: str) -> list[int]:

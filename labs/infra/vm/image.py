@@ -31,7 +31,7 @@ from pathlib import Path
 
 from labs.errors import LabError, UsageError
 from labs.infra.paths import cache_dir, config_dir
-from labs.infra.scratch import scratch_folder
+from labs.infra.scratch import scratch_folder, tree_in_memory
 from labs.progress import Progress
 
 # Debian releases a lab VM can be built from (codename -> version); the first is the default.
@@ -249,34 +249,6 @@ def build_image(progress: Progress | None = None, force: bool = False,
     return image, True, time.monotonic() - started
 
 
-# The tree debootstrap makes is read once, by mkfs.ext4 -d, then deleted: it can live in
-# memory, where dpkg's sync of every file it unpacks costs nothing (a build took 196 s with
-# its tree in memory, 253 to 317 s on the same machine's disk). About 1 GiB of it.
-TREE_TMPFS_SIZE_MIB = 4096
-TREE_IN_MEMORY_MIN_AVAILABLE_MIB = 3072
-
-
-def _available_memory_mib() -> int:
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemAvailable:"):
-            return int(line.split()[1]) // 1024
-    return 0
-
-
-def _tree_in_memory(root: Path) -> bool:
-    """Make `root` (an empty folder of the build's scratch folder) a tmpfs when this machine
-    has the memory to spare; else the tree is built on disk. Returns whether it is."""
-    root.mkdir()
-    if _available_memory_mib() < TREE_IN_MEMORY_MIN_AVAILABLE_MIB:
-        return False
-    # Safe: a new, empty tmpfs on an empty folder of the build's own scratch folder; the
-    # scratch folder's teardown unmounts it (and what debootstrap mounted inside it).
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o",
-                              f"size={TREE_TMPFS_SIZE_MIB}m,mode=0755", "tmpfs", str(root)],
-                             capture_output=True, text=True)
-    return mounted.returncode == 0
-
-
 def _build(keys: SSHKeys, digest: str, final: Path, progress: Progress | None,
            release: str) -> None:
     progress = progress or Progress("vm build", 4)
@@ -287,7 +259,7 @@ def _build(keys: SSHKeys, digest: str, final: Path, progress: Progress | None,
         root, out = scratch / "root", scratch / "out"
         out.mkdir()
         log_path = scratch / "build.log"
-        in_memory = _tree_in_memory(root)
+        in_memory = tree_in_memory(root)
         progress.step(f"debootstrap {release} with {len(packages(release))} packages from "
                       f"{mirror()}" + (" (the tree in memory)" if in_memory else ""))
         _stream(["debootstrap", "--variant=minbase", "--include=" + ",".join(packages(release)),
