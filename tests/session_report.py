@@ -130,7 +130,8 @@ QUIET_WAIT_LIMIT_S = 600
 
 
 def _host_idle_path(wanted: str) -> Path:
-    """Present while the host group's worker waits for a hold, and once its group is done."""
+    """Present while the host group's worker waits for a hold, once its group is done, and
+    once it gave up waiting for a hold (it waits for none after that)."""
     return Path(f"{wanted}.host-idle")
 
 
@@ -182,7 +183,8 @@ def wait_while_the_machine_is_wanted(item: pytest.Item) -> None:
                 return
             time.sleep(0.5)
     finally:
-        idle.unlink(missing_ok=True)
+        if not _gave_up_waiting:  # else it never pauses again: a later hold waits for nothing
+            idle.unlink(missing_ok=True)
 
 
 def host_group_done(config: pytest.Config) -> None:

@@ -90,6 +90,21 @@ def test_once_the_host_group_is_done_a_hold_does_not_wait(wanted, monkeypatch):
         assert time.monotonic() - started < 1.0
 
 
+def test_once_the_host_group_gave_up_waiting_a_later_hold_does_not_wait(wanted, monkeypatch):
+    monkeypatch.setattr(session_report, "MACHINE_WAIT_LIMIT_S", 1.0)
+    monkeypatch.setattr(session_report, "QUIET_WAIT_LIMIT_S", 3.0)
+    host_idle(wanted).unlink()  # the host group is in the middle of a test
+    with machine_to_itself():  # a hold longer than the host group waits
+        wait_while_the_machine_is_wanted(SimpleNamespace(nodeid="host::test"))
+    assert session_report._gave_up_waiting
+    started = time.monotonic()
+    with machine_to_itself():  # the host group's worker runs its tests now: nobody to wait for
+        assert time.monotonic() - started < 1.0
+    started = time.monotonic()
+    wait_while_the_machine_is_wanted(SimpleNamespace(nodeid="host::test"))
+    assert time.monotonic() - started < 1.0
+
+
 def test_the_machine_is_held_only_inside_the_block_even_when_it_fails(wanted):
     with pytest.raises(RuntimeError):
         with machine_to_itself():
