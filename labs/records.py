@@ -127,6 +127,11 @@ class RecordedRun:
         """The command that made this run (first recorded command line)."""
         return self.meta["parameters"].get("command_line", "")
 
+    @property
+    def profile(self) -> str | None:
+        """The profile the run was made with (ci, quick, full), None if its record lacks it."""
+        return self.meta["parameters"].get("profile")
+
 
 @dataclass
 class RunRecorder:

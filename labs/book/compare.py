@@ -176,7 +176,7 @@ def model_error(table: pd.DataFrame) -> float | None:
 
 def describe_run(run: RecordedRun) -> str:
     host = classes.host_description(run)
-    profile = run.meta["parameters"].get("profile")
+    profile = run.profile
     # "no", "unknown", "no (a docker container)", "yes (kvm)" or "lab VM (QEMU)"
     vm = host["virtual machine"]
     where = ""
@@ -340,7 +340,7 @@ def show_yours(lab: str, headline: Callable, shipped: RecordedRun, book: pd.Data
     if None not in errors:
         lines.append(f"Against the model, the median error was {nt.percent(errors[1])} for "
                      f"your run and {nt.percent(errors[0])} for the book's.")
-    profiles = {run.meta["parameters"].get("profile") for run in (yours, shipped)}
+    profiles = {run.profile for run in (yours, shipped)}
     if len(profiles) > 1 and None not in profiles:
         lines.append("The two runs used different profiles: a quick run measures for less "
                      "time, so expect more noise in it.")

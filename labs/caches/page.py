@@ -19,13 +19,12 @@ from labs.records import RecordedRun
 def provenance(run: RecordedRun) -> pd.DataFrame:
     meta = run.meta
     host = meta["host"]
-    params = meta["parameters"]
     images = ", ".join(f"{k.removeprefix('image ')}" for k in meta["tool_versions"]
                        if k.startswith("image "))
     load = host.get("load_average")
     rows = [
         ("run", f"{meta['lab']}/{meta['run_id']}"),
-        ("command", params.get("command_line", "-")),
+        ("command", run.command_line() or "-"),
         ("seed", str(meta["seed"])),
         ("host", f"{host.get('name')}, kernel {host.get('kernel')}, {host.get('cpu_count')} "
                  f"CPUs" + (f", load average {load}" if load else "")),

@@ -86,7 +86,7 @@ def provenance(run: RecordedRun) -> pd.DataFrame:
     rows = [
         ("run", f"{meta['lab']}/{meta['run_id']} ({params.profile} profile)"),
         # Kept in the record beside the parameters, not one of them.
-        ("command", meta["parameters"].get("command_line", "-")),
+        ("command", run.command_line() or "-"),
         ("seed", str(meta["seed"])),
         ("host", f"{host.get('name')}, {release_name(run)}, {host.get('cpu_count')} CPUs"
                  + (f", lab VM under {vm.get('accel', '?').upper()}" if vm else "")),
